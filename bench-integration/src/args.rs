@@ -1,0 +1,212 @@
+//! The harness's command line: what `cargo bench -- …`, `cargo test` and nextest pass to a
+//! bench binary.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Parser, ValueEnum};
+
+/// The order the timing pass takes its samples in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum SampleOrder {
+    /// One sample of every case, then the next round: each case's series spans the run,
+    /// so drift of the machine spreads over all cases instead of landing on one.
+    #[default]
+    RoundRobin,
+    /// Every sample of a case before the next case starts.
+    Blocked,
+}
+
+/// Output format of `--list` (libtest's spelling).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ListFormat {
+    /// Human-readable listing.
+    Pretty,
+    /// `name: test` lines, as nextest reads them.
+    Terse,
+    /// Accepted for libtest compatibility; listed like pretty.
+    Json,
+}
+
+/// Flags of a sparkles bench binary.
+#[derive(Debug, Clone, Parser)]
+#[command(
+    about = "A sparkles benchmark suite. Without --bench each case runs once as a test.",
+    disable_version_flag = true
+)]
+pub struct HarnessArgs {
+    /// Run only cases whose name contains one of these substrings.
+    pub filters: Vec<String>,
+
+    /// Measure (cargo bench passes this); without it each case runs once as a smoke test.
+    #[arg(long)]
+    pub bench: bool,
+
+    /// List the cases instead of running them.
+    #[arg(long)]
+    pub list: bool,
+
+    /// Listing format for --list (libtest's spelling).
+    #[arg(long, value_enum)]
+    pub format: Option<ListFormat>,
+
+    /// Filters match whole names exactly.
+    #[arg(long)]
+    pub exact: bool,
+
+    /// Skip cases whose name contains this substring (repeatable).
+    #[arg(long)]
+    pub skip: Vec<String>,
+
+    /// Run only ignored cases (sparkles has none, so this runs nothing).
+    #[arg(long)]
+    pub ignored: bool,
+
+    /// Run ignored cases too.
+    #[arg(long)]
+    pub include_ignored: bool,
+
+    /// Accepted for libtest compatibility: output is never captured.
+    #[arg(long)]
+    pub nocapture: bool,
+
+    /// Accepted for libtest compatibility: output is never captured.
+    #[arg(long)]
+    pub show_output: bool,
+
+    /// Accepted for libtest compatibility: cases always run one at a time, so timings
+    /// do not contend for cores.
+    #[arg(long, value_name = "N")]
+    pub test_threads: Option<usize>,
+
+    /// Less output: no per-case lines in smoke mode.
+    #[arg(short, long)]
+    pub quiet: bool,
+
+    /// Colour: auto (on a terminal, unless NO_COLOR is set), always or never.
+    #[arg(long, value_name = "WHEN", default_value = "auto")]
+    pub color: ColorChoice,
+
+    /// Accepted for libtest compatibility (unstable options).
+    #[arg(short = 'Z', value_name = "OPTION")]
+    pub unstable: Vec<String>,
+
+    /// Accepted for libtest compatibility.
+    #[arg(long)]
+    pub report_time: bool,
+
+    /// Minimum duration of one timing sample; iterations per sample double until one
+    /// sample takes at least this long (e.g. 5ms, 200us, 1s).
+    #[arg(long, value_name = "DURATION", default_value = "5ms", value_parser = parse_duration)]
+    pub bench_min_time: Duration,
+
+    /// Timing samples per case.
+    #[arg(long, value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..))]
+    pub samples: u32,
+
+    /// Order of the timing samples across cases.
+    #[arg(long, value_enum, default_value_t = SampleOrder::RoundRobin)]
+    pub sample_order: SampleOrder,
+
+    /// Most iterations of the counting pass (it runs the calibrated per-sample count,
+    /// capped here).
+    #[arg(long, value_name = "N", default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub count_iterations: u64,
+
+    /// Write one JSON object per case to PATH (`-` for stdout; relative to the current
+    /// directory, which under cargo bench is the package's folder).
+    #[arg(long, value_name = "PATH")]
+    pub bench_json: Option<String>,
+
+    /// Report only metrics whose id matches one of these globs (comma-separated); opens
+    /// only the tiers they need.
+    #[arg(long, value_name = "GLOB[,GLOB...]", value_delimiter = ',')]
+    pub metrics: Option<Vec<String>>,
+
+    /// List every metric with its class, source and availability, then exit.
+    #[arg(long)]
+    pub list_metrics: bool,
+
+    /// Store this run as baseline NAME (under target/sparkles/baselines/NAME/).
+    #[arg(long, value_name = "NAME")]
+    pub save_baseline: Option<String>,
+
+    /// Compare every ok case against baseline NAME, or against a baseline file or folder.
+    #[arg(long, value_name = "NAME|PATH")]
+    pub baseline: Option<String>,
+
+    /// Folder for every file the run writes (default: target/sparkles/ of the target
+    /// folder the bench binary was built into).
+    #[arg(long, value_name = "DIR")]
+    pub out_dir: Option<PathBuf>,
+}
+
+/// When to colour the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    /// On a terminal, unless NO_COLOR is set.
+    Auto,
+    /// Always.
+    Always,
+    /// Never.
+    Never,
+}
+
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    if text.trim().chars().all(|c| c.is_ascii_digit() || c == '.') {
+        return Err(format!("'{text}' needs a unit (ns, us, ms, s)"));
+    }
+    humantime::parse_duration(text).map_err(|e| format!("'{text}': {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<HarnessArgs, clap::Error> {
+        HarnessArgs::try_parse_from(std::iter::once("bench").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn accepts_what_cargo_test_and_nextest_pass() {
+        let a = parse(&["--list", "--format", "terse", "--ignored"]).unwrap();
+        assert!(a.list && a.ignored && a.format == Some(ListFormat::Terse));
+        let a = parse(&[
+            "--exact",
+            "json/parse",
+            "--nocapture",
+            "--test-threads",
+            "1",
+            "-q",
+        ])
+        .unwrap();
+        assert!(a.exact && a.nocapture && a.quiet);
+        assert_eq!(a.filters, ["json/parse"]);
+        let a = parse(&["--bench", "sort", "hash"]).unwrap();
+        assert!(a.bench);
+        assert_eq!(a.filters, ["sort", "hash"]);
+    }
+
+    #[test]
+    fn harness_flags_have_their_defaults_and_parse_units() {
+        let a = parse(&[]).unwrap();
+        assert_eq!(a.bench_min_time, Duration::from_millis(5));
+        assert_eq!(a.samples, 32);
+        assert_eq!(a.sample_order, SampleOrder::RoundRobin);
+        let a = parse(&["--bench-min-time", "200us", "--sample-order", "blocked"]).unwrap();
+        assert_eq!(a.bench_min_time, Duration::from_micros(200));
+        assert_eq!(a.sample_order, SampleOrder::Blocked);
+        let a = parse(&["--metrics", "rusage.*,io.syscr"]).unwrap();
+        assert_eq!(a.metrics.unwrap(), ["rusage.*", "io.syscr"]);
+    }
+
+    #[test]
+    fn bad_values_name_the_flag() {
+        let e = parse(&["--bench-min-time", "5"]).unwrap_err().to_string();
+        assert!(e.contains("--bench-min-time") && e.contains("unit"), "{e}");
+        let e = parse(&["--samples", "0"]).unwrap_err().to_string();
+        assert!(e.contains("--samples"), "{e}");
+        let e = parse(&["--no-such-flag"]).unwrap_err().to_string();
+        assert!(e.contains("--no-such-flag"), "{e}");
+    }
+}

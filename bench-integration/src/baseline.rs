@@ -1,0 +1,237 @@
+//! Saved runs and the comparison of a run against one.
+//!
+//! A baseline named NAME of suite SUITE is `baselines/NAME/SUITE.jsonl` (the run's
+//! `sparkles.bench/1` rows) beside `baselines/NAME/SUITE.env.json` (where it was measured),
+//! under the run's output folder. Suites of one workspace share a name without sharing a
+//! file, so `cargo bench -- --save-baseline main` over several bench targets keeps each.
+
+use std::path::{Path, PathBuf};
+
+use crate::environment::Environment;
+use crate::error::Error;
+use crate::output::write_atomically;
+use crate::record::{parse_json_lines, to_json_lines, BenchRow};
+use crate::stats::compare;
+
+/// A baseline read for comparison.
+#[derive(Debug, Clone)]
+pub struct Baseline {
+    /// The rows file it was read from.
+    pub path: PathBuf,
+    /// Its rows.
+    pub rows: Vec<BenchRow>,
+    /// Where it was measured, when it says.
+    pub environment: Option<Environment>,
+}
+
+/// A baseline name must be one plain path component.
+fn check_name(name: &str, flag: &'static str) -> Result<(), Error> {
+    let plain = !name.is_empty()
+        && name != "."
+        && name != ".."
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    if plain {
+        Ok(())
+    } else {
+        Err(Error::Usage {
+            flag,
+            message: format!(
+                "'{name}' is not a baseline name (use letters, digits, '.', '_', '-')"
+            ),
+        })
+    }
+}
+
+fn env_path_of(rows_path: &Path) -> PathBuf {
+    let stem = rows_path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    rows_path.with_file_name(format!("{stem}.env.json"))
+}
+
+/// The rows file of baseline `name` of `suite`.
+pub fn named_path(out_dir: &Path, name: &str, suite: &str) -> PathBuf {
+    out_dir
+        .join("baselines")
+        .join(name)
+        .join(format!("{suite}.jsonl"))
+}
+
+/// Reads `--baseline NAME|PATH`: a NAME saved by `--save-baseline`, or a PATH to a rows
+/// file (such as a `--bench-json` output) or to a folder holding `SUITE.jsonl`.
+pub fn load(spec: &str, out_dir: &Path, suite: &str) -> Result<Baseline, Error> {
+    let as_path = Path::new(spec);
+    let is_path = spec.contains('/') || spec.ends_with(".jsonl") || as_path.exists();
+    let path = if !is_path {
+        check_name(spec, "--baseline")?;
+        named_path(out_dir, spec, suite)
+    } else if as_path.is_dir() {
+        as_path.join(format!("{suite}.jsonl"))
+    } else {
+        as_path.to_path_buf()
+    };
+    let text = std::fs::read_to_string(&path).map_err(|e| Error::Baseline {
+        path: path.clone(),
+        line: None,
+        message: if e.kind() == std::io::ErrorKind::NotFound && !is_path {
+            format!(
+                "no baseline '{spec}' of suite '{suite}' (save one with --save-baseline {spec})"
+            )
+        } else {
+            e.to_string()
+        },
+    })?;
+    let rows = parse_json_lines(&text, &path)?;
+    let env_path = env_path_of(&path);
+    let environment = match std::fs::read_to_string(&env_path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(Error::io(&env_path, e)),
+        Ok(text) => Some(serde_json::from_str(&text).map_err(|e| Error::Baseline {
+            path: env_path.clone(),
+            line: Some(e.line()),
+            message: format!("not a {} record: {e}", crate::environment::SCHEMA),
+        })?),
+    };
+    Ok(Baseline {
+        path,
+        rows,
+        environment,
+    })
+}
+
+/// Checks `--save-baseline NAME` and that an existing baseline of that name can be merged
+/// into, before anything is measured. Returns the rows file it will write.
+pub fn prepare_save(name: &str, out_dir: &Path, suite: &str) -> Result<PathBuf, Error> {
+    check_name(name, "--save-baseline")?;
+    let path = named_path(out_dir, name, suite);
+    existing_rows(&path)?;
+    Ok(path)
+}
+
+fn existing_rows(path: &Path) -> Result<Vec<BenchRow>, Error> {
+    match std::fs::read_to_string(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(Error::io(path, e)),
+        Ok(text) => parse_json_lines(&text, path).map_err(|e| Error::Baseline {
+            path: path.to_path_buf(),
+            line: None,
+            message: format!(
+                "the existing baseline cannot be merged into ({e}); remove it to save anew"
+            ),
+        }),
+    }
+}
+
+/// Saves the ok rows of a run to `path` (from [`prepare_save`]) with its environment.
+/// Rows of cases this run did not measure (filtered out, or failed) stay as they were.
+pub fn save(path: &Path, rows: &[BenchRow], environment: &Environment) -> Result<(), Error> {
+    let mut merged = existing_rows(path)?;
+    for row in rows.iter().filter(|r| r.ok) {
+        let mut row = row.clone();
+        row.comparison = None;
+        match merged.iter_mut().find(|old| old.case == row.case) {
+            Some(old) => *old = row,
+            None => merged.push(row),
+        }
+    }
+    let env_json = serde_json::to_string_pretty(environment).unwrap_or_default() + "\n";
+    write_atomically(path, to_json_lines(&merged).as_bytes())?;
+    write_atomically(&env_path_of(path), env_json.as_bytes())
+}
+
+/// Adds a comparison to every ok row whose case has an ok row in `baseline`; returns how
+/// many rows were compared.
+pub fn compare_rows(rows: &mut [BenchRow], baseline: &Baseline) -> usize {
+    let mut compared = 0;
+    for row in rows.iter_mut().filter(|r| r.ok) {
+        let Some(timing) = &row.timing else { continue };
+        let base = baseline
+            .rows
+            .iter()
+            .find(|b| b.case == row.case && b.ok)
+            .and_then(|b| b.timing.as_ref());
+        if let Some(change) = base.and_then(|b| compare(&b.samples, &timing.samples)) {
+            row.comparison = Some(change.into());
+            compared += 1;
+        }
+    }
+    compared
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{Timing, SCHEMA};
+    use crate::stats::Verdict;
+
+    fn row(case: &str, center: f64) -> BenchRow {
+        let samples = (0..12).map(|i| center + (i % 3) as f64).collect();
+        BenchRow {
+            schema: SCHEMA.to_string(),
+            case: case.to_string(),
+            slug: crate::suite::slug(case),
+            ok: true,
+            error: None,
+            iterations: 10,
+            timing: Timing::from_samples(samples),
+            metrics: Default::default(),
+            comparison: None,
+        }
+    }
+
+    #[test]
+    fn save_merges_and_load_compares() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = Environment::current("demo");
+        let path = prepare_save("b", dir.path(), "demo").unwrap();
+        save(&path, &[row("a", 100.0), row("b", 100.0)], &env).unwrap();
+        // A filtered second save replaces only its own case.
+        save(&path, &[row("b", 200.0)], &env).unwrap();
+        let base = load("b", dir.path(), "demo").unwrap();
+        assert_eq!(base.rows.len(), 2);
+        assert_eq!(base.environment.as_ref(), Some(&env));
+        let mut rows = vec![row("a", 100.0), row("b", 100.0), row("new", 1.0)];
+        assert_eq!(compare_rows(&mut rows, &base), 2);
+        let a = rows[0].comparison.as_ref().unwrap();
+        assert_eq!(a.verdict, Verdict::InsideTheNoise);
+        let b = rows[1].comparison.as_ref().unwrap();
+        assert_eq!(b.verdict, Verdict::Improvement);
+        assert!(rows[2].comparison.is_none());
+    }
+
+    #[test]
+    fn missing_and_corrupt_baselines_are_clear_errors_and_nothing_is_overwritten() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = load("nosuch", dir.path(), "demo").unwrap_err().to_string();
+        assert!(e.contains("nosuch") && e.contains("--save-baseline"), "{e}");
+        let path = named_path(dir.path(), "bad", "demo");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, "{not json\n").unwrap();
+        let e = load("bad", dir.path(), "demo").unwrap_err().to_string();
+        assert!(e.contains("demo.jsonl") && e.contains("line 1"), "{e}");
+        assert!(prepare_save("bad", dir.path(), "demo").is_err());
+        assert!(save(&path, &[row("a", 1.0)], &Environment::current("demo")).is_err());
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "{not json\n");
+    }
+
+    #[test]
+    fn names_must_be_plain() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(prepare_save("../x", dir.path(), "demo").is_err());
+        assert!(prepare_save("", dir.path(), "demo").is_err());
+        assert!(prepare_save("main-2026.12", dir.path(), "demo").is_ok());
+    }
+
+    #[test]
+    fn a_path_to_a_bench_json_file_is_a_baseline() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("out.jsonl");
+        std::fs::write(&file, to_json_lines(&[row("a", 5.0)])).unwrap();
+        let base = load(file.to_str().unwrap(), Path::new("/nonexistent"), "demo").unwrap();
+        assert_eq!(base.rows.len(), 1);
+        assert!(base.environment.is_none());
+    }
+}

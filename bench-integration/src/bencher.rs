@@ -1,0 +1,315 @@
+//! The [`Bencher`] a case receives, and the protocol between a case's thread and the
+//! scheduler.
+//!
+//! Each case runs on a thread of its own. Its function does its setup once, then calls
+//! one of the `iter` methods, which does not return until the scheduler is done with the
+//! case: it waits for commands (run once, take a timed sample of N iterations, count N
+//! iterations under the counting tiers), answers each, and returns on `Finish`. So setup
+//! runs once per case however many samples are taken, and the scheduler can interleave
+//! the samples of several cases (round-robin order) while each keeps its state.
+
+use std::fmt::Display;
+use std::hint::black_box;
+use std::sync::mpsc::{Receiver, Sender};
+use std::time::{Duration, Instant};
+
+use crate::catalog::MetricValue;
+use crate::throughput::Throughput;
+use crate::tier0::Tier0;
+
+/// Which counting tiers a counting pass opens.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct CountPlan {
+    /// getrusage(2) and /proc/self/io.
+    pub tier0: bool,
+}
+
+/// What the scheduler asks of a case's thread.
+#[derive(Debug)]
+pub(crate) enum Command {
+    /// Run the body once, untimed (smoke mode).
+    Smoke,
+    /// Time `iterations` iterations with nothing else enabled.
+    Sample { iterations: u64 },
+    /// Run `iterations` iterations with the tiers in `plan` bracketing the body.
+    Count { iterations: u64, plan: CountPlan },
+    /// The scheduler is done with this case: the `iter` call returns.
+    Finish,
+}
+
+/// What a case's thread answers.
+#[derive(Debug)]
+pub(crate) enum Reply {
+    /// The case finished its setup and is serving commands.
+    Ready { throughput: Option<Throughput> },
+    /// The body ran once.
+    Smoked,
+    /// A timed sample.
+    Sampled { elapsed: Duration },
+    /// Per-iteration values of the counting pass.
+    Counted { values: Vec<MetricValue> },
+    /// The body returned an error (`try_iter`); the case serves nothing more.
+    BodyFailed(String),
+    /// The case function returned (`Ok`) or failed (`Err`: its error or panic message).
+    Ended(Result<(), String>),
+}
+
+/// How many inputs `iter_batched` prepares before timing them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BatchSize {
+    /// Up to this many inputs at once (at least one). Larger batches make the timer's own
+    /// cost vanish for small bodies; smaller ones bound the memory held by inputs.
+    UpTo(u64),
+    /// One input at a time: for inputs too large to hold more than one of. Each
+    /// iteration is timed on its own, so the clock's cost (tens of ns) is in the result.
+    PerIteration,
+}
+
+impl BatchSize {
+    /// The default: up to 1024 inputs per timed batch.
+    pub const DEFAULT: BatchSize = BatchSize::UpTo(1024);
+
+    fn limit(self) -> u64 {
+        match self {
+            BatchSize::UpTo(n) => n.max(1),
+            BatchSize::PerIteration => 1,
+        }
+    }
+}
+
+/// The counting tiers open for one counting pass, bracketing only the timed regions.
+struct Meter {
+    tier0: Option<Tier0>,
+}
+
+impl Meter {
+    fn idle() -> Meter {
+        Meter { tier0: None }
+    }
+
+    fn open(plan: CountPlan) -> Meter {
+        Meter {
+            tier0: plan.tier0.then(Tier0::open),
+        }
+    }
+
+    #[inline]
+    fn resume(&mut self) {
+        if let Some(t) = &mut self.tier0 {
+            t.resume();
+        }
+    }
+
+    #[inline]
+    fn pause(&mut self) {
+        if let Some(t) = &mut self.tier0 {
+            t.pause();
+        }
+    }
+
+    fn values(&self, iterations: u64) -> Vec<MetricValue> {
+        self.tier0
+            .as_ref()
+            .map(|t| t.values(iterations))
+            .unwrap_or_default()
+    }
+}
+
+/// A body the bencher can run `n` times, returning the time spent in the body alone.
+trait Routine {
+    fn run(&mut self, iterations: u64, meter: &mut Meter) -> Result<Duration, String>;
+}
+
+struct Plain<F>(F);
+
+impl<O, F: FnMut() -> O> Routine for Plain<F> {
+    fn run(&mut self, iterations: u64, meter: &mut Meter) -> Result<Duration, String> {
+        meter.resume();
+        let start = Instant::now();
+        for _ in 0..iterations {
+            black_box((self.0)());
+        }
+        let elapsed = start.elapsed();
+        meter.pause();
+        Ok(elapsed)
+    }
+}
+
+struct Fallible<F>(F);
+
+impl<O, E: Display, F: FnMut() -> Result<O, E>> Routine for Fallible<F> {
+    fn run(&mut self, iterations: u64, meter: &mut Meter) -> Result<Duration, String> {
+        meter.resume();
+        let start = Instant::now();
+        for _ in 0..iterations {
+            if let Err(e) = black_box((self.0)()) {
+                meter.pause();
+                return Err(e.to_string());
+            }
+        }
+        let elapsed = start.elapsed();
+        meter.pause();
+        Ok(elapsed)
+    }
+}
+
+struct Batched<I, O, S, R, D> {
+    setup: S,
+    routine: R,
+    release: D,
+    batch: BatchSize,
+    inputs: Vec<I>,
+    outputs: Vec<O>,
+}
+
+impl<I, O, S, R, D> Routine for Batched<I, O, S, R, D>
+where
+    S: FnMut() -> I,
+    R: FnMut(I) -> O,
+    D: FnMut(O),
+{
+    fn run(&mut self, iterations: u64, meter: &mut Meter) -> Result<Duration, String> {
+        let mut total = Duration::ZERO;
+        let mut remaining = iterations;
+        while remaining > 0 {
+            let k = remaining.min(self.batch.limit());
+            self.inputs.extend((0..k).map(|_| (self.setup)()));
+            meter.resume();
+            let start = Instant::now();
+            for input in self.inputs.drain(..) {
+                self.outputs
+                    .push(black_box((self.routine)(black_box(input))));
+            }
+            total += start.elapsed();
+            meter.pause();
+            for output in self.outputs.drain(..) {
+                (self.release)(output);
+            }
+            remaining -= k;
+        }
+        Ok(total)
+    }
+}
+
+/// What a case function receives: declare throughput, then hand the body to one `iter`
+/// method.
+#[derive(Debug)]
+pub struct Bencher {
+    case: String,
+    commands: Receiver<Command>,
+    replies: Sender<Reply>,
+    throughput: Option<Throughput>,
+    served: bool,
+}
+
+impl Bencher {
+    pub(crate) fn new(case: String, commands: Receiver<Command>, replies: Sender<Reply>) -> Self {
+        Bencher {
+            case,
+            commands,
+            replies,
+            throughput: None,
+            served: false,
+        }
+    }
+
+    /// Declares how much work one iteration does; the report adds a rate column computed
+    /// against the timed median. Call it before `iter`.
+    pub fn throughput(&mut self, throughput: Throughput) -> &mut Self {
+        self.throughput = Some(throughput);
+        self
+    }
+
+    /// Measures `body`: every call of it is one iteration, its result kept alive with
+    /// [`black_box`].
+    pub fn iter<O, F: FnMut() -> O>(&mut self, body: F) {
+        self.serve(&mut Plain(body));
+    }
+
+    /// Measures a body that can fail: the first `Err` stops the case, which is reported
+    /// `ok: false` with the error's message.
+    pub fn try_iter<O, E: Display, F: FnMut() -> Result<O, E>>(&mut self, body: F) {
+        self.serve(&mut Fallible(body));
+    }
+
+    /// Measures `routine` alone: `setup` makes each iteration's input and `release`
+    /// receives each output (to verify, or to drop), both outside the timed region.
+    pub fn iter_batched<I, O, S, R, D>(&mut self, setup: S, routine: R, release: D)
+    where
+        S: FnMut() -> I,
+        R: FnMut(I) -> O,
+        D: FnMut(O),
+    {
+        self.iter_batched_sized(BatchSize::DEFAULT, setup, routine, release);
+    }
+
+    /// [`Bencher::iter_batched`] with an explicit bound on the inputs prepared at once.
+    pub fn iter_batched_sized<I, O, S, R, D>(
+        &mut self,
+        batch: BatchSize,
+        setup: S,
+        routine: R,
+        release: D,
+    ) where
+        S: FnMut() -> I,
+        R: FnMut(I) -> O,
+        D: FnMut(O),
+    {
+        let capacity = usize::try_from(batch.limit()).unwrap_or(1).min(1024);
+        self.serve(&mut Batched {
+            setup,
+            routine,
+            release,
+            batch,
+            inputs: Vec::with_capacity(capacity),
+            outputs: Vec::with_capacity(capacity),
+        });
+    }
+
+    fn serve(&mut self, routine: &mut dyn Routine) {
+        if self.served {
+            eprintln!(
+                "sparkles: case '{}' called iter more than once; only the first call is measured",
+                self.case
+            );
+            return;
+        }
+        self.served = true;
+        if self
+            .replies
+            .send(Reply::Ready {
+                throughput: self.throughput,
+            })
+            .is_err()
+        {
+            return;
+        }
+        while let Ok(command) = self.commands.recv() {
+            let reply = match command {
+                Command::Smoke => match routine.run(1, &mut Meter::idle()) {
+                    Ok(_) => Reply::Smoked,
+                    Err(e) => Reply::BodyFailed(e),
+                },
+                Command::Sample { iterations } => match routine.run(iterations, &mut Meter::idle())
+                {
+                    Ok(elapsed) => Reply::Sampled { elapsed },
+                    Err(e) => Reply::BodyFailed(e),
+                },
+                Command::Count { iterations, plan } => {
+                    let mut meter = Meter::open(plan);
+                    match routine.run(iterations, &mut meter) {
+                        Ok(_) => Reply::Counted {
+                            values: meter.values(iterations),
+                        },
+                        Err(e) => Reply::BodyFailed(e),
+                    }
+                }
+                Command::Finish => return,
+            };
+            let failed = matches!(reply, Reply::BodyFailed(_));
+            if self.replies.send(reply).is_err() || failed {
+                return;
+            }
+        }
+    }
+}

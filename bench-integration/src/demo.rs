@@ -1,0 +1,285 @@
+//! The demo suite: cases of distinct character, so that timings, counters and (later)
+//! profiles each show a different hot spot. `benches/demo.rs` runs it; tests use it too.
+//!
+//! | case | bound by |
+//! |---|---|
+//! | `sort/u64/100k` | comparisons and branch prediction (batched: input copied untimed) |
+//! | `hashmap/insert/10k` | hashing and table growth |
+//! | `json/parse/value`, `json/parse/typed` | serde_json parsing of a generated ~340 KiB document |
+//! | `memory/pointer_chase/64MiB` | memory latency: dependent loads over a buffer far larger than L2 |
+//! | `pages/touch/4MiB` | minor page faults: maps fresh memory and touches every page |
+//! | `io/read_file/1MiB` | read syscalls over a file in the page cache |
+//! | `compute/sieve/1M` | a tight arithmetic loop |
+
+use std::collections::HashMap;
+use std::hint::black_box;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{Suite, Throughput};
+
+/// Elements sorted per iteration of `sort/u64/100k`.
+pub const SORT_LEN: usize = 100_000;
+/// Keys inserted per iteration of `hashmap/insert/10k`.
+pub const MAP_KEYS: usize = 10_000;
+/// Size of the pointer-chasing buffer: far beyond any L2 and most L3 caches.
+pub const CHASE_BYTES: usize = 64 << 20;
+/// Dependent loads per iteration of the pointer chase.
+pub const CHASE_STEPS: usize = 1 << 16;
+/// Bytes mapped and touched per iteration of `pages/touch/4MiB`.
+pub const TOUCH_BYTES: usize = 4 << 20;
+/// Size of the file `io/read_file/1MiB` reads.
+pub const READ_BYTES: usize = 1 << 20;
+/// Upper bound of the sieve.
+pub const SIEVE_LIMIT: usize = 1 << 20;
+
+/// One record of the generated JSON document.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    /// Record number.
+    pub id: u64,
+    /// A short name.
+    pub name: String,
+    /// An email-like string.
+    pub email: String,
+    /// Whether the record is active.
+    pub active: bool,
+    /// A floating-point score.
+    pub score: f64,
+    /// A handful of tags.
+    pub tags: Vec<String>,
+    /// A nested object.
+    pub location: Location,
+}
+
+/// The nested object of a [`Record`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Location {
+    /// Latitude.
+    pub lat: f64,
+    /// Longitude.
+    pub lon: f64,
+    /// City name.
+    pub city: String,
+}
+
+/// A deterministic JSON document of `records` records (1,500 make about 340 KiB).
+pub fn json_document(records: usize) -> Vec<u8> {
+    const WORDS: [&str; 8] = [
+        "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel",
+    ];
+    let mut rng = fastrand::Rng::with_seed(7);
+    let word = |rng: &mut fastrand::Rng| WORDS[rng.usize(..WORDS.len())];
+    let doc: Vec<Record> = (0..records as u64)
+        .map(|id| Record {
+            id,
+            name: format!("{}-{}-{id}", word(&mut rng), word(&mut rng)),
+            email: format!("{}.{}@example.org", word(&mut rng), id),
+            active: rng.bool(),
+            score: rng.f64() * 1000.0,
+            tags: (0..rng.usize(1..6))
+                .map(|_| word(&mut rng).to_string())
+                .collect(),
+            location: Location {
+                lat: rng.f64() * 180.0 - 90.0,
+                lon: rng.f64() * 360.0 - 180.0,
+                city: format!("{} city", word(&mut rng)),
+            },
+        })
+        .collect();
+    serde_json::to_vec(&doc).unwrap_or_default()
+}
+
+/// `n` pseudo-random u64s, the same every run.
+pub fn random_u64s(n: usize, seed: u64) -> Vec<u64> {
+    let mut rng = fastrand::Rng::with_seed(seed);
+    (0..n).map(|_| rng.u64(..)).collect()
+}
+
+/// A single random cycle through `len` slots (Sattolo's algorithm): following `next`
+/// from any slot visits every slot before returning, so the walk defeats prefetching.
+pub fn chase_cycle(len: usize) -> Vec<usize> {
+    let mut next: Vec<usize> = (0..len).collect();
+    let mut rng = fastrand::Rng::with_seed(11);
+    for i in (1..len).rev() {
+        let j = rng.usize(..i);
+        next.swap(i, j);
+    }
+    next
+}
+
+/// Follows `steps` links of `next` from `start`; returns where the walk ended.
+#[inline(never)]
+pub fn chase(next: &[usize], start: usize, steps: usize) -> usize {
+    let mut p = start;
+    for _ in 0..steps {
+        p = next[p];
+    }
+    p
+}
+
+/// Maps `bytes` of fresh anonymous memory, writes one byte per page (each write a minor
+/// fault), and unmaps it; returns the number of pages touched.
+#[inline(never)]
+pub fn touch_fresh_pages(bytes: usize) -> std::io::Result<usize> {
+    // SAFETY: sysconf has no preconditions.
+    let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
+    // SAFETY: a fresh private anonymous mapping; no existing memory is touched.
+    let base = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            bytes,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if base == libc::MAP_FAILED {
+        return Err(std::io::Error::last_os_error());
+    }
+    // Transparent huge pages would turn 1,024 faults into 2; ask for base pages. The
+    // advice can fail on kernels without THP, which already means base pages.
+    // SAFETY: `base` is the mapping made above, `bytes` long.
+    unsafe { libc::madvise(base, bytes, libc::MADV_NOHUGEPAGE) };
+    let mut pages = 0;
+    for offset in (0..bytes).step_by(page) {
+        // SAFETY: `offset < bytes`, inside the writable mapping.
+        unsafe { std::ptr::write_volatile(base.cast::<u8>().add(offset), 1) };
+        pages += 1;
+    }
+    // SAFETY: unmaps exactly the mapping made above; nothing refers to it any more.
+    if unsafe { libc::munmap(base, bytes) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(pages)
+}
+
+/// Counts primes below `limit` with the sieve of Eratosthenes.
+#[inline(never)]
+pub fn sieve(limit: usize) -> usize {
+    let mut composite = vec![false; limit];
+    let mut count = 0;
+    for i in 2..limit {
+        if !composite[i] {
+            count += 1;
+            let mut j = i * i;
+            while j < limit {
+                composite[j] = true;
+                j += i;
+            }
+        }
+    }
+    count
+}
+
+/// A file the demo reads, removed when dropped.
+struct TempFile(PathBuf);
+
+impl TempFile {
+    fn create(bytes: usize) -> std::io::Result<TempFile> {
+        let path = std::env::temp_dir().join(format!(
+            "sparkles-demo-{}-{:?}.bin",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        let content: Vec<u8> = (0..bytes).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&path, content)?;
+        Ok(TempFile(path))
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// The demo suite.
+pub fn suite() -> Suite {
+    let mut suite = Suite::new("demo");
+    suite.case("sort/u64/100k", |b| {
+        let data = random_u64s(SORT_LEN, 1);
+        b.throughput(Throughput::Elements(SORT_LEN as u64));
+        b.iter_batched(
+            || data.clone(),
+            |mut v| {
+                v.sort_unstable();
+                v
+            },
+            |v| debug_assert!(v.windows(2).all(|w| w[0] <= w[1])),
+        );
+    });
+    suite.case("hashmap/insert/10k", |b| {
+        let keys = random_u64s(MAP_KEYS, 2);
+        b.throughput(Throughput::Elements(MAP_KEYS as u64));
+        b.iter(|| {
+            let mut map = HashMap::new();
+            for (i, &k) in keys.iter().enumerate() {
+                map.insert(k, i);
+            }
+            map
+        });
+    });
+    suite.group("json/parse", |g| {
+        g.case("value", |b| {
+            let doc = json_document(1500);
+            b.throughput(Throughput::Bytes(doc.len() as u64));
+            b.try_iter(|| serde_json::from_slice::<serde_json::Value>(&doc));
+        });
+        g.case("typed", |b| {
+            let doc = json_document(1500);
+            b.throughput(Throughput::Bytes(doc.len() as u64));
+            b.try_iter(|| serde_json::from_slice::<Vec<Record>>(&doc));
+        });
+    });
+    suite.case("memory/pointer_chase/64MiB", |b| {
+        let next = chase_cycle(CHASE_BYTES / std::mem::size_of::<usize>());
+        let mut at = 0;
+        b.throughput(Throughput::Elements(CHASE_STEPS as u64));
+        b.iter(|| {
+            at = chase(&next, at, CHASE_STEPS);
+            at
+        });
+    });
+    suite.case("pages/touch/4MiB", |b| {
+        b.throughput(Throughput::Bytes(TOUCH_BYTES as u64));
+        b.try_iter(|| touch_fresh_pages(TOUCH_BYTES));
+    });
+    suite.case("io/read_file/1MiB", |b| -> std::io::Result<()> {
+        let file = TempFile::create(READ_BYTES)?;
+        b.throughput(Throughput::Bytes(READ_BYTES as u64));
+        b.try_iter(|| std::fs::read(&file.0));
+        drop(file);
+        Ok(())
+    });
+    suite.case("compute/sieve/1M", |b| {
+        b.iter(|| sieve(black_box(SIEVE_LIMIT)));
+    });
+    suite
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_chase_is_one_cycle() {
+        let next = chase_cycle(1000);
+        assert_eq!(chase(&next, 0, 1000), 0);
+        assert!((1..1000).all(|k| chase(&next, 0, k) != 0));
+    }
+
+    #[test]
+    fn generated_inputs_are_what_the_cases_claim() {
+        let doc = json_document(1500);
+        assert!((200_000..600_000).contains(&doc.len()), "{}", doc.len());
+        let parsed: Vec<Record> = serde_json::from_slice(&doc).unwrap();
+        assert_eq!(parsed.len(), 1500);
+        assert_eq!(sieve(100), 25);
+        // SAFETY: sysconf has no preconditions.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+        assert_eq!(touch_fresh_pages(64 * page).unwrap(), 64);
+    }
+}

@@ -1,0 +1,394 @@
+//! sparkles-bench: the sparkles benchmark harness.
+//!
+//! A bench target (`harness = false`) builds a [`Suite`] of cases and hands it to
+//! [`main`]. Under `cargo bench` (which passes `--bench`) every case is measured: a timing
+//! pass with nothing enabled, then a counting pass under the counting tiers, reported as
+//! a table, as `sparkles.bench/1` JSON lines, and against a saved baseline. Under
+//! `cargo test` each case runs once as a smoke test.
+//!
+//! ```no_run
+//! use sparkles_bench::{Suite, Throughput};
+//!
+//! fn main() {
+//!     let mut suite = Suite::new("mybench");
+//!     suite.case("sum/1k", |b| {
+//!         let data: Vec<u64> = (0..1000).collect();
+//!         b.throughput(Throughput::Elements(1000));
+//!         b.iter(|| data.iter().sum::<u64>())
+//!     });
+//!     sparkles_bench::main(suite);
+//! }
+//! ```
+
+pub mod args;
+pub mod baseline;
+mod bencher;
+pub mod catalog;
+pub mod demo;
+pub mod environment;
+pub mod error;
+pub mod output;
+pub mod record;
+mod runner;
+pub mod stats;
+mod suite;
+pub mod table;
+mod throughput;
+pub mod tier0;
+
+use std::ffi::OsString;
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::time::Instant;
+
+use clap::Parser;
+
+pub use args::HarnessArgs;
+pub use bencher::{BatchSize, Bencher};
+pub use error::Error;
+pub use suite::{slug, CaseOutcome, Group, Suite};
+pub use throughput::Throughput;
+
+use args::{ColorChoice, ListFormat};
+use bencher::CountPlan;
+use catalog::{Availability, Catalog, Selection, Source};
+use record::{BenchRow, Timing};
+use runner::{CaseReport, Progress, Protocol};
+use stats::Verdict;
+
+/// Runs `suite` with this process's arguments and exits with the run's status.
+pub fn main(suite: Suite) -> ! {
+    std::process::exit(run_main(suite, std::env::args_os()))
+}
+
+/// Runs `suite` with `args` (the first is the program name) and returns the exit status:
+/// 0 when every case passed, 1 when one failed, 2 for bad flags or unreadable inputs.
+pub fn run_main<I, T>(suite: Suite, args: I) -> i32
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let args = match HarnessArgs::try_parse_from(args) {
+        Ok(args) => args,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { 2 } else { 0 };
+        }
+    };
+    match run(suite, &args) {
+        Ok(outcome) => {
+            if outcome.all_ok() {
+                0
+            } else {
+                1
+            }
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            2
+        }
+    }
+}
+
+/// What a run did.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// One row per case that ran (smoke mode rows carry no timing).
+    pub rows: Vec<BenchRow>,
+    /// Where the baseline was saved, when one was.
+    pub saved_baseline: Option<PathBuf>,
+}
+
+impl Outcome {
+    /// Whether every case that ran passed.
+    pub fn all_ok(&self) -> bool {
+        self.rows.iter().all(|r| r.ok)
+    }
+}
+
+fn matches(name: &str, pattern: &str, exact: bool) -> bool {
+    if exact {
+        name == pattern
+    } else {
+        name.contains(pattern)
+    }
+}
+
+fn use_colour(choice: ColorChoice, terminal: bool) -> bool {
+    match choice {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => terminal && std::env::var_os("NO_COLOR").is_none(),
+    }
+}
+
+/// Runs `suite` as `args` say and prints what it measured.
+pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
+    let catalog = Catalog::probe();
+    if args.list_metrics {
+        print!("{catalog}");
+        return Ok(Outcome::default());
+    }
+    let selection = catalog.select(args.metrics.as_deref())?;
+    let suite_name = suite.name().to_string();
+    let total = suite.cases.len();
+    // sparkles cases are never ignored: `--ignored` alone selects none of them.
+    let cases: Vec<_> = suite
+        .cases
+        .into_iter()
+        .filter(|_| !args.ignored || args.include_ignored)
+        .filter(|c| {
+            args.filters.is_empty() || args.filters.iter().any(|f| matches(&c.name, f, args.exact))
+        })
+        .filter(|c| !args.skip.iter().any(|s| matches(&c.name, s, args.exact)))
+        .collect();
+    let filtered_out = total - cases.len();
+
+    if args.list {
+        let kind = if args.bench { "benchmark" } else { "test" };
+        for case in &cases {
+            println!("{}: {kind}", case.name);
+        }
+        if args.format != Some(ListFormat::Terse) {
+            println!("\n{} cases", cases.len());
+        }
+        return Ok(Outcome::default());
+    }
+
+    if !args.bench {
+        return Ok(smoke(cases, args, filtered_out));
+    }
+
+    // Everything that can fail on bad input fails here, before anything is measured.
+    let out_dir = output::out_dir(args.out_dir.as_deref());
+    let baseline = match &args.baseline {
+        Some(spec) => Some(baseline::load(spec, &out_dir, &suite_name)?),
+        None => None,
+    };
+    let save_path = match &args.save_baseline {
+        Some(name) => Some(baseline::prepare_save(name, &out_dir, &suite_name)?),
+        None => None,
+    };
+    let json_to_stdout = args.bench_json.as_deref() == Some("-");
+    let json_path = args
+        .bench_json
+        .as_deref()
+        .filter(|p| *p != "-")
+        .map(PathBuf::from);
+    if let Some(path) = &json_path {
+        let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+        if let Some(dir) = parent.filter(|d| !d.is_dir()) {
+            return Err(Error::Usage {
+                flag: "--bench-json",
+                message: format!("folder {} does not exist", dir.display()),
+            });
+        }
+    }
+    let environment = environment::Environment::current(&suite_name);
+
+    let terminal = if json_to_stdout {
+        std::io::stderr().is_terminal()
+    } else {
+        std::io::stdout().is_terminal()
+    };
+    let mut out: Box<dyn Write> = if json_to_stdout {
+        Box::new(std::io::stderr())
+    } else {
+        Box::new(std::io::stdout())
+    };
+    let write_err = |e: std::io::Error| Error::io("standard output", e);
+
+    if let Some(base) = &baseline {
+        match &base.environment {
+            Some(then) => {
+                let differences = then.differences(&environment);
+                if !differences.is_empty() {
+                    eprintln!(
+                        "warning: baseline {} was measured elsewhere; timings may not compare:",
+                        base.path.display()
+                    );
+                    for (field, was, now) in differences {
+                        eprintln!("  {field}: '{was}' in the baseline, '{now}' now");
+                    }
+                }
+            }
+            None => eprintln!(
+                "note: baseline {} has no environment record; cannot check where it was measured",
+                base.path.display()
+            ),
+        }
+    }
+
+    let unavailable: Vec<_> = selection
+        .metrics()
+        .iter()
+        .filter_map(|m| match &m.availability {
+            Availability::Unavailable(why) if selection.is_filtered() => Some((m.id, why)),
+            _ => None,
+        })
+        .collect();
+    for (id, why) in unavailable {
+        eprintln!("note: metric {id} unavailable: {why}");
+    }
+
+    let protocol = Protocol {
+        min_time: args.bench_min_time,
+        samples: args.samples,
+        order: args.sample_order,
+        count_iterations: args.count_iterations,
+        count_plan: selection.needs_counting_pass().then(|| CountPlan {
+            tier0: selection.needs(Source::Tier0),
+        }),
+    };
+    writeln!(
+        out,
+        "sparkles: suite {suite_name}, {} cases ({filtered_out} filtered out), {} samples of ≥ {:?} ({}){}",
+        cases.len(),
+        args.samples,
+        args.bench_min_time,
+        match args.sample_order {
+            args::SampleOrder::RoundRobin => "round-robin",
+            args::SampleOrder::Blocked => "blocked",
+        },
+        if protocol.count_plan.is_some() {
+            ", then one counting pass"
+        } else {
+            ""
+        }
+    )
+    .map_err(write_err)?;
+
+    let reports = runner::measure(cases, &protocol, &Progress::new());
+    let mut rows: Vec<BenchRow> = reports.iter().map(|r| row_of(r, &selection)).collect();
+    let compared = baseline
+        .as_ref()
+        .map(|b| baseline::compare_rows(&mut rows, b));
+
+    let colour = use_colour(args.color, terminal);
+    write!(out, "{}", table::render(&rows, selection.metrics(), colour)).map_err(write_err)?;
+    if let (Some(base), Some(compared)) = (&baseline, compared) {
+        let count = |v: Verdict| {
+            rows.iter()
+                .filter(|r| r.comparison.as_ref().map(|c| c.verdict) == Some(v))
+                .count()
+        };
+        writeln!(
+            out,
+            "compared {compared} of {} cases with {}: {} regressions, {} improvements, {} inside the noise, {} underpowered",
+            rows.len(),
+            base.path.display(),
+            count(Verdict::Regression),
+            count(Verdict::Improvement),
+            count(Verdict::InsideTheNoise),
+            count(Verdict::Underpowered),
+        )
+        .map_err(write_err)?;
+    }
+
+    let lines = record::to_json_lines(&rows);
+    if json_to_stdout {
+        let mut stdout = std::io::stdout().lock();
+        stdout.write_all(lines.as_bytes()).map_err(write_err)?;
+        stdout.flush().map_err(write_err)?;
+    } else if let Some(path) = &json_path {
+        output::write_atomically(path, lines.as_bytes())?;
+    }
+    if let Some(path) = &save_path {
+        baseline::save(path, &rows, &environment)?;
+        writeln!(out, "saved baseline to {}", path.display()).map_err(write_err)?;
+    }
+    Ok(Outcome {
+        rows,
+        saved_baseline: save_path,
+    })
+}
+
+fn row_of(report: &CaseReport, selection: &Selection) -> BenchRow {
+    let timing = report
+        .ok
+        .then(|| Timing::from_samples(report.samples.clone()))
+        .flatten();
+    let median = timing.as_ref().map_or(f64::NAN, |t| t.median);
+    let client = throughput::values(report.throughput, median);
+    let metrics = selection
+        .metrics()
+        .iter()
+        .map(|m| {
+            let value = if !report.ok {
+                None
+            } else if m.source == Source::Client {
+                client.iter().find(|(id, _)| *id == m.id).and_then(|v| v.1)
+            } else {
+                report
+                    .counted
+                    .iter()
+                    .find(|(id, _)| *id == m.id)
+                    .and_then(|v| v.1)
+            };
+            (m.id.to_string(), value)
+        })
+        .collect();
+    BenchRow {
+        schema: record::SCHEMA.to_string(),
+        case: report.name.clone(),
+        slug: report.slug.clone(),
+        ok: report.ok,
+        error: report.error.clone(),
+        iterations: if report.ok { report.iterations } else { 0 },
+        timing,
+        metrics,
+        comparison: None,
+    }
+}
+
+/// Runs each case once, printing libtest's lines so `cargo test` and nextest read them.
+fn smoke(cases: Vec<suite::Case>, args: &HarnessArgs, filtered_out: usize) -> Outcome {
+    let started = Instant::now();
+    let n = cases.len();
+    println!("\nrunning {n} {}", if n == 1 { "test" } else { "tests" });
+    let colour = use_colour(args.color, std::io::stdout().is_terminal());
+    let reports = runner::smoke(cases, |r| {
+        if args.quiet {
+            return;
+        }
+        let status = match (r.ok, colour) {
+            (true, true) => "\x1b[32mok\x1b[0m",
+            (true, false) => "ok",
+            (false, true) => "\x1b[31mFAILED\x1b[0m",
+            (false, false) => "FAILED",
+        };
+        println!("test {} ... {status}", r.name);
+    });
+    let failed: Vec<&CaseReport> = reports.iter().filter(|r| !r.ok).collect();
+    if !failed.is_empty() {
+        println!("\nfailures:");
+        for r in &failed {
+            println!("    {}: {}", r.name, r.error.as_deref().unwrap_or("failed"));
+        }
+    }
+    println!(
+        "\ntest result: {}. {} passed; {} failed; 0 ignored; 0 measured; {filtered_out} filtered out; finished in {:.2}s\n",
+        if failed.is_empty() { "ok" } else { "FAILED" },
+        n - failed.len(),
+        failed.len(),
+        started.elapsed().as_secs_f64()
+    );
+    let rows = reports
+        .iter()
+        .map(|r| BenchRow {
+            schema: record::SCHEMA.to_string(),
+            case: r.name.clone(),
+            slug: r.slug.clone(),
+            ok: r.ok,
+            error: r.error.clone(),
+            iterations: 0,
+            timing: None,
+            metrics: Default::default(),
+            comparison: None,
+        })
+        .collect();
+    Outcome {
+        rows,
+        saved_baseline: None,
+    }
+}

@@ -1,0 +1,233 @@
+//! The `sparkles.bench/1` JSON row: one per case, written by `--bench-json` and stored as
+//! baselines. docs/schemas/bench.md describes it; keys are only ever added.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Error;
+use crate::stats::{Change, Summary, Verdict, CONFIDENCE};
+
+/// The schema name every row carries.
+pub const SCHEMA: &str = "sparkles.bench/1";
+
+/// One case's result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchRow {
+    /// Always [`SCHEMA`].
+    pub schema: String,
+    /// The case's name.
+    pub case: String,
+    /// The case's name as one path component.
+    pub slug: String,
+    /// Whether the case ran to completion.
+    pub ok: bool,
+    /// The failed case's error or panic message.
+    pub error: Option<String>,
+    /// Iterations per timing sample (0 when the case failed before calibrating).
+    pub iterations: u64,
+    /// Per-iteration timing; null when the case failed.
+    pub timing: Option<Timing>,
+    /// Selected metrics by id; null where not produced.
+    pub metrics: BTreeMap<String, Option<f64>>,
+    /// The comparison against `--baseline`, present only when one was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comparison: Option<Comparison>,
+}
+
+/// Per-iteration timing of one case, in nanoseconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Timing {
+    /// Always "ns".
+    pub unit: String,
+    /// Smallest sample.
+    pub min: f64,
+    /// Mean of the samples.
+    pub mean: f64,
+    /// Largest sample.
+    pub max: f64,
+    /// First quartile.
+    pub p25: f64,
+    /// Median.
+    pub median: f64,
+    /// Third quartile.
+    pub p75: f64,
+    /// Interquartile range.
+    pub iqr: f64,
+    /// Median absolute deviation.
+    pub mad: f64,
+    /// Every per-iteration sample, in the order taken.
+    pub samples: Vec<f64>,
+}
+
+impl Timing {
+    /// The timing block for `samples` (per-iteration ns); `None` for an empty series.
+    pub fn from_samples(samples: Vec<f64>) -> Option<Timing> {
+        let s = Summary::of(&samples)?;
+        Some(Timing {
+            unit: "ns".to_string(),
+            min: s.min,
+            mean: s.mean,
+            max: s.max,
+            p25: s.p25,
+            median: s.median,
+            p75: s.p75,
+            iqr: s.iqr,
+            mad: s.mad,
+            samples,
+        })
+    }
+}
+
+/// A row's change against its baseline row.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    /// The baseline row's median, ns.
+    pub baseline_median_ns: f64,
+    /// This run's median, ns.
+    pub median_ns: f64,
+    /// Change of the median, percent.
+    pub delta_pct: f64,
+    /// Lower end of the interval on `delta_pct`; null when underpowered.
+    pub ci_low_pct: Option<f64>,
+    /// Upper end of the interval on `delta_pct`; null when underpowered.
+    pub ci_high_pct: Option<f64>,
+    /// Confidence level of the interval.
+    pub confidence: f64,
+    /// regression, improvement, inside_the_noise or underpowered.
+    pub verdict: Verdict,
+}
+
+impl From<Change> for Comparison {
+    fn from(c: Change) -> Comparison {
+        Comparison {
+            baseline_median_ns: c.baseline_median,
+            median_ns: c.median,
+            delta_pct: c.delta_pct,
+            ci_low_pct: c.ci_low_pct,
+            ci_high_pct: c.ci_high_pct,
+            confidence: CONFIDENCE,
+            verdict: c.verdict,
+        }
+    }
+}
+
+/// Serializes rows as JSON lines.
+pub fn to_json_lines(rows: &[BenchRow]) -> String {
+    let mut out = String::new();
+    for row in rows {
+        // Serializing these plain structs cannot fail: every map key is a string.
+        out.push_str(&serde_json::to_string(row).unwrap_or_default());
+        out.push('\n');
+    }
+    out
+}
+
+/// Parses JSON lines of rows; `path` names the file in errors, with the line at fault.
+pub fn parse_json_lines(text: &str, path: &Path) -> Result<Vec<BenchRow>, Error> {
+    let mut rows = Vec::new();
+    for (index, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let fail = |message: String| Error::Baseline {
+            path: path.to_path_buf(),
+            line: Some(index + 1),
+            message,
+        };
+        let value: serde_json::Value =
+            serde_json::from_str(line).map_err(|e| fail(format!("not JSON: {e}")))?;
+        match value.get("schema").and_then(|s| s.as_str()) {
+            Some(SCHEMA) => {}
+            Some(other) => return Err(fail(format!("schema is '{other}', expected '{SCHEMA}'"))),
+            None => return Err(fail(format!("no \"schema\" key; expected '{SCHEMA}'"))),
+        }
+        let row: BenchRow =
+            serde_json::from_value(value).map_err(|e| fail(format!("not a {SCHEMA} row: {e}")))?;
+        rows.push(row);
+    }
+    if rows.is_empty() {
+        return Err(Error::Baseline {
+            path: path.to_path_buf(),
+            line: None,
+            message: "holds no rows".to_string(),
+        });
+    }
+    Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row() -> BenchRow {
+        BenchRow {
+            schema: SCHEMA.to_string(),
+            case: "json/parse/twitter".to_string(),
+            slug: "json_parse_twitter".to_string(),
+            ok: true,
+            error: None,
+            iterations: 4096,
+            timing: Timing::from_samples(vec![3.0, 1.0, 2.0]),
+            metrics: BTreeMap::from([("io.syscr".to_string(), None)]),
+            comparison: None,
+        }
+    }
+
+    #[test]
+    fn layout_is_the_documented_one() {
+        let line = to_json_lines(&[row()]);
+        let v: serde_json::Value = serde_json::from_str(line.trim()).unwrap();
+        let keys: Vec<_> = v.as_object().unwrap().keys().cloned().collect();
+        assert_eq!(
+            keys,
+            [
+                "schema",
+                "case",
+                "slug",
+                "ok",
+                "error",
+                "iterations",
+                "timing",
+                "metrics"
+            ]
+        );
+        let timing: Vec<_> = v["timing"].as_object().unwrap().keys().cloned().collect();
+        assert_eq!(
+            timing,
+            ["unit", "min", "mean", "max", "p25", "median", "p75", "iqr", "mad", "samples"]
+        );
+        assert_eq!(v["timing"]["samples"], serde_json::json!([3.0, 1.0, 2.0]));
+        assert!(v["metrics"]["io.syscr"].is_null());
+    }
+
+    #[test]
+    fn round_trips() {
+        let text = to_json_lines(&[row(), row()]);
+        let rows = parse_json_lines(&text, Path::new("x.jsonl")).unwrap();
+        assert_eq!(rows, vec![row(), row()]);
+    }
+
+    #[test]
+    fn corrupt_input_names_file_and_line() {
+        let good = to_json_lines(&[row()]);
+        let text = format!("{good}{{\"schema\": \"sparkles.bench/1\", \"case\": 3}}\n");
+        let e = parse_json_lines(&text, Path::new("b/demo.jsonl"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("b/demo.jsonl") && e.contains("line 2"), "{e}");
+        let e = parse_json_lines("garbage\n", Path::new("f"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("line 1") && e.contains("not JSON"), "{e}");
+        let e = parse_json_lines("{\"schema\":\"other/2\"}", Path::new("f"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("other/2"), "{e}");
+        let e = parse_json_lines("\n", Path::new("f"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no rows"), "{e}");
+    }
+}

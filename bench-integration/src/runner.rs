@@ -1,0 +1,464 @@
+//! The scheduler: starts each case on its thread and drives the passes.
+//!
+//! Smoke mode runs each body once. Bench mode calibrates each case (iterations per sample
+//! double until one sample takes `--bench-min-time`), takes the timing samples with
+//! nothing else enabled, in round-robin or blocked order, and then runs one counting pass
+//! per case under the counting tiers, so counter bracketing never touches a timing.
+
+use std::io::{IsTerminal, Write};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crate::args::SampleOrder;
+use crate::bencher::{Bencher, Command, CountPlan, Reply};
+use crate::catalog::MetricValue;
+use crate::suite::{slug, Case};
+use crate::throughput::Throughput;
+
+/// Iterations per sample never exceed this, whatever the body's speed.
+const MAX_ITERATIONS: u64 = 1 << 40;
+
+/// Stack of a case's thread: what a main thread usually gets, unless RUST_MIN_STACK says.
+const CASE_STACK: usize = 8 << 20;
+
+/// What one case produced.
+#[derive(Debug, Clone)]
+pub(crate) struct CaseReport {
+    pub name: String,
+    pub slug: String,
+    pub ok: bool,
+    pub error: Option<String>,
+    /// Iterations per timing sample.
+    pub iterations: u64,
+    /// Per-iteration ns, in the order taken.
+    pub samples: Vec<f64>,
+    pub throughput: Option<Throughput>,
+    /// Values from the counting pass.
+    pub counted: Vec<MetricValue>,
+}
+
+/// How a bench-mode run measures.
+#[derive(Debug, Clone)]
+pub(crate) struct Protocol {
+    pub min_time: Duration,
+    pub samples: u32,
+    pub order: SampleOrder,
+    pub count_iterations: u64,
+    /// The counting pass's tiers; `None` skips the pass.
+    pub count_plan: Option<CountPlan>,
+}
+
+/// One-line progress on stderr, only when stderr is a terminal.
+#[derive(Debug)]
+pub(crate) struct Progress {
+    enabled: bool,
+}
+
+impl Progress {
+    pub fn new() -> Progress {
+        Progress {
+            enabled: std::io::stderr().is_terminal(),
+        }
+    }
+
+    fn show(&self, text: &str) {
+        if self.enabled {
+            let mut err = std::io::stderr().lock();
+            let _ = write!(err, "\r\x1b[2K{text}");
+            let _ = err.flush();
+        }
+    }
+
+    pub fn clear(&self) {
+        if self.enabled {
+            let _ = write!(std::io::stderr().lock(), "\r\x1b[2K");
+        }
+    }
+}
+
+fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        format!("panicked: {s}")
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        format!("panicked: {s}")
+    } else {
+        "panicked".to_string()
+    }
+}
+
+/// A case whose thread is running.
+struct Running {
+    report: CaseReport,
+    commands: Sender<Command>,
+    replies: Receiver<Reply>,
+    thread: Option<JoinHandle<()>>,
+    ended: bool,
+}
+
+impl Running {
+    /// Starts the case's thread and waits until its setup is done.
+    fn spawn(case: Case) -> Running {
+        let (command_tx, command_rx) = channel();
+        let (reply_tx, reply_rx) = channel();
+        let name = case.name.clone();
+        let mut builder = std::thread::Builder::new().name(slug(&case.name));
+        if std::env::var_os("RUST_MIN_STACK").is_none() {
+            builder = builder.stack_size(CASE_STACK);
+        }
+        let body = case.body;
+        let thread_name = name.clone();
+        let spawned = builder.spawn(move || {
+            let ended = reply_tx.clone();
+            let mut bencher = Bencher::new(thread_name, command_rx, reply_tx);
+            let result = catch_unwind(AssertUnwindSafe(|| body(&mut bencher)))
+                .unwrap_or_else(|payload| Err(panic_message(payload)));
+            drop(bencher);
+            let _ = ended.send(Reply::Ended(result));
+        });
+        let mut running = Running {
+            report: CaseReport {
+                slug: slug(&name),
+                name,
+                ok: true,
+                error: None,
+                iterations: 0,
+                samples: Vec::new(),
+                throughput: None,
+                counted: Vec::new(),
+            },
+            commands: command_tx,
+            replies: reply_rx,
+            thread: None,
+            ended: false,
+        };
+        match spawned {
+            Ok(handle) => {
+                running.thread = Some(handle);
+                if let Some(Reply::Ready { throughput }) = running.receive() {
+                    running.report.throughput = throughput;
+                } else if running.report.ok {
+                    running.fail("case thread answered out of turn".to_string());
+                }
+            }
+            Err(e) => running.fail(format!("could not start the case's thread: {e}")),
+        }
+        running
+    }
+
+    fn fail(&mut self, message: String) {
+        if self.report.ok {
+            self.report.ok = false;
+            self.report.error = Some(message);
+        }
+    }
+
+    /// The next reply that is not an end or a failure; those fail the case.
+    fn receive(&mut self) -> Option<Reply> {
+        match self.replies.recv() {
+            Ok(Reply::Ended(result)) => {
+                self.ended = true;
+                self.fail(result.err().unwrap_or_else(|| {
+                    "the case function returned before its iter call was done \
+                     (does it call b.iter, b.try_iter or b.iter_batched?)"
+                        .to_string()
+                }));
+                None
+            }
+            Ok(Reply::BodyFailed(message)) => {
+                self.fail(message);
+                None
+            }
+            Ok(reply) => Some(reply),
+            Err(_) => {
+                self.ended = true;
+                self.fail("the case's thread ended without answering".to_string());
+                None
+            }
+        }
+    }
+
+    fn request(&mut self, command: Command) -> Option<Reply> {
+        if !self.report.ok || self.ended {
+            return None;
+        }
+        // A send fails only once the thread is gone; its Ended reply is still queued.
+        let _ = self.commands.send(command);
+        self.receive()
+    }
+
+    /// Per-iteration ns of one timed sample of `iterations`.
+    fn sample(&mut self, iterations: u64) -> Option<Duration> {
+        match self.request(Command::Sample { iterations })? {
+            Reply::Sampled { elapsed } => Some(elapsed),
+            _ => {
+                self.fail("case thread answered out of turn".to_string());
+                None
+            }
+        }
+    }
+
+    /// Doubles the iterations per sample until one sample takes at least `min_time`.
+    fn calibrate(&mut self, min_time: Duration) {
+        let mut iterations = 1u64;
+        while let Some(elapsed) = self.sample(iterations) {
+            if elapsed >= min_time || iterations >= MAX_ITERATIONS {
+                self.report.iterations = iterations;
+                return;
+            }
+            iterations = iterations.saturating_mul(2);
+        }
+    }
+
+    fn take_sample(&mut self) {
+        let iterations = self.report.iterations;
+        if iterations == 0 {
+            return;
+        }
+        if let Some(elapsed) = self.sample(iterations) {
+            self.report
+                .samples
+                .push(elapsed.as_nanos() as f64 / iterations as f64);
+        }
+    }
+
+    fn count(&mut self, protocol: &Protocol) {
+        let Some(plan) = protocol.count_plan else {
+            return;
+        };
+        let iterations = self.report.iterations.clamp(1, protocol.count_iterations);
+        match self.request(Command::Count { iterations, plan }) {
+            Some(Reply::Counted { values }) => self.report.counted = values,
+            Some(_) => self.fail("case thread answered out of turn".to_string()),
+            None => {}
+        }
+    }
+
+    /// Tells the case it is done, waits for its function to return, and joins its thread.
+    fn finish(mut self) -> CaseReport {
+        if !self.ended {
+            let _ = self.commands.send(Command::Finish);
+            loop {
+                match self.replies.recv() {
+                    Ok(Reply::Ended(result)) => {
+                        if let Err(message) = result {
+                            self.fail(message);
+                        }
+                        break;
+                    }
+                    Ok(_) => continue,
+                    Err(_) => break,
+                }
+            }
+        }
+        if let Some(handle) = self.thread.take() {
+            let _ = handle.join();
+        }
+        self.report
+    }
+}
+
+/// Runs every case's body once; `on_done` sees each report as it completes.
+pub(crate) fn smoke(cases: Vec<Case>, mut on_done: impl FnMut(&CaseReport)) -> Vec<CaseReport> {
+    cases
+        .into_iter()
+        .map(|case| {
+            let mut running = Running::spawn(case);
+            if let Some(reply) = running.request(Command::Smoke) {
+                if !matches!(reply, Reply::Smoked) {
+                    running.fail("case thread answered out of turn".to_string());
+                }
+            }
+            let report = running.finish();
+            on_done(&report);
+            report
+        })
+        .collect()
+}
+
+/// Measures every case under `protocol`.
+pub(crate) fn measure(
+    cases: Vec<Case>,
+    protocol: &Protocol,
+    progress: &Progress,
+) -> Vec<CaseReport> {
+    let total = cases.len();
+    let reports = match protocol.order {
+        SampleOrder::Blocked => cases
+            .into_iter()
+            .enumerate()
+            .map(|(i, case)| {
+                let mut r = Running::spawn(case);
+                progress.show(&format!(
+                    "[{}/{total}] calibrating {}",
+                    i + 1,
+                    r.report.name
+                ));
+                r.calibrate(protocol.min_time);
+                for s in 0..protocol.samples {
+                    progress.show(&format!(
+                        "[{}/{total}] timing {}/{} {}",
+                        i + 1,
+                        s + 1,
+                        protocol.samples,
+                        r.report.name
+                    ));
+                    r.take_sample();
+                }
+                progress.show(&format!("[{}/{total}] counting {}", i + 1, r.report.name));
+                r.count(protocol);
+                r.finish()
+            })
+            .collect(),
+        SampleOrder::RoundRobin => {
+            let mut runs: Vec<Running> = cases
+                .into_iter()
+                .enumerate()
+                .map(|(i, case)| {
+                    progress.show(&format!("[{}/{total}] setting up {}", i + 1, case.name));
+                    Running::spawn(case)
+                })
+                .collect();
+            for (i, r) in runs.iter_mut().enumerate() {
+                progress.show(&format!(
+                    "[{}/{total}] calibrating {}",
+                    i + 1,
+                    r.report.name
+                ));
+                r.calibrate(protocol.min_time);
+            }
+            for s in 0..protocol.samples {
+                progress.show(&format!("timing round {}/{}", s + 1, protocol.samples));
+                for r in runs.iter_mut() {
+                    r.take_sample();
+                }
+            }
+            for (i, r) in runs.iter_mut().enumerate() {
+                progress.show(&format!("[{}/{total}] counting {}", i + 1, r.report.name));
+                r.count(protocol);
+            }
+            runs.into_iter().map(Running::finish).collect()
+        }
+    };
+    progress.clear();
+    reports
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::suite::Suite;
+
+    fn protocol(order: SampleOrder) -> Protocol {
+        Protocol {
+            min_time: Duration::from_micros(200),
+            samples: 5,
+            order,
+            count_iterations: 1000,
+            count_plan: Some(CountPlan { tier0: true }),
+        }
+    }
+
+    fn suite() -> Suite {
+        let mut s = Suite::new("t");
+        s.case("adds", |b| {
+            let mut x = 0u64;
+            b.iter(|| {
+                x = x.wrapping_add(1);
+                x
+            })
+        });
+        s.case("panics", |b| b.iter(|| -> u32 { panic!("boom") }));
+        s.case("errs", |b| {
+            let mut n = 0;
+            b.try_iter(|| {
+                n += 1;
+                if n > 3 {
+                    Err("fourth call failed")
+                } else {
+                    Ok(n)
+                }
+            })
+        });
+        s.case("never_iterates", |_b| ());
+        s.case("fails_after", |b| -> Result<(), String> {
+            b.iter(|| 1);
+            Err("verification failed".into())
+        });
+        s.case("batched", |b| {
+            b.iter_batched(
+                || vec![3u8, 1, 2],
+                |mut v| {
+                    v.sort();
+                    v
+                },
+                |v| assert_eq!(v, [1, 2, 3]),
+            )
+        });
+        s
+    }
+
+    fn check(reports: &[CaseReport]) {
+        let by = |n: &str| reports.iter().find(|r| r.name == n).unwrap();
+        let adds = by("adds");
+        assert!(adds.ok && adds.iterations > 0 && adds.samples.len() == 5);
+        assert!(adds
+            .counted
+            .iter()
+            .any(|(id, v)| *id == "rusage.minor_faults" && v.is_some()));
+        let batched = by("batched");
+        assert!(batched.ok, "{:?}", batched.error);
+        assert_eq!(batched.samples.len(), 5);
+        assert!(by("panics").error.as_deref().unwrap().contains("boom"));
+        assert!(by("errs")
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("fourth call failed"));
+        assert!(by("never_iterates")
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("iter"));
+        assert_eq!(
+            by("fails_after").error.as_deref(),
+            Some("verification failed")
+        );
+    }
+
+    #[test]
+    fn round_robin_measures_and_isolates_failures() {
+        let reports = measure(
+            suite().cases,
+            &protocol(SampleOrder::RoundRobin),
+            &Progress { enabled: false },
+        );
+        check(&reports);
+    }
+
+    #[test]
+    fn blocked_measures_and_isolates_failures() {
+        let reports = measure(
+            suite().cases,
+            &protocol(SampleOrder::Blocked),
+            &Progress { enabled: false },
+        );
+        check(&reports);
+    }
+
+    #[test]
+    fn smoke_runs_each_body_once() {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        use std::sync::Arc;
+        let calls = Arc::new(AtomicU32::new(0));
+        let mut s = Suite::new("t");
+        let c = calls.clone();
+        s.case("once", move |b| {
+            b.iter(|| c.fetch_add(1, Ordering::SeqCst));
+        });
+        let reports = smoke(s.cases, |_| {});
+        assert!(reports[0].ok);
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+    }
+}

@@ -1,0 +1,239 @@
+//! The table a run prints: one aligned row per case, units scaled, colour on a terminal.
+
+use crate::catalog::{MetricDescriptor, MetricFormat};
+use crate::record::BenchRow;
+use crate::stats::Verdict;
+
+/// Formats nanoseconds with three significant digits in ns, µs, ms or s.
+pub fn format_ns(ns: f64) -> String {
+    let (value, unit) = if ns.abs() < 1e3 {
+        (ns, "ns")
+    } else if ns.abs() < 1e6 {
+        (ns / 1e3, "µs")
+    } else if ns.abs() < 1e9 {
+        (ns / 1e6, "ms")
+    } else {
+        (ns / 1e9, "s")
+    };
+    format!("{} {unit}", three_digits(value))
+}
+
+fn three_digits(v: f64) -> String {
+    if v.abs() >= 100.0 {
+        format!("{v:.0}")
+    } else if v.abs() >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+fn scaled(v: f64, step: f64, units: &[&str]) -> String {
+    let mut value = v;
+    let mut unit = 0;
+    while value.abs() >= step && unit + 1 < units.len() {
+        value /= step;
+        unit += 1;
+    }
+    format!("{}{}", three_digits(value), units[unit])
+}
+
+/// Formats one metric value the way its descriptor says; an em dash for no value.
+pub fn format_metric(value: Option<f64>, format: MetricFormat) -> String {
+    let Some(v) = value.filter(|v| v.is_finite()) else {
+        return "—".to_string();
+    };
+    match format {
+        MetricFormat::Count => {
+            if v == 0.0 {
+                "0".to_string()
+            } else if v.abs() >= 1e4 {
+                scaled(v, 1000.0, &["", "k", "M", "G", "T"])
+            } else if v.abs() >= 100.0 {
+                format!("{v:.0}")
+            } else if v.abs() >= 1.0 {
+                format!("{v:.2}")
+            } else {
+                format!("{v:.3}")
+            }
+        }
+        MetricFormat::Ratio => format!("{v:.3}"),
+        MetricFormat::Percent => format!("{v:.1}%"),
+        MetricFormat::BytesPerSecond => {
+            scaled(v, 1024.0, &[" B/s", " KiB/s", " MiB/s", " GiB/s", " TiB/s"])
+        }
+        MetricFormat::PerSecond => scaled(v, 1000.0, &["/s", " K/s", " M/s", " G/s", " T/s"]),
+    }
+}
+
+fn format_pct(v: f64) -> String {
+    format!("{v:+.1}%")
+}
+
+const RED: &str = "\x1b[31m";
+const GREEN: &str = "\x1b[32m";
+const BOLD: &str = "\x1b[1m";
+const RESET: &str = "\x1b[0m";
+
+struct Cell {
+    text: String,
+    colour: Option<&'static str>,
+}
+
+impl From<String> for Cell {
+    fn from(text: String) -> Cell {
+        Cell { text, colour: None }
+    }
+}
+
+/// Renders the run's rows with the selected metric columns; a column no row has a value
+/// for is left out (the JSON keeps it as null).
+pub fn render(rows: &[BenchRow], metrics: &[MetricDescriptor], colour: bool) -> String {
+    let shown: Vec<&MetricDescriptor> = metrics
+        .iter()
+        .filter(|m| {
+            rows.iter()
+                .any(|r| r.metrics.get(m.id).copied().flatten().is_some())
+        })
+        .collect();
+    let compared = rows.iter().any(|r| r.comparison.is_some());
+    let mut header: Vec<String> = ["case", "median", "mad", "min", "max", "iters"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    header.extend(shown.iter().map(|m| m.header.to_string()));
+    if compared {
+        header.extend(["baseline", "change", "95% CI", "verdict"].map(String::from));
+    }
+    let mut body: Vec<Vec<Cell>> = Vec::new();
+    let mut failures = Vec::new();
+    for row in rows {
+        let Some(t) = row.timing.as_ref().filter(|_| row.ok) else {
+            failures.push(row);
+            continue;
+        };
+        let mut cells: Vec<Cell> = vec![
+            row.case.clone().into(),
+            format_ns(t.median).into(),
+            format!("±{}", format_ns(t.mad)).into(),
+            format_ns(t.min).into(),
+            format_ns(t.max).into(),
+            row.iterations.to_string().into(),
+        ];
+        for m in &shown {
+            cells.push(format_metric(row.metrics.get(m.id).copied().flatten(), m.format).into());
+        }
+        if compared {
+            match &row.comparison {
+                Some(c) => {
+                    cells.push(format_ns(c.baseline_median_ns).into());
+                    cells.push(format_pct(c.delta_pct).into());
+                    cells.push(
+                        match (c.ci_low_pct, c.ci_high_pct) {
+                            (Some(lo), Some(hi)) => {
+                                format!("[{}, {}]", format_pct(lo), format_pct(hi))
+                            }
+                            _ => "—".to_string(),
+                        }
+                        .into(),
+                    );
+                    cells.push(Cell {
+                        text: c.verdict.label().to_string(),
+                        colour: match c.verdict {
+                            Verdict::Regression => Some(RED),
+                            Verdict::Improvement => Some(GREEN),
+                            _ => None,
+                        },
+                    });
+                }
+                None => {
+                    cells.extend(["—", "—", "—", "not in baseline"].map(|s| s.to_string().into()))
+                }
+            }
+        }
+        body.push(cells);
+    }
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for cells in &body {
+        for (w, c) in widths.iter_mut().zip(cells) {
+            *w = (*w).max(c.text.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let line = |cells: Vec<Cell>, out: &mut String, bold: bool| {
+        let last = cells.len().saturating_sub(1);
+        for (i, (cell, w)) in cells.into_iter().zip(&widths).enumerate() {
+            let pad = w - cell.text.chars().count();
+            let left_aligned = i == 0 || (compared && i == last);
+            let (before, after) = if left_aligned { (0, pad) } else { (pad, 0) };
+            if i > 0 {
+                out.push_str("  ");
+            }
+            out.push_str(&" ".repeat(before));
+            let code = if bold { Some(BOLD) } else { cell.colour };
+            match code.filter(|_| colour) {
+                Some(code) => {
+                    out.push_str(code);
+                    out.push_str(&cell.text);
+                    out.push_str(RESET);
+                }
+                None => out.push_str(&cell.text),
+            }
+            if i < last {
+                out.push_str(&" ".repeat(after));
+            }
+        }
+        out.push('\n');
+    };
+    line(header.into_iter().map(Cell::from).collect(), &mut out, true);
+    for cells in body {
+        line(cells, &mut out, false);
+    }
+    for row in failures {
+        let message = row.error.as_deref().unwrap_or("failed");
+        if colour {
+            out.push_str(&format!("{}  {RED}FAILED{RESET}: {message}\n", row.case));
+        } else {
+            out.push_str(&format!("{}  FAILED: {message}\n", row.case));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn time_units_scale() {
+        assert_eq!(format_ns(0.42), "0.42 ns");
+        assert_eq!(format_ns(12.345), "12.3 ns");
+        assert_eq!(format_ns(1234.0), "1.23 µs");
+        assert_eq!(format_ns(5_600_000.0), "5.60 ms");
+        assert_eq!(format_ns(2.5e9), "2.50 s");
+    }
+
+    #[test]
+    fn metric_formats() {
+        assert_eq!(format_metric(None, MetricFormat::Count), "—");
+        assert_eq!(format_metric(Some(0.0), MetricFormat::Count), "0");
+        assert_eq!(format_metric(Some(0.0123), MetricFormat::Count), "0.012");
+        assert_eq!(format_metric(Some(1024.4), MetricFormat::Count), "1024");
+        assert_eq!(
+            format_metric(Some(1_048_576.0), MetricFormat::Count),
+            "1.05M"
+        );
+        assert_eq!(
+            format_metric(
+                Some(3.0 * 1024.0 * 1024.0 * 1024.0),
+                MetricFormat::BytesPerSecond
+            ),
+            "3.00 GiB/s"
+        );
+        assert_eq!(
+            format_metric(Some(2.5e6), MetricFormat::PerSecond),
+            "2.50 M/s"
+        );
+        assert_eq!(format_metric(Some(12.34), MetricFormat::Percent), "12.3%");
+    }
+}

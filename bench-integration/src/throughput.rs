@@ -1,0 +1,83 @@
+//! Client metrics: the throughput a case declares, computed against its timed median.
+
+use crate::catalog::{
+    Availability, MetricClass, MetricDescriptor, MetricFormat, MetricValue, Source,
+};
+
+/// How much work one iteration of a case does, for a rate column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Throughput {
+    /// Bytes processed per iteration.
+    Bytes(u64),
+    /// Elements (records, items, keys) processed per iteration.
+    Elements(u64),
+}
+
+/// Id of the bytes-per-second metric.
+pub const BYTES_PER_SEC: &str = "throughput.bytes_per_sec";
+/// Id of the elements-per-second metric.
+pub const ELEMENTS_PER_SEC: &str = "throughput.elements_per_sec";
+
+/// The client metrics' catalog entries.
+pub fn descriptors() -> Vec<MetricDescriptor> {
+    vec![
+        MetricDescriptor {
+            id: BYTES_PER_SEC,
+            header: "B/s",
+            description: "bytes the case declared per iteration, over the timed median",
+            format: MetricFormat::BytesPerSecond,
+            class: MetricClass::Quantitative,
+            source: Source::Client,
+            default_visible: true,
+            availability: Availability::Available,
+        },
+        MetricDescriptor {
+            id: ELEMENTS_PER_SEC,
+            header: "elem/s",
+            description: "elements the case declared per iteration, over the timed median",
+            format: MetricFormat::PerSecond,
+            class: MetricClass::Quantitative,
+            source: Source::Client,
+            default_visible: true,
+            availability: Availability::Available,
+        },
+    ]
+}
+
+/// The client metrics of one case from its declared throughput and its median in ns.
+pub fn values(throughput: Option<Throughput>, median_ns: f64) -> Vec<MetricValue> {
+    let rate = |per_iter: u64| {
+        (median_ns > 0.0 && median_ns.is_finite()).then(|| per_iter as f64 * 1e9 / median_ns)
+    };
+    vec![
+        (
+            BYTES_PER_SEC,
+            match throughput {
+                Some(Throughput::Bytes(n)) => rate(n),
+                _ => None,
+            },
+        ),
+        (
+            ELEMENTS_PER_SEC,
+            match throughput {
+                Some(Throughput::Elements(n)) => rate(n),
+                _ => None,
+            },
+        ),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rate_is_work_over_the_median() {
+        let v = values(Some(Throughput::Bytes(1000)), 500.0);
+        assert_eq!(v[0], (BYTES_PER_SEC, Some(2e9)));
+        assert_eq!(v[1], (ELEMENTS_PER_SEC, None));
+        let v = values(Some(Throughput::Elements(10)), 1e9);
+        assert_eq!(v[1], (ELEMENTS_PER_SEC, Some(10.0)));
+        assert!(values(None, 1.0).iter().all(|(_, v)| v.is_none()));
+    }
+}
