@@ -4,6 +4,8 @@
 //! Tier 0 counts for the whole process, so these tests take a lock: a test allocating on
 //! another thread would otherwise show up in this one's fault counts.
 
+#![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
+
 use std::path::Path;
 use std::sync::Mutex;
 
@@ -60,10 +62,24 @@ fn bench_json_has_the_documented_layout_and_baselines_give_verdicts() {
     let rows = read_rows(&json);
     assert_eq!(rows.len(), FAST_DEMO_CASES.len());
     for row in &rows {
-        let keys: Vec<_> = row.as_object().unwrap().keys().map(String::as_str).collect();
+        let keys: Vec<_> = row
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
         assert_eq!(
             keys,
-            ["schema", "case", "slug", "ok", "error", "iterations", "timing", "metrics"]
+            [
+                "schema",
+                "case",
+                "slug",
+                "ok",
+                "error",
+                "iterations",
+                "timing",
+                "metrics"
+            ]
         );
         assert_eq!(row["schema"], "sparkles.bench/1");
         assert_eq!(row["ok"], true);
@@ -82,7 +98,10 @@ fn bench_json_has_the_documented_layout_and_baselines_give_verdicts() {
         assert!(metrics.contains_key("rusage.minor_faults"));
         assert!(metrics.contains_key("throughput.bytes_per_sec"));
     }
-    let io = rows.iter().find(|r| r["case"] == "io/read_file/1MiB").unwrap();
+    let io = rows
+        .iter()
+        .find(|r| r["case"] == "io/read_file/1MiB")
+        .unwrap();
     assert_eq!(io["slug"], "io_read_file_1MiB");
     let rate = io["metrics"]["throughput.bytes_per_sec"].as_f64().unwrap();
     let median = io["timing"]["median"].as_f64().unwrap();
@@ -92,7 +111,11 @@ fn bench_json_has_the_documented_layout_and_baselines_give_verdicts() {
     assert!(rchar >= demo::READ_BYTES as f64, "rchar {rchar}");
 
     let saved = first.saved_baseline.unwrap();
-    assert!(saved.ends_with("baselines/b/demo.jsonl"), "{}", saved.display());
+    assert!(
+        saved.ends_with("baselines/b/demo.jsonl"),
+        "{}",
+        saved.display()
+    );
     assert!(saved.with_file_name("demo.env.json").is_file());
 
     let mut flags = vec![
@@ -158,18 +181,36 @@ fn tier0_reads_zero_faults_for_a_quiet_body_and_one_per_touched_page() {
             x
         })
     });
-    suite.case("touch", |b| b.try_iter(|| demo::touch_fresh_pages(demo::TOUCH_BYTES)));
+    suite.case("touch", |b| {
+        b.try_iter(|| demo::touch_fresh_pages(demo::TOUCH_BYTES))
+    });
     let outcome = run(
         suite,
-        &["--bench", "--bench-min-time", "2ms", "--samples", "3", "--metrics", "rusage.*,io.*"],
+        &[
+            "--bench",
+            "--bench-min-time",
+            "2ms",
+            "--samples",
+            "3",
+            "--metrics",
+            "rusage.*,io.*",
+        ],
     );
     let metric = |case: &str, id: &str| {
         let row = outcome.rows.iter().find(|r| r.case == case).unwrap();
         row.metrics[id].unwrap()
     };
-    for id in ["rusage.minor_faults", "rusage.major_faults", "io.syscr", "io.rchar"] {
+    for id in [
+        "rusage.minor_faults",
+        "rusage.major_faults",
+        "io.syscr",
+        "io.rchar",
+    ] {
         let v = metric("quiet", id);
-        assert!(v < 0.01, "{id} = {v} per iteration for a body that does nothing");
+        assert!(
+            v < 0.01,
+            "{id} = {v} per iteration for a body that does nothing"
+        );
     }
     // SAFETY: sysconf has no preconditions.
     let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as f64;
@@ -189,11 +230,23 @@ fn an_empty_body_costs_a_few_ns() {
     suite.case("batched_empty", |b| b.iter_batched(|| (), |()| (), |()| ()));
     let outcome = run(
         suite,
-        &["--bench", "--bench-min-time", "2ms", "--samples", "8", "--metrics", "throughput.*"],
+        &[
+            "--bench",
+            "--bench-min-time",
+            "2ms",
+            "--samples",
+            "8",
+            "--metrics",
+            "throughput.*",
+        ],
     );
     for row in &outcome.rows {
         let median = row.timing.as_ref().unwrap().median;
-        assert!(median < 5.0, "{}: {median} ns per empty iteration", row.case);
+        assert!(
+            median < 5.0,
+            "{}: {median} ns per empty iteration",
+            row.case
+        );
     }
 }
 
@@ -208,7 +261,10 @@ fn failing_cases_fail_the_run_but_not_the_others() {
     };
     assert_eq!(run_main(suite(), args(&["--quiet"])), 1);
     assert_eq!(run_main(suite(), args(&["good"])), 0);
-    let outcome = run(suite(), &["--bench", "--bench-min-time", "1ms", "--samples", "2"]);
+    let outcome = run(
+        suite(),
+        &["--bench", "--bench-min-time", "1ms", "--samples", "2"],
+    );
     let good = outcome.rows.iter().find(|r| r.case == "good").unwrap();
     let bad = outcome.rows.iter().find(|r| r.case == "bad").unwrap();
     assert!(good.ok && good.timing.is_some());
@@ -226,7 +282,10 @@ fn flags_that_cargo_and_nextest_pass_are_accepted() {
     let mut s = Suite::new("n");
     s.case("one", |b| b.iter(|| 1));
     assert_eq!(
-        run_main(s, args(&["--exact", "one", "--nocapture", "--test-threads", "1", "-q"])),
+        run_main(
+            s,
+            args(&["--exact", "one", "--nocapture", "--test-threads", "1", "-q"])
+        ),
         0
     );
     let mut s = Suite::new("n");
