@@ -127,6 +127,10 @@ pub struct HarnessArgs {
     #[arg(long)]
     pub list_metrics: bool,
 
+    /// Probe what perf_event can do on this machine (the seven capabilities), then exit.
+    #[arg(long)]
+    pub capabilities: bool,
+
     /// Store this run as baseline NAME (under target/sparkles/baselines/NAME/).
     #[arg(long, value_name = "NAME")]
     pub save_baseline: Option<String>,

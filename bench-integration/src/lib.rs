@@ -24,6 +24,7 @@ pub mod args;
 pub mod baseline;
 mod bencher;
 pub mod catalog;
+pub mod cli;
 pub mod demo;
 pub mod environment;
 pub mod error;
@@ -124,6 +125,10 @@ fn use_colour(choice: ColorChoice, terminal: bool) -> bool {
 
 /// Runs `suite` as `args` say and prints what it measured.
 pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
+    if args.capabilities {
+        cli::print_capabilities();
+        return Ok(Outcome::default());
+    }
     let catalog = Catalog::probe();
     if args.list_metrics {
         print!("{catalog}");

@@ -2,5 +2,16 @@
 //! sampling into the mmap ring buffer, event naming, capability probing), the capture
 //! data model, and perf.data reading and writing.
 //!
-//! The crate is laid out by the workspace foundation; its contents arrive with the
-//! events (issue 3), records (issue 4) and live-sampling (issue 5) work.
+//! - [`events`]: perf's event spellings resolved into attrs, against any sysfs tree.
+//! - [`open`]: opening a resolved event, and the reason when the kernel refuses.
+//! - [`caps`]: the capability report over the seven concerns.
+//! - [`system`]: the settings (paranoid level, hypervisor, kptr_restrict) reasons cite.
+
+pub mod caps;
+pub mod error;
+pub mod events;
+pub mod open;
+pub mod system;
+
+pub use error::EventError;
+pub use events::{EventAttr, EventResolver};

@@ -1,0 +1,368 @@
+//! The `sparkles` command: `list`, `event` and `caps` over the sampler's event layer.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+use serde::Serialize;
+use sparkles_sampler::caps;
+use sparkles_sampler::events::legacy::{PERF_TYPE_SOFTWARE, PERF_TYPE_TRACEPOINT};
+use sparkles_sampler::events::{EventAttr, EventResolver};
+use sparkles_sampler::open::{open, open_on, OpenMode, OpenTarget};
+use sparkles_sampler::system::System;
+
+/// sparkles: perf_event events, capabilities and (as they land) profiles.
+#[derive(Debug, Parser)]
+#[command(name = "sparkles", version, about)]
+pub struct Cli {
+    /// The command.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List the events this machine exposes, each marked openable or not, with the reason.
+    List {
+        /// Print JSON (`sparkles.list/1`).
+        #[arg(long)]
+        json: bool,
+        /// Read PMUs from this root's sys/bus/event_source (a fake tree): nothing is opened.
+        #[arg(long, value_name = "DIR")]
+        sysfs_root: Option<PathBuf>,
+        /// Only events whose name contains this.
+        filter: Option<String>,
+    },
+    /// Resolve event spellings into perf_event_attr fields, and say whether each opens here.
+    Event {
+        /// Event spellings, as perf accepts them (`cycles:u`, `cpu/event=0x3c/`, `sched:sched_switch`).
+        #[arg(required = true)]
+        names: Vec<String>,
+        /// Print JSON (`sparkles.event/1`).
+        #[arg(long)]
+        json: bool,
+        /// Read PMUs from this root's sys/bus/event_source (a fake tree): nothing is opened.
+        #[arg(long, value_name = "DIR")]
+        sysfs_root: Option<PathBuf>,
+    },
+    /// Probe the seven capabilities (counting, sampling, precise data source, symbolization,
+    /// event space, NUMA, event naming) with real perf_event_open calls.
+    Caps {
+        /// Print JSON (`sparkles.caps/1`).
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Whether one event opens here: `None` when not probed (a fake sysfs tree).
+#[derive(Debug, Clone, Serialize)]
+struct Openable {
+    opens: Option<bool>,
+    reason: Option<String>,
+    /// With `:P`, the precise level the kernel accepted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    precise_ip_opened: Option<u8>,
+}
+
+fn probe_open(attr: &EventAttr, resolver: &EventResolver, system: &System) -> Openable {
+    if !resolver.is_live() {
+        return Openable {
+            opens: None,
+            reason: Some(format!(
+                "not probed: {} describes another machine",
+                resolver.root().display()
+            )),
+            precise_ip_opened: None,
+        };
+    }
+    let per_cpu_pmu = !matches!(attr.type_, PERF_TYPE_SOFTWARE | PERF_TYPE_TRACEPOINT)
+        && resolver.pmu(&attr.pmu).is_some_and(|p| !p.is_core);
+    match open(attr, OpenMode::Counting, system) {
+        Ok(opened) => Openable {
+            opens: Some(true),
+            reason: (!opened.fallbacks.is_empty()).then(|| opened.fallbacks.join("; ")),
+            precise_ip_opened: attr.precise_max.then_some(opened.precise_ip),
+        },
+        // Uncore and MSR PMUs refuse per-task events: they count only CPU-wide.
+        Err(_)
+            if per_cpu_pmu
+                && open_on(attr, OpenMode::Counting, OpenTarget::Cpu(0), system).is_ok() =>
+        {
+            Openable {
+                opens: Some(true),
+                reason: Some(format!(
+                    "CPU-wide only: the {} PMU does not count per task",
+                    attr.pmu
+                )),
+                precise_ip_opened: None,
+            }
+        }
+        Err(e) => Openable {
+            opens: Some(false),
+            reason: Some(e.reason),
+            precise_ip_opened: None,
+        },
+    }
+}
+
+#[derive(Serialize)]
+struct EventRow<'a> {
+    #[serde(flatten)]
+    attr: &'a EventAttr,
+    #[serde(flatten)]
+    openable: Openable,
+}
+
+fn resolver_for(root: Option<&PathBuf>) -> Result<EventResolver, String> {
+    let resolver = match root {
+        Some(dir) => {
+            if !dir.is_dir() {
+                return Err(format!("--sysfs-root: {} is not a folder", dir.display()));
+            }
+            EventResolver::new(dir)
+        }
+        None => EventResolver::live(),
+    };
+    resolver.map_err(|e| e.to_string())
+}
+
+fn print_json(value: &impl Serialize) -> Result<(), String> {
+    let text = serde_json::to_string_pretty(value).map_err(|e| e.to_string())?;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{text}").map_err(|e| e.to_string())
+}
+
+fn attr_line(a: &EventAttr) -> String {
+    let mut parts = vec![
+        format!("pmu={}", a.pmu),
+        format!("type={}", a.type_),
+        format!("config={:#x}", a.config),
+    ];
+    if a.config1 != 0 {
+        parts.push(format!("config1={:#x}", a.config1));
+    }
+    if a.config2 != 0 {
+        parts.push(format!("config2={:#x}", a.config2));
+    }
+    if a.precise_ip != 0 || a.precise_max {
+        parts.push(format!(
+            "precise_ip={}{}",
+            a.precise_ip,
+            if a.precise_max { " (max)" } else { "" }
+        ));
+    }
+    for (set, name) in [
+        (a.exclude_user, "exclude_user"),
+        (a.exclude_kernel, "exclude_kernel"),
+        (a.exclude_hv, "exclude_hv"),
+        (a.exclude_guest, "exclude_guest"),
+    ] {
+        if set {
+            parts.push(name.to_string());
+        }
+    }
+    parts.join(" ")
+}
+
+fn opens_text(o: &Openable) -> String {
+    match (o.opens, &o.reason) {
+        (Some(true), reason) => {
+            let mut text = "opens here".to_string();
+            if let Some(p) = o.precise_ip_opened {
+                text.push_str(&format!(" at precise_ip {p}"));
+            }
+            if let Some(r) = reason {
+                text.push_str(&format!(" ({r})"));
+            }
+            text
+        }
+        (Some(false), Some(r)) => format!("does not open: {r}"),
+        (_, Some(r)) => r.clone(),
+        _ => String::new(),
+    }
+}
+
+fn event(names: &[String], json: bool, root: Option<&PathBuf>) -> Result<(), String> {
+    let resolver = resolver_for(root)?;
+    let system = System::probe();
+    let mut resolved = Vec::new();
+    let mut errors = Vec::new();
+    for name in names {
+        match resolver.resolve(name) {
+            Ok(attrs) => resolved.extend(attrs),
+            Err(e) => errors.push(e.to_string()),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors.join("\nerror: "));
+    }
+    let rows: Vec<EventRow<'_>> = resolved
+        .iter()
+        .map(|attr| EventRow {
+            attr,
+            openable: probe_open(attr, &resolver, &system),
+        })
+        .collect();
+    if json {
+        print_json(&serde_json::json!({"schema": "sparkles.event/1", "events": rows}))?;
+    } else {
+        for row in &rows {
+            println!("{}: {}", row.attr.name, attr_line(row.attr));
+            println!("    {}", opens_text(&row.openable));
+        }
+    }
+    if let Ok(t) = resolver.tracefs() {
+        if let Some(note) = &t.mounted_note {
+            eprintln!("note: {note}");
+        }
+    }
+    Ok(())
+}
+
+#[derive(Serialize)]
+struct ListRow<'a> {
+    group: &'a str,
+    name: &'a str,
+    attrs: &'a [EventAttr],
+    #[serde(flatten)]
+    openable: Openable,
+}
+
+fn list(json: bool, root: Option<&PathBuf>, filter: Option<&str>) -> Result<(), String> {
+    let resolver = resolver_for(root)?;
+    let system = System::probe();
+    let events: Vec<_> = resolver
+        .list()
+        .into_iter()
+        .filter(|e| filter.is_none_or(|f| e.name.contains(f)))
+        .collect();
+    // Opening a tracepoint registers a probe (tens of ms each): access to tracepoints is
+    // one permission, so one representative open answers for all of them.
+    let tracepoint_probe = events
+        .iter()
+        .filter(|e| e.group == "tracepoint")
+        .min_by_key(|e| e.name != "raw_syscalls:sys_enter")
+        .map(|e| {
+            let mut o = probe_open(&e.attrs[0], &resolver, &system);
+            if o.opens == Some(true) {
+                o.reason = Some(format!("tracepoint access probed once, with {}", e.name));
+            }
+            o
+        });
+    let rows: Vec<ListRow<'_>> = events
+        .iter()
+        .map(|e| ListRow {
+            group: e.group,
+            name: &e.name,
+            attrs: &e.attrs,
+            // A wildcard event opens when its first PMU's instance does.
+            openable: match (&tracepoint_probe, e.group) {
+                (Some(probe), "tracepoint") => probe.clone(),
+                _ => probe_open(&e.attrs[0], &resolver, &system),
+            },
+        })
+        .collect();
+    if json {
+        let tracefs = resolver.tracefs().err().map(str::to_string);
+        return print_json(&serde_json::json!({
+            "schema": "sparkles.list/1",
+            "sysfs_root": resolver.root(),
+            "tracepoints_unavailable": tracefs,
+            "events": rows,
+        }));
+    }
+    let mut out = std::io::stdout().lock();
+    let mut group = "";
+    let width = rows
+        .iter()
+        .map(|r| r.name.len())
+        .max()
+        .unwrap_or(10)
+        .min(48);
+    for row in &rows {
+        if row.group != group {
+            group = row.group;
+            let title = match group {
+                "hardware" => "Hardware events",
+                "software" => "Software events",
+                "cache" => "Hardware cache events",
+                "pmu" => "PMU event aliases (sysfs)",
+                _ => "Tracepoints",
+            };
+            writeln!(out, "\n{title}:").map_err(|e| e.to_string())?;
+            if let (Some(probe), "tracepoint") = (&tracepoint_probe, group) {
+                if let Some(reason) = &probe.reason {
+                    writeln!(out, "  ({reason})").map_err(|e| e.to_string())?;
+                }
+            }
+        }
+        let mark = match row.openable.opens {
+            Some(true) => "openable",
+            Some(false) => "not openable",
+            None => "not probed",
+        };
+        let reason = row
+            .openable
+            .reason
+            .as_deref()
+            .filter(|_| row.openable.opens.is_some() && row.group != "tracepoint")
+            .map(|r| format!(": {r}"))
+            .unwrap_or_default();
+        writeln!(out, "  {:<width$}  [{mark}{reason}]", row.name).map_err(|e| e.to_string())?;
+    }
+    if let Err(reason) = resolver.tracefs() {
+        writeln!(out, "\nTracepoints: none listed: {reason}").map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+fn caps_command(json: bool) -> Result<(), String> {
+    let report = caps::probe();
+    if json {
+        print_json(&report)
+    } else {
+        print!("{}", caps::render(&report));
+        Ok(())
+    }
+}
+
+/// Runs the command line `args` (the first is the program name); returns the exit status.
+pub fn run<I, T>(args: I) -> i32
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { 2 } else { 0 };
+        }
+    };
+    let result = match &cli.command {
+        Command::List {
+            json,
+            sysfs_root,
+            filter,
+        } => list(*json, sysfs_root.as_ref(), filter.as_deref()),
+        Command::Event {
+            names,
+            json,
+            sysfs_root,
+        } => event(names, *json, sysfs_root.as_ref()),
+        Command::Caps { json } => caps_command(*json),
+    };
+    match result {
+        Ok(()) => 0,
+        Err(message) => {
+            eprintln!("error: {message}");
+            2
+        }
+    }
+}
+
+/// Prints the capability report (the harness's `--capabilities`).
+pub fn print_capabilities() {
+    print!("{}", caps::render(&caps::probe()));
+}

@@ -1,0 +1,160 @@
+//! Tracepoint ids from tracefs: `<tracing>/events/<subsystem>/<event>/id`.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::EventError;
+
+/// Where tracefs lives under a root, in the order perf looks.
+const CANDIDATES: [&str; 2] = ["sys/kernel/tracing", "sys/kernel/debug/tracing"];
+
+/// A located tracefs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tracefs {
+    /// The tracing folder (holding `events/`).
+    pub dir: PathBuf,
+    /// Set when this process mounted it: what to tell the user.
+    pub mounted_note: Option<String>,
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Finds tracefs under `root`. On the live system (`root` is `/`) with neither
+/// candidate mounted, root mounts tracefs at /sys/kernel/tracing and says so.
+pub fn locate(root: &Path) -> Result<Tracefs, String> {
+    for candidate in CANDIDATES {
+        let dir = root.join(candidate);
+        if dir.join("events").is_dir() {
+            return Ok(Tracefs {
+                dir,
+                mounted_note: None,
+            });
+        }
+    }
+    if root != Path::new("/") {
+        return Err(format!(
+            "tracefs not found under {} (looked in {})",
+            root.display(),
+            CANDIDATES.join(", ")
+        ));
+    }
+    if !is_root() {
+        return Err(
+            "tracefs not mounted (mount -t tracefs nodev /sys/kernel/tracing, as root)".to_string(),
+        );
+    }
+    let target = Path::new("/sys/kernel/tracing");
+    let c_target = c"/sys/kernel/tracing";
+    // SAFETY: every pointer is a NUL-terminated string that outlives the call.
+    let rc = unsafe {
+        libc::mount(
+            c"nodev".as_ptr(),
+            c_target.as_ptr(),
+            c"tracefs".as_ptr(),
+            0,
+            std::ptr::null(),
+        )
+    };
+    if rc != 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(format!(
+            "tracefs not mounted, and mounting it at {} failed: {e}",
+            target.display()
+        ));
+    }
+    Ok(Tracefs {
+        dir: target.to_path_buf(),
+        mounted_note: Some(format!(
+            "mounted tracefs at {} (it was not mounted)",
+            target.display()
+        )),
+    })
+}
+
+impl Tracefs {
+    /// The id of tracepoint `subsystem:event`.
+    pub fn id(&self, subsystem: &str, event: &str) -> Result<u64, EventError> {
+        if subsystem.contains('/') || event.contains('/') || subsystem.starts_with('.') {
+            return Err(EventError::Unknown {
+                what: "tracepoint",
+                name: format!("{subsystem}:{event}"),
+                suggestions: Vec::new(),
+            });
+        }
+        let path = self
+            .dir
+            .join("events")
+            .join(subsystem)
+            .join(event)
+            .join("id");
+        match std::fs::read_to_string(&path) {
+            Ok(text) => text.trim().parse().map_err(|_| EventError::Sysfs {
+                path,
+                message: format!("'{}' is not a tracepoint id", text.trim()),
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(EventError::Unknown {
+                what: "tracepoint",
+                name: format!("{subsystem}:{event}"),
+                suggestions: crate::events::closest(
+                    &format!("{subsystem}:{event}"),
+                    self.names_near(subsystem),
+                ),
+            }),
+            Err(e) => Err(EventError::Sysfs {
+                path,
+                message: e.to_string(),
+            }),
+        }
+    }
+
+    /// Tracepoint names worth suggesting for a miss in `subsystem`: that subsystem's
+    /// events if it exists, else every subsystem's name.
+    fn names_near(&self, subsystem: &str) -> Vec<String> {
+        let events = self.dir.join("events");
+        let sub = events.join(subsystem);
+        if sub.is_dir() {
+            dir_names(&sub)
+                .into_iter()
+                .map(|e| format!("{subsystem}:{e}"))
+                .collect()
+        } else {
+            dir_names(&events)
+                .into_iter()
+                .map(|s| format!("{s}:"))
+                .collect()
+        }
+    }
+
+    /// Every tracepoint as `(subsystem:event, id)`, sorted.
+    pub fn all(&self) -> Vec<(String, u64)> {
+        let events = self.dir.join("events");
+        let mut out = Vec::new();
+        for sub in dir_names(&events) {
+            for event in dir_names(&events.join(&sub)) {
+                let id = std::fs::read_to_string(events.join(&sub).join(&event).join("id"))
+                    .ok()
+                    .and_then(|t| t.trim().parse().ok());
+                if let Some(id) = id {
+                    out.push((format!("{sub}:{event}"), id));
+                }
+            }
+        }
+        out
+    }
+}
+
+fn dir_names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok())
+                .filter(|e| e.path().is_dir())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
