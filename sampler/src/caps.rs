@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::events::EventResolver;
-use crate::open::{open, OpenMode};
+use crate::open::{open, OpenMode, Opened};
 use crate::system::System;
 
 /// The schema name of the report.
@@ -45,6 +45,9 @@ pub struct Attempt {
     pub ok: bool,
     /// What happened.
     pub result: String,
+    /// Set when it worked only in part (user mode only, say), and why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limited: Option<String>,
 }
 
 /// One concern's verdict.
@@ -137,17 +140,45 @@ struct Probe<'a> {
 }
 
 impl Probe<'_> {
+    /// Resolves `spec` and opens it; where the paranoid level refuses kernel mode, opens
+    /// it again for user mode only (as the counter layer always did), saying so.
+    fn open(&self, spec: &str, mode: OpenMode) -> Result<(Opened, Option<String>), String> {
+        let attr = match self.resolver.resolve(spec) {
+            Ok(a) if !a.is_empty() => a[0].clone(),
+            Ok(_) => return Err("resolved to no event".into()),
+            Err(e) => return Err(e.to_string()),
+        };
+        match open(&attr, mode, self.system) {
+            Ok(o) => Ok((o, None)),
+            Err(e) if matches!(e.errno, libc::EACCES | libc::EPERM) && !attr.exclude_kernel => {
+                let mut user = attr.clone();
+                user.exclude_kernel = true;
+                user.exclude_hv = true;
+                match open(&user, mode, self.system) {
+                    Ok(o) => Ok((
+                        o,
+                        Some(format!(
+                            "user mode only: perf_event_paranoid is {} and kernel mode needs CAP_PERFMON or paranoid <= 1",
+                            self.system.perf_event_paranoid
+                        )),
+                    )),
+                    // A refusal for another cause says more than the permission one.
+                    Err(again) if !matches!(again.errno, libc::EACCES | libc::EPERM) => {
+                        Err(again.reason)
+                    }
+                    Err(_) => Err(e.reason),
+                }
+            }
+            Err(e) => Err(e.reason),
+        }
+    }
+
     /// Opens `spec` as a counter around a short busy loop; Ok(count) only if it counted.
     fn count(&self, spec: &str, work: impl FnOnce()) -> Attempt {
         let what = format!("count {spec}");
-        let attr = match self.resolver.resolve(spec) {
-            Ok(a) if !a.is_empty() => a[0].clone(),
-            Ok(_) => return fail(what, "resolved to no event".into()),
-            Err(e) => return fail(what, e.to_string()),
-        };
-        let mut opened = match open(&attr, OpenMode::Counting, self.system) {
+        let (mut opened, restricted) = match self.open(spec, OpenMode::Counting) {
             Ok(o) => o,
-            Err(e) => return fail(what, e.reason),
+            Err(reason) => return fail(what, reason),
         };
         let c = &mut opened.counter;
         if let Err(e) = c.enable() {
@@ -162,13 +193,15 @@ impl Probe<'_> {
             ),
             Ok(r) if r.count == 0 => fail(what, "opened, but counted 0 during busy work".into()),
             Ok(r) => Attempt {
-                what,
-                ok: true,
-                result: format!(
-                    "counted {} (running {:.0}% of enabled time)",
-                    r.count,
-                    100.0 * r.time_running as f64 / r.time_enabled.max(1) as f64
-                ),
+                limited: restricted,
+                ..success(
+                    what,
+                    format!(
+                        "counted {} (running {:.0}% of enabled time)",
+                        r.count,
+                        100.0 * r.time_running as f64 / r.time_enabled.max(1) as f64
+                    ),
+                )
             },
             Err(e) => fail(what, format!("read failed: {e}")),
         }
@@ -177,14 +210,9 @@ impl Probe<'_> {
     /// Opens `spec` for overflow sampling and checks that samples reach the ring buffer.
     fn sample(&self, spec: &str, period: u64) -> Attempt {
         let what = format!("sample {spec} every {period}");
-        let attr = match self.resolver.resolve(spec) {
-            Ok(a) if !a.is_empty() => a[0].clone(),
-            Ok(_) => return fail(what, "resolved to no event".into()),
-            Err(e) => return fail(what, e.to_string()),
-        };
-        let opened = match open(&attr, OpenMode::Sampling { period }, self.system) {
+        let (opened, restricted) = match self.open(spec, OpenMode::Sampling { period }) {
             Ok(o) => o,
-            Err(e) => return fail(what, e.reason),
+            Err(reason) => return fail(what, reason),
         };
         let mut sampler = match opened.counter.sampled(64 * 1024) {
             Ok(s) => s,
@@ -208,12 +236,14 @@ impl Probe<'_> {
             )
         } else {
             Attempt {
-                what,
-                ok: true,
-                result: format!(
-                    "{samples} samples in 20 ms of busy work (precise level {})",
-                    opened.precise_ip
-                ),
+                limited: restricted,
+                ..success(
+                    what,
+                    format!(
+                        "{samples} samples in 20 ms of busy work (precise level {})",
+                        opened.precise_ip
+                    ),
+                )
             }
         }
     }
@@ -226,15 +256,38 @@ fn fail(what: String, result: String) -> Attempt {
         what,
         ok: false,
         result,
+        limited: None,
     }
 }
 
+fn success(what: String, result: String) -> Attempt {
+    Attempt {
+        what,
+        ok: true,
+        result,
+        limited: None,
+    }
+}
+
+/// Why attempts failed or worked only in part.
 fn reasons_of(attempts: &[Attempt]) -> Vec<String> {
     attempts
         .iter()
-        .filter(|a| !a.ok)
-        .map(|a| format!("{}: {}", a.what, a.result))
+        .filter_map(|a| match (&a.limited, a.ok) {
+            (_, false) => Some(format!("{}: {}", a.what, a.result)),
+            (Some(why), true) => Some(format!("{}: {why}", a.what)),
+            (None, true) => None,
+        })
         .collect()
+}
+
+/// Available becomes partial when an attempt it rests on worked only in part.
+fn limited_by(status: Status, attempts: &[Attempt]) -> Status {
+    if status == Status::Available && attempts.iter().any(|a| a.ok && a.limited.is_some()) {
+        Status::Partial
+    } else {
+        status
+    }
 }
 
 fn numa_nodes() -> Vec<u32> {
@@ -351,7 +404,7 @@ fn scalar_counting(p: &Probe<'_>) -> Concern {
     Concern {
         id: "scalar_counting",
         name: "Scalar counting",
-        status,
+        status: limited_by(status, &tried),
         detail,
         tried,
         reasons,
@@ -381,7 +434,7 @@ fn overflow_sampling(p: &Probe<'_>) -> Concern {
     Concern {
         id: "overflow_sampling",
         name: "Overflow sampling",
-        status,
+        status: limited_by(status, &tried),
         detail,
         tried,
         reasons,
@@ -468,6 +521,7 @@ fn symbolization(system: &System) -> Concern {
                             .push("this binary is stripped: names from .dynsym only".to_string());
                     }
                     tried.push(Attempt {
+                        limited: None,
                         what: format!(
                             "read ELF sections of {}",
                             exe.as_ref()
@@ -500,16 +554,20 @@ fn symbolization(system: &System) -> Concern {
                     .is_some_and(|a| !a.trim_start_matches('0').is_empty())
             });
             if nonzero {
-                tried.push(Attempt {
-                    what: "read /proc/kallsyms".into(),
-                    ok: true,
-                    result: "kernel symbol addresses visible".into(),
-                });
+                tried.push(success(
+                    "read /proc/kallsyms".into(),
+                    "kernel symbol addresses visible".into(),
+                ));
             } else {
-                let level = system.kptr_restrict.unwrap_or(-1);
-                let msg = format!(
-                    "kernel.kptr_restrict is {level}: it hides kernel symbols (addresses read as 0); run as root or sysctl kernel.kptr_restrict=0"
-                );
+                let msg = match system.kptr_restrict {
+                    Some(0) => format!(
+                        "kernel symbol addresses are hidden: kernel.kptr_restrict is 0, which shows them only with perf_event_paranoid <= 1 (it is {}) or CAP_SYSLOG",
+                        system.perf_event_paranoid
+                    ),
+                    Some(1) => "kernel.kptr_restrict is 1: kernel symbol addresses need CAP_SYSLOG (run as root, or sysctl kernel.kptr_restrict=0)".to_string(),
+                    Some(level) => format!("kernel.kptr_restrict is {level}: kernel symbol addresses are hidden from everyone (sysctl kernel.kptr_restrict=0)"),
+                    None => "kernel symbol addresses read as 0 (kernel.kptr_restrict unreadable)".to_string(),
+                };
                 tried.push(fail(
                     "read /proc/kallsyms".into(),
                     "every address is 0".into(),
@@ -557,14 +615,13 @@ fn event_space(p: &Probe<'_>) -> Concern {
     let mut tried = Vec::new();
     let mut reasons = Vec::new();
     match p.resolver.tracefs() {
-        Ok(t) => tried.push(Attempt {
-            what: "locate tracefs".into(),
-            ok: true,
-            result: format!("{}", t.dir.display()),
-        }),
+        Ok(t) => tried.push(success(
+            "locate tracefs".into(),
+            t.dir.display().to_string(),
+        )),
         Err(e) => {
             tried.push(fail("locate tracefs".into(), e.to_string()));
-            reasons.push(format!("tracefs not mounted: {e}"));
+            reasons.push(e.to_string());
         }
     }
     let syscalls = p.count("raw_syscalls:sys_enter", || {
@@ -580,6 +637,7 @@ fn event_space(p: &Probe<'_>) -> Concern {
         .filter(|n| p.resolver.pmu(n).is_some())
         .collect();
     tried.push(Attempt {
+        limited: None,
         what: "find kprobe, uprobe and breakpoint PMUs".into(),
         ok: !probes.is_empty(),
         result: if probes.is_empty() {
@@ -615,6 +673,7 @@ fn numa_topology(nodes: &[u32]) -> Concern {
     let mut tried = Vec::new();
     let mut reasons = Vec::new();
     tried.push(Attempt {
+        limited: None,
         what: "read /sys/devices/system/node".into(),
         ok: !nodes.is_empty(),
         result: format!("{} node(s): {:?}", nodes.len(), nodes),
@@ -641,6 +700,7 @@ fn numa_topology(nodes: &[u32]) -> Concern {
     let move_pages_ok = rc == 0 && status_out[0] >= 0;
     tried.push(if rc == 0 {
         Attempt {
+            limited: None,
             what: "move_pages (query the node of a page)".into(),
             ok: move_pages_ok,
             result: format!("status {}", status_out[0]),
@@ -684,6 +744,7 @@ fn event_naming(r: &EventResolver) -> Concern {
     let aliases: usize = r.pmus().iter().map(|p| p.aliases.len()).sum();
     let formats: usize = core.iter().map(|p| p.formats.len()).sum();
     let tried = vec![Attempt {
+        limited: None,
         what: format!(
             "read {}",
             crate::events::pmu::devices_dir(r.root()).display()

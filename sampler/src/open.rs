@@ -223,3 +223,91 @@ pub fn explain(
         other => format!("{name} ({other}): {}", io::Error::from_raw_os_error(other)),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::events::EventResolver;
+
+    fn system(paranoid: i32, hypervisor: bool) -> System {
+        System {
+            kernel: None,
+            perf_event_paranoid: paranoid,
+            kptr_restrict: Some(0),
+            hypervisor,
+            hypervisor_vendor: None,
+            is_root: false,
+            cpu_vendor: None,
+        }
+    }
+
+    fn attr(spec: &str) -> EventAttr {
+        EventResolver::empty("/nonexistent")
+            .resolve(spec)
+            .unwrap()
+            .remove(0)
+    }
+
+    #[test]
+    fn reasons_name_the_cause_a_user_can_act_on() {
+        let cycles = attr("cycles");
+        let r = explain(
+            libc::ENOENT,
+            &cycles,
+            0,
+            OpenMode::Counting,
+            &system(2, true),
+        );
+        assert!(
+            r.starts_with("ENOENT") && r.contains("no PMU") && r.contains("hypervisor"),
+            "{r}"
+        );
+        let r = explain(
+            libc::EACCES,
+            &cycles,
+            0,
+            OpenMode::Counting,
+            &system(2, false),
+        );
+        assert!(
+            r.contains("perf_event_paranoid is 2") && r.contains(":u"),
+            "{r}"
+        );
+        let r = explain(
+            libc::EACCES,
+            &attr("cycles:u"),
+            0,
+            OpenMode::Counting,
+            &system(3, false),
+        );
+        assert!(r.contains("paranoid") && r.contains("3"), "{r}");
+        let r = explain(
+            libc::EOPNOTSUPP,
+            &attr("cycles:pp"),
+            2,
+            OpenMode::Sampling { period: 1 },
+            &system(2, true),
+        );
+        assert!(r.contains("precise level 2") && r.contains("PEBS"), "{r}");
+        let r = explain(
+            libc::EOPNOTSUPP,
+            &cycles,
+            0,
+            OpenMode::Sampling { period: 1 },
+            &system(2, true),
+        );
+        assert!(r.contains("cannot sample"), "{r}");
+    }
+
+    #[test]
+    fn software_events_open_as_root_or_say_why() {
+        let system = System::probe();
+        match open(&attr("task-clock"), OpenMode::Counting, &system) {
+            Ok(o) => assert_eq!(o.precise_ip, 0),
+            Err(e) => {
+                eprintln!("kernel refused task-clock: {}", e.reason);
+                assert!(!e.reason.is_empty());
+            }
+        }
+    }
+}

@@ -26,11 +26,20 @@ fn is_root() -> bool {
 pub fn locate(root: &Path) -> Result<Tracefs, String> {
     for candidate in CANDIDATES {
         let dir = root.join(candidate);
-        if dir.join("events").is_dir() {
-            return Ok(Tracefs {
-                dir,
-                mounted_note: None,
-            });
+        match std::fs::read_dir(dir.join("events")) {
+            Ok(_) => {
+                return Ok(Tracefs {
+                    dir,
+                    mounted_note: None,
+                })
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                return Err(format!(
+                    "tracefs at {} is not readable by this user (root only here): run as root or chmod it",
+                    dir.display()
+                ))
+            }
+            Err(_) => {}
         }
     }
     if root != Path::new("/") {

@@ -1,0 +1,225 @@
+//! The `sparkles` command as a user runs it: `event`, `list` and `caps`.
+
+#![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn sparkles(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sparkles"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn json(out: &Output) -> Value {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn fixture_tree(name: &str) -> Option<PathBuf> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/fixtures/sysfs")
+        .join(name);
+    if dir.is_dir() {
+        Some(dir)
+    } else {
+        eprintln!("skipped: {} is absent", dir.display());
+        None
+    }
+}
+
+#[test]
+fn misspelt_events_fail_with_a_suggestion() {
+    for (spelling, hint) in [
+        ("cylces", "did you mean 'cycles'"),
+        ("cpu/evnt=0x3c/", "did you mean 'event'"),
+    ] {
+        let out = sparkles(&["event", spelling]);
+        assert_eq!(out.status.code(), Some(2), "{spelling}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(hint), "{spelling}: {err}");
+        assert!(out.stdout.is_empty());
+    }
+}
+
+#[test]
+fn event_json_has_the_pinned_fields_as_integers() {
+    let Some(tree) = fixture_tree("intel-sapphire-rapids") else {
+        return;
+    };
+    let v = json(&sparkles(&[
+        "event",
+        "--json",
+        "--sysfs-root",
+        tree.to_str().unwrap(),
+        "cpu/mem-loads,ldlat=30/P",
+    ]));
+    assert_eq!(v["schema"], "sparkles.event/1");
+    let e = &v["events"][0];
+    assert_eq!(e["name"], "cpu/mem-loads,ldlat=30/P");
+    assert_eq!(e["pmu"], "cpu");
+    assert_eq!(e["type"], 4);
+    assert_eq!(e["config"], 0x1cd);
+    assert_eq!(e["config1"], 30);
+    assert_eq!(e["config2"], 0);
+    assert_eq!(e["precise_ip"], 3);
+    assert_eq!(e["exclude_user"], false);
+    assert_eq!(e["exclude_kernel"], false);
+    // A fake tree describes another machine: nothing is opened.
+    assert!(e["opens"].is_null());
+    assert!(e["reason"].as_str().unwrap().contains("not probed"));
+}
+
+#[test]
+fn software_events_open_here_or_say_why_not() {
+    let v = json(&sparkles(&[
+        "event",
+        "--json",
+        "cpu-clock",
+        "page-faults:u",
+    ]));
+    for e in v["events"].as_array().unwrap() {
+        assert_eq!(e["type"], 1);
+        match e["opens"].as_bool() {
+            Some(true) => {}
+            Some(false) => assert!(!e["reason"].as_str().unwrap().is_empty()),
+            None => panic!("the live machine is always probed: {e}"),
+        }
+    }
+}
+
+#[test]
+fn list_marks_each_event_openable_or_not_with_a_reason() {
+    let v = json(&sparkles(&["list", "--json"]));
+    let events = v["events"].as_array().unwrap();
+    let find = |name: &str| events.iter().find(|e| e["name"] == name).unwrap();
+    for name in ["cpu-clock", "task-clock", "page-faults"] {
+        let e = find(name);
+        assert_eq!(e["group"], "software");
+        assert!(e["opens"].is_boolean(), "{name}");
+    }
+    let cycles = find("cpu-cycles");
+    assert_eq!(cycles["group"], "hardware");
+    if cycles["opens"] == false {
+        assert!(!cycles["reason"].as_str().unwrap().is_empty());
+    }
+    for e in events.iter().filter(|e| e["opens"] == false) {
+        assert!(e["reason"].is_string(), "{e}");
+    }
+    if v["tracepoints_unavailable"].is_null() {
+        assert!(events.iter().any(|e| e["group"] == "tracepoint"));
+    }
+    let text = sparkles(&["list"]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("Software events:") && text.contains("cpu-clock"));
+}
+
+#[test]
+fn caps_reports_the_seven_concerns_with_reasons() {
+    let v = json(&sparkles(&["caps", "--json"]));
+    assert_eq!(v["schema"], "sparkles.caps/1");
+    let env = &v["environment"];
+    for key in [
+        "kernel",
+        "perf_event_paranoid",
+        "hypervisor",
+        "pmus",
+        "tracefs",
+        "numa_nodes",
+    ] {
+        assert!(env.get(key).is_some(), "environment lacks {key}");
+    }
+    let concerns = v["concerns"].as_array().unwrap();
+    let ids: Vec<&str> = concerns.iter().map(|c| c["id"].as_str().unwrap()).collect();
+    assert_eq!(
+        ids,
+        [
+            "scalar_counting",
+            "overflow_sampling",
+            "precise_data_source",
+            "symbolization",
+            "event_space",
+            "numa_topology",
+            "event_naming"
+        ]
+    );
+    for c in concerns {
+        let status = c["status"].as_str().unwrap();
+        assert!(["available", "partial", "absent"].contains(&status));
+        assert!(!c["tried"].as_array().unwrap().is_empty(), "{}", c["id"]);
+        if status != "available" {
+            assert!(
+                !c["reasons"].as_array().unwrap().is_empty(),
+                "{} {status} without a reason",
+                c["id"]
+            );
+        }
+    }
+    let by = |id: &str| concerns.iter().find(|c| c["id"] == id).unwrap();
+    // Whether the attempt starting with `what` worked, and worked in full.
+    let attempt = |c: &Value, what: &str| -> (bool, bool) {
+        c["tried"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["what"].as_str().unwrap().starts_with(what))
+            .map_or((false, false), |a| {
+                (a["ok"] == true, a["ok"] == true && a["limited"].is_null())
+            })
+    };
+    // The verdicts follow from the attempts, whatever this machine is.
+    let counting = by("scalar_counting");
+    let (sw, sw_full) = attempt(counting, "count task-clock");
+    let (cy, cy_full) = attempt(counting, "count cycles");
+    let (ins, ins_full) = attempt(counting, "count instructions");
+    if sw {
+        assert_ne!(counting["status"], "absent");
+    }
+    if sw_full && cy_full && ins_full {
+        assert_eq!(counting["status"], "available");
+    } else if sw && !(cy && ins) {
+        assert_eq!(counting["status"], "partial");
+        if env["hypervisor"] == true {
+            let reasons = counting["reasons"].to_string();
+            assert!(reasons.contains("hypervisor"), "{reasons}");
+        }
+    }
+    let sampling = by("overflow_sampling");
+    match attempt(sampling, "sample cpu-clock") {
+        (true, true) => assert_eq!(sampling["status"], "available"),
+        (true, false) => assert_ne!(sampling["status"], "absent"),
+        _ => {}
+    }
+    let pmus: Vec<&str> = env["pmus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    let precise = by("precise_data_source");
+    if !pmus.contains(&"ibs_op") && precise["status"] == "absent" {
+        assert!(precise["reasons"].to_string().contains("ibs_op"));
+    }
+    let root = env["root"] == true;
+    let space = by("event_space");
+    if root && !env["tracefs"].is_null() {
+        assert_eq!(space["status"], "available", "{space}");
+    }
+}
+
+#[test]
+fn the_harness_prints_capabilities() {
+    let mut suite = sparkles_bench::Suite::new("caps");
+    suite.case("x", |b| b.iter(|| 1));
+    assert_eq!(
+        sparkles_bench::run_main(suite, ["bench", "--capabilities"]),
+        0
+    );
+}
