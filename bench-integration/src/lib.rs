@@ -313,7 +313,7 @@ fn row_of(report: &CaseReport, selection: &Selection) -> BenchRow {
         .ok
         .then(|| Timing::from_samples(report.samples.clone()))
         .flatten();
-    let median = timing.as_ref().map_or(f64::NAN, |t| t.median);
+    let median = timing.as_ref().map_or(f64::NAN, |t| t.summary.median);
     let client = throughput::values(report.throughput, median);
     let metrics = selection
         .metrics()

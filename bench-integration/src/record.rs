@@ -36,27 +36,15 @@ pub struct BenchRow {
     pub comparison: Option<Comparison>,
 }
 
-/// Per-iteration timing of one case, in nanoseconds.
+/// Per-iteration timing of one case, in nanoseconds: the unit, the summary statistics
+/// (`min`, `mean`, `max`, `p25`, `median`, `p75`, `iqr`, `mad`) and the samples.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Timing {
     /// Always "ns".
     pub unit: String,
-    /// Smallest sample.
-    pub min: f64,
-    /// Mean of the samples.
-    pub mean: f64,
-    /// Largest sample.
-    pub max: f64,
-    /// First quartile.
-    pub p25: f64,
-    /// Median.
-    pub median: f64,
-    /// Third quartile.
-    pub p75: f64,
-    /// Interquartile range.
-    pub iqr: f64,
-    /// Median absolute deviation.
-    pub mad: f64,
+    /// The summary of `samples`.
+    #[serde(flatten)]
+    pub summary: Summary,
     /// Every per-iteration sample, in the order taken.
     pub samples: Vec<f64>,
 }
@@ -64,17 +52,9 @@ pub struct Timing {
 impl Timing {
     /// The timing block for `samples` (per-iteration ns); `None` for an empty series.
     pub fn from_samples(samples: Vec<f64>) -> Option<Timing> {
-        let s = Summary::of(&samples)?;
         Some(Timing {
             unit: "ns".to_string(),
-            min: s.min,
-            mean: s.mean,
-            max: s.max,
-            p25: s.p25,
-            median: s.median,
-            p75: s.p75,
-            iqr: s.iqr,
-            mad: s.mad,
+            summary: Summary::of(&samples)?,
             samples,
         })
     }

@@ -22,7 +22,7 @@ pub const BOOTSTRAP_RESAMPLES: usize = 2000;
 pub const BOOTSTRAP_SEED: u64 = 0x5EED_5BA8_C1E5_0F0F;
 
 /// Summary of one series, in the series' own unit.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     /// Smallest sample.
     pub min: f64,

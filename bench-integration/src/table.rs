@@ -108,7 +108,7 @@ pub fn render(rows: &[BenchRow], metrics: &[MetricDescriptor], colour: bool) -> 
     let mut body: Vec<Vec<Cell>> = Vec::new();
     let mut failures = Vec::new();
     for row in rows {
-        let Some(t) = row.timing.as_ref().filter(|_| row.ok) else {
+        let Some(t) = row.timing.as_ref().filter(|_| row.ok).map(|t| &t.summary) else {
             failures.push(row);
             continue;
         };

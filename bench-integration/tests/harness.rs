@@ -241,7 +241,7 @@ fn an_empty_body_costs_a_few_ns() {
         ],
     );
     for row in &outcome.rows {
-        let median = row.timing.as_ref().unwrap().median;
+        let median = row.timing.as_ref().unwrap().summary.median;
         assert!(
             median < 5.0,
             "{}: {median} ns per empty iteration",
