@@ -46,6 +46,20 @@ pub enum Command {
         #[arg(long, value_name = "DIR")]
         sysfs_root: Option<PathBuf>,
     },
+    /// Print every record of a perf.data file in time order (like `perf script -D`, readable).
+    Script {
+        /// The perf.data file (file or pipe mode, compressed or not).
+        file: PathBuf,
+        /// `text`, or `json`: one JSON object per record.
+        #[arg(long, value_enum, default_value = "text")]
+        format: ScriptFormat,
+        /// Print the header (mode, attrs, features) as one JSON object instead.
+        #[arg(long)]
+        header: bool,
+        /// Print per-type record counts to stderr at the end.
+        #[arg(long)]
+        stats: bool,
+    },
     /// Probe the seven capabilities (counting, sampling, precise data source, symbolization,
     /// event space, NUMA, event naming) with real perf_event_open calls.
     Caps {
@@ -53,6 +67,15 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// Output of `sparkles script`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ScriptFormat {
+    /// One readable line per record.
+    Text,
+    /// One JSON object per line per record.
+    Json,
 }
 
 /// Whether one event opens here: `None` when not probed (a fake sysfs tree).
@@ -327,6 +350,59 @@ fn caps_command(json: bool) -> Result<(), String> {
     }
 }
 
+fn script(
+    file: &std::path::Path,
+    format: ScriptFormat,
+    header: bool,
+    show_stats: bool,
+) -> Result<(), String> {
+    use sparkles_sampler::perf_data::{script, PerfData, ReadFailure};
+    let data = PerfData::open(file).map_err(|e| e.to_string())?;
+    for problem in &data.feature_problems {
+        eprintln!("warning: {}: {problem}", file.display());
+    }
+    if header {
+        let attrs: Vec<_> = data
+            .attrs
+            .iter()
+            .map(|a| serde_json::json!({"name": a.name, "attr": a.attr, "ids": a.ids}))
+            .collect();
+        return print_json(&serde_json::json!({
+            "schema": "sparkles.header/1",
+            "mode": data.mode,
+            "data_size": data.data_size(),
+            "attrs": attrs,
+            "features": data.features,
+            "feature_problems": data.feature_problems,
+        }));
+    }
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
+    let result = data.for_each_record(|event| match format {
+        ScriptFormat::Json => script::write_json(&mut out, event),
+        ScriptFormat::Text => script::write_text(&mut out, event),
+    });
+    let flushed = out.flush();
+    match result {
+        Ok(stats) => {
+            if show_stats {
+                eprintln!(
+                    "{}",
+                    serde_json::to_string_pretty(&stats).map_err(|e| e.to_string())?
+                );
+            }
+            match flushed {
+                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.to_string()),
+                _ => Ok(()),
+            }
+        }
+        // A reader that went away (`| head`) ends the output, not the command.
+        Err(ReadFailure::Visit(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(ReadFailure::Visit(e)) => Err(e.to_string()),
+        Err(ReadFailure::Data(e)) => Err(format!("{}: {e}", file.display())),
+    }
+}
+
 /// Runs the command line `args` (the first is the program name); returns the exit status.
 pub fn run<I, T>(args: I) -> i32
 where
@@ -352,6 +428,12 @@ where
             sysfs_root,
         } => event(names, *json, sysfs_root.as_ref()),
         Command::Caps { json } => caps_command(*json),
+        Command::Script {
+            file,
+            format,
+            header,
+            stats,
+        } => script(file, *format, *header, *stats),
     };
     match result {
         Ok(()) => 0,

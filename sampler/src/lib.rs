@@ -5,13 +5,15 @@
 //! - [`events`]: perf's event spellings resolved into attrs, against any sysfs tree.
 //! - [`open`]: opening a resolved event, and the reason when the kernel refuses.
 //! - [`caps`]: the capability report over the seven concerns.
+//! - [`perf_data`]: records and perf.data reading, one decoder for files and ring buffers.
 //! - [`system`]: the settings (paranoid level, hypervisor, kptr_restrict) reasons cite.
 
 pub mod caps;
 pub mod error;
 pub mod events;
 pub mod open;
+pub mod perf_data;
 pub mod system;
 
-pub use error::EventError;
+pub use error::{DataError, EventError};
 pub use events::{EventAttr, EventResolver};

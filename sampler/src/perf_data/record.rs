@@ -1,0 +1,710 @@
+//! Every record type the kernel writes into the ring buffer and perf writes into files,
+//! decoded from a header and body, with the sample_id trailer of non-sample records.
+
+use serde::Serialize;
+
+use super::attr::{sample_type as st, Attr};
+use super::bytes::{Cursor, U64s};
+use super::sample::{ReadValues, Sample, SampleFormat};
+use crate::error::DataError;
+
+/// Record type numbers (`PERF_RECORD_*`; perf's own from 64).
+pub mod kind {
+    #![allow(missing_docs)]
+    pub const MMAP: u32 = 1;
+    pub const LOST: u32 = 2;
+    pub const COMM: u32 = 3;
+    pub const EXIT: u32 = 4;
+    pub const THROTTLE: u32 = 5;
+    pub const UNTHROTTLE: u32 = 6;
+    pub const FORK: u32 = 7;
+    pub const READ: u32 = 8;
+    pub const SAMPLE: u32 = 9;
+    pub const MMAP2: u32 = 10;
+    pub const AUX: u32 = 11;
+    pub const ITRACE_START: u32 = 12;
+    pub const LOST_SAMPLES: u32 = 13;
+    pub const SWITCH: u32 = 14;
+    pub const SWITCH_CPU_WIDE: u32 = 15;
+    pub const NAMESPACES: u32 = 16;
+    pub const KSYMBOL: u32 = 17;
+    pub const BPF_EVENT: u32 = 18;
+    pub const CGROUP: u32 = 19;
+    pub const TEXT_POKE: u32 = 20;
+    pub const AUX_OUTPUT_HW_ID: u32 = 21;
+    pub const HEADER_ATTR: u32 = 64;
+    pub const HEADER_EVENT_TYPE: u32 = 65;
+    pub const HEADER_TRACING_DATA: u32 = 66;
+    pub const HEADER_BUILD_ID: u32 = 67;
+    pub const FINISHED_ROUND: u32 = 68;
+    pub const ID_INDEX: u32 = 69;
+    pub const AUXTRACE_INFO: u32 = 70;
+    pub const AUXTRACE: u32 = 71;
+    pub const AUXTRACE_ERROR: u32 = 72;
+    pub const THREAD_MAP: u32 = 73;
+    pub const CPU_MAP: u32 = 74;
+    pub const STAT_CONFIG: u32 = 75;
+    pub const STAT: u32 = 76;
+    pub const STAT_ROUND: u32 = 77;
+    pub const EVENT_UPDATE: u32 = 78;
+    pub const TIME_CONV: u32 = 79;
+    pub const HEADER_FEATURE: u32 = 80;
+    pub const COMPRESSED: u32 = 81;
+    pub const FINISHED_INIT: u32 = 82;
+    pub const COMPRESSED2: u32 = 83;
+}
+
+/// The name of a record type, as `sparkles script` prints it (`"mmap2"`).
+pub fn kind_name(type_: u32) -> &'static str {
+    match type_ {
+        kind::MMAP => "mmap",
+        kind::LOST => "lost",
+        kind::COMM => "comm",
+        kind::EXIT => "exit",
+        kind::THROTTLE => "throttle",
+        kind::UNTHROTTLE => "unthrottle",
+        kind::FORK => "fork",
+        kind::READ => "read",
+        kind::SAMPLE => "sample",
+        kind::MMAP2 => "mmap2",
+        kind::AUX => "aux",
+        kind::ITRACE_START => "itrace_start",
+        kind::LOST_SAMPLES => "lost_samples",
+        kind::SWITCH => "switch",
+        kind::SWITCH_CPU_WIDE => "switch_cpu_wide",
+        kind::NAMESPACES => "namespaces",
+        kind::KSYMBOL => "ksymbol",
+        kind::BPF_EVENT => "bpf_event",
+        kind::CGROUP => "cgroup",
+        kind::TEXT_POKE => "text_poke",
+        kind::AUX_OUTPUT_HW_ID => "aux_output_hw_id",
+        kind::HEADER_ATTR => "header_attr",
+        kind::HEADER_EVENT_TYPE => "header_event_type",
+        kind::HEADER_TRACING_DATA => "header_tracing_data",
+        kind::HEADER_BUILD_ID => "header_build_id",
+        kind::FINISHED_ROUND => "finished_round",
+        kind::ID_INDEX => "id_index",
+        kind::AUXTRACE_INFO => "auxtrace_info",
+        kind::AUXTRACE => "auxtrace",
+        kind::AUXTRACE_ERROR => "auxtrace_error",
+        kind::THREAD_MAP => "thread_map",
+        kind::CPU_MAP => "cpu_map",
+        kind::STAT_CONFIG => "stat_config",
+        kind::STAT => "stat",
+        kind::STAT_ROUND => "stat_round",
+        kind::EVENT_UPDATE => "event_update",
+        kind::TIME_CONV => "time_conv",
+        kind::HEADER_FEATURE => "header_feature",
+        kind::COMPRESSED => "compressed",
+        kind::FINISHED_INIT => "finished_init",
+        kind::COMPRESSED2 => "compressed2",
+        _ => "unknown",
+    }
+}
+
+/// `misc` bits.
+pub mod misc {
+    /// The low three bits: where the sample was taken.
+    pub const CPUMODE_MASK: u16 = 7;
+    /// COMM: the task exec'd.
+    pub const COMM_EXEC: u16 = 1 << 13;
+    /// SWITCH: switching out (else in).
+    pub const SWITCH_OUT: u16 = 1 << 13;
+    /// SWITCH out: the task was preempted.
+    pub const SWITCH_OUT_PREEMPT: u16 = 1 << 14;
+    /// MMAP2: the build-id form.
+    pub const MMAP_BUILD_ID: u16 = 1 << 14;
+    /// MMAP: a data (non-exec) mapping.
+    pub const MMAP_DATA: u16 = 1 << 13;
+    /// HEADER_BUILD_ID: the size byte is valid.
+    pub const BUILD_ID_SIZE: u16 = 1 << 15;
+}
+
+/// The 8-byte header of every record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordHeader {
+    /// `type`.
+    pub type_: u32,
+    /// `misc`.
+    pub misc: u16,
+    /// Total size, header included.
+    pub size: u16,
+}
+
+impl RecordHeader {
+    /// Reads a header and checks its size against the minimum and `available` bytes.
+    pub fn parse(bytes: &[u8], offset: u64) -> Result<RecordHeader, DataError> {
+        let mut c = Cursor::new(bytes, offset);
+        let h = RecordHeader {
+            type_: c.u32("record header type")?,
+            misc: c.u16("record header misc")?,
+            size: c.u16("record header size")?,
+        };
+        if (h.size as usize) < 8 {
+            return Err(DataError::new(
+                offset,
+                format!(
+                    "record of type {} claims size {} (< 8, the header alone)",
+                    h.type_, h.size
+                ),
+            ));
+        }
+        if h.size as usize > bytes.len() {
+            return Err(DataError::new(
+                offset,
+                format!(
+                    "{} record of {} bytes is cut off: {} bytes left",
+                    kind_name(h.type_),
+                    h.size,
+                    bytes.len()
+                ),
+            ));
+        }
+        Ok(h)
+    }
+}
+
+/// The sample_id trailer of a non-sample record (fields the attr's sample_type asks for).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct SampleId {
+    /// Process id.
+    pub pid: Option<u32>,
+    /// Thread id.
+    pub tid: Option<u32>,
+    /// Timestamp.
+    pub time: Option<u64>,
+    /// Event id (ID or IDENTIFIER).
+    pub id: Option<u64>,
+    /// Stream id.
+    pub stream_id: Option<u64>,
+    /// CPU.
+    pub cpu: Option<u32>,
+}
+
+impl SampleId {
+    /// Decodes the trailer at the end of `body`; `size` from [`Attr::sample_id_size`].
+    pub fn parse(body: &[u8], offset: u64, attr: &Attr) -> Result<(SampleId, usize), DataError> {
+        let size = attr.sample_id_size();
+        if size == 0 {
+            return Ok((SampleId::default(), 0));
+        }
+        let start = body.len().checked_sub(size).ok_or_else(|| {
+            DataError::new(
+                offset,
+                format!(
+                    "record body of {} bytes has no room for its {size}-byte sample_id",
+                    body.len()
+                ),
+            )
+        })?;
+        let mut c = Cursor::new(&body[start..], offset + start as u64);
+        let t = attr.sample_type;
+        let mut s = SampleId::default();
+        if t & st::TID != 0 {
+            s.pid = Some(c.u32("sample_id pid")?);
+            s.tid = Some(c.u32("sample_id tid")?);
+        }
+        if t & st::TIME != 0 {
+            s.time = Some(c.u64("sample_id time")?);
+        }
+        if t & st::ID != 0 {
+            s.id = Some(c.u64("sample_id id")?);
+        }
+        if t & st::STREAM_ID != 0 {
+            s.stream_id = Some(c.u64("sample_id stream_id")?);
+        }
+        if t & st::CPU != 0 {
+            s.cpu = Some(c.u32("sample_id cpu")?);
+            c.u32("sample_id cpu reserved")?;
+        }
+        if t & st::IDENTIFIER != 0 {
+            s.id = Some(c.u64("sample_id identifier")?);
+        }
+        Ok((s, size))
+    }
+}
+
+/// MMAP and MMAP2.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mmap<'a> {
+    /// Process id.
+    pub pid: u32,
+    /// Thread id.
+    pub tid: u32,
+    /// Start address.
+    pub addr: u64,
+    /// Length.
+    pub len: u64,
+    /// File offset of `addr`.
+    pub pgoff: u64,
+    /// MMAP2 inode form: `(maj, min, ino, ino_generation)`.
+    pub inode: Option<(u32, u32, u64, u64)>,
+    /// MMAP2 build-id form: the build id.
+    pub build_id: Option<&'a [u8]>,
+    /// MMAP2 `prot`.
+    pub prot: Option<u32>,
+    /// MMAP2 `flags`.
+    pub flags: Option<u32>,
+    /// The mapped file (or `[anon]`, `//anon`, `[vdso]`, …).
+    pub filename: &'a [u8],
+}
+
+/// FORK and EXIT.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Task {
+    /// Process id.
+    pub pid: u32,
+    /// Parent process id.
+    pub ppid: u32,
+    /// Thread id.
+    pub tid: u32,
+    /// Parent thread id.
+    pub ptid: u32,
+    /// When.
+    pub time: u64,
+}
+
+/// A decoded record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Record<'a> {
+    /// PERF_RECORD_SAMPLE.
+    Sample(Sample<'a>),
+    /// MMAP or MMAP2.
+    Mmap(Mmap<'a>),
+    /// COMM.
+    Comm {
+        /// Process id.
+        pid: u32,
+        /// Thread id.
+        tid: u32,
+        /// The new name.
+        comm: &'a [u8],
+        /// Set when the name changed because of an exec.
+        exec: bool,
+    },
+    /// FORK.
+    Fork(Task),
+    /// EXIT.
+    Exit(Task),
+    /// LOST: the ring buffer dropped records.
+    Lost {
+        /// Event id.
+        id: u64,
+        /// Records lost.
+        lost: u64,
+    },
+    /// LOST_SAMPLES: samples the PMU dropped.
+    LostSamples {
+        /// Samples lost.
+        lost: u64,
+    },
+    /// THROTTLE (`throttled`) or UNTHROTTLE.
+    Throttle {
+        /// Whether throttled (else unthrottled).
+        throttled: bool,
+        /// When.
+        time: u64,
+        /// Event id.
+        id: u64,
+        /// Stream id.
+        stream_id: u64,
+    },
+    /// SWITCH and SWITCH_CPU_WIDE.
+    Switch {
+        /// Switching out, else in.
+        out: bool,
+        /// Out because preempted.
+        preempt: bool,
+        /// SWITCH_CPU_WIDE: the next (out) or previous (in) pid and tid.
+        next_prev: Option<(u32, u32)>,
+    },
+    /// NAMESPACES.
+    Namespaces {
+        /// Process id.
+        pid: u32,
+        /// Thread id.
+        tid: u32,
+        /// `(dev, inode)` pairs.
+        namespaces: U64s<'a>,
+    },
+    /// KSYMBOL.
+    Ksymbol {
+        /// Address.
+        addr: u64,
+        /// Length.
+        len: u32,
+        /// `PERF_RECORD_KSYMBOL_TYPE_*`.
+        ksym_type: u16,
+        /// Flags (bit 0: unregister).
+        flags: u16,
+        /// Name.
+        name: &'a [u8],
+    },
+    /// BPF_EVENT.
+    BpfEvent {
+        /// `PERF_BPF_EVENT_*`.
+        event_type: u16,
+        /// Flags.
+        flags: u16,
+        /// Program id.
+        id: u32,
+        /// Program tag.
+        tag: &'a [u8],
+    },
+    /// CGROUP.
+    Cgroup {
+        /// cgroup id.
+        id: u64,
+        /// Path.
+        path: &'a [u8],
+    },
+    /// TEXT_POKE.
+    TextPoke {
+        /// Address.
+        addr: u64,
+        /// Old bytes.
+        old: &'a [u8],
+        /// New bytes.
+        new: &'a [u8],
+    },
+    /// AUX.
+    Aux {
+        /// Offset in the AUX area.
+        offset: u64,
+        /// Size.
+        size: u64,
+        /// Flags.
+        flags: u64,
+    },
+    /// ITRACE_START.
+    ItraceStart {
+        /// Process id.
+        pid: u32,
+        /// Thread id.
+        tid: u32,
+    },
+    /// READ.
+    Read {
+        /// Process id.
+        pid: u32,
+        /// Thread id.
+        tid: u32,
+        /// Values.
+        values: ReadValues<'a>,
+    },
+    /// AUX_OUTPUT_HW_ID.
+    AuxOutputHwId {
+        /// Hardware id.
+        hw_id: u64,
+    },
+    /// HEADER_ATTR (pipe mode).
+    HeaderAttr {
+        /// The attr.
+        attr: Attr,
+        /// Its ids.
+        ids: U64s<'a>,
+    },
+    /// HEADER_BUILD_ID (a build id perf recorded for a file).
+    BuildId {
+        /// Process id (-1 for the kernel).
+        pid: i32,
+        /// The build id.
+        build_id: &'a [u8],
+        /// The file.
+        filename: &'a [u8],
+    },
+    /// FINISHED_ROUND.
+    FinishedRound,
+    /// FINISHED_INIT.
+    FinishedInit,
+    /// ID_INDEX: `(id, idx, cpu, tid)` per entry.
+    IdIndex {
+        /// Four u64s per entry.
+        entries: U64s<'a>,
+    },
+    /// TIME_CONV.
+    TimeConv {
+        /// Shift.
+        time_shift: u64,
+        /// Multiplier.
+        time_mult: u64,
+        /// Zero.
+        time_zero: u64,
+    },
+    /// HEADER_FEATURE (pipe mode): one header feature's data.
+    HeaderFeature {
+        /// Feature id.
+        feature: u64,
+        /// Its data.
+        data: &'a [u8],
+    },
+    /// COMPRESSED or COMPRESSED2: zstd frames holding further records.
+    Compressed {
+        /// The zstd data.
+        data: &'a [u8],
+    },
+    /// A type decoded only by size: perf's stat, map and tracing records, and types
+    /// newer than this decoder. Named in the stats, never an error.
+    Other {
+        /// The type.
+        type_: u32,
+        /// The body.
+        body: &'a [u8],
+    },
+}
+
+fn name(bytes: &[u8]) -> &[u8] {
+    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+    &bytes[..end]
+}
+
+/// Decodes a record's body. `attr` is the record's attr (for samples and the sample_id
+/// trailer); `format` its precomputed sample format.
+pub fn parse_record<'a>(
+    header: RecordHeader,
+    body: &'a [u8],
+    offset: u64,
+    attr: Option<(&Attr, &SampleFormat)>,
+) -> Result<(Record<'a>, Option<SampleId>), DataError> {
+    let body_offset = offset + 8;
+    if header.type_ == kind::SAMPLE {
+        let (_, format) =
+            attr.ok_or_else(|| DataError::new(offset, "sample record matches no attr"))?;
+        return Ok((
+            Record::Sample(Sample::parse(body, body_offset, format)?),
+            None,
+        ));
+    }
+    // Kernel records end with the sample_id trailer when the attr asks for it.
+    let (sample_id, trailer) = match attr {
+        Some((a, _)) if header.type_ < kind::HEADER_ATTR => {
+            let (id, size) = SampleId::parse(body, body_offset, a)?;
+            (Some(id).filter(|_| size > 0), size)
+        }
+        _ => (None, 0),
+    };
+    let main = &body[..body.len() - trailer];
+    let mut c = Cursor::new(main, body_offset);
+    let record = match header.type_ {
+        kind::MMAP => Record::Mmap(Mmap {
+            pid: c.u32("mmap pid")?,
+            tid: c.u32("mmap tid")?,
+            addr: c.u64("mmap addr")?,
+            len: c.u64("mmap len")?,
+            pgoff: c.u64("mmap pgoff")?,
+            inode: None,
+            build_id: None,
+            prot: None,
+            flags: None,
+            filename: c.c_str_rest(),
+        }),
+        kind::MMAP2 => {
+            let pid = c.u32("mmap2 pid")?;
+            let tid = c.u32("mmap2 tid")?;
+            let addr = c.u64("mmap2 addr")?;
+            let len = c.u64("mmap2 len")?;
+            let pgoff = c.u64("mmap2 pgoff")?;
+            let (inode, build_id) = if header.misc & misc::MMAP_BUILD_ID != 0 {
+                let size = c.u8("mmap2 build_id_size")?;
+                c.skip(3, "mmap2 reserved")?;
+                let id = c.bytes(20, "mmap2 build_id")?;
+                (None, Some(&id[..usize::from(size).min(20)]))
+            } else {
+                let maj = c.u32("mmap2 maj")?;
+                let min = c.u32("mmap2 min")?;
+                let ino = c.u64("mmap2 ino")?;
+                let generation = c.u64("mmap2 ino_generation")?;
+                (Some((maj, min, ino, generation)), None)
+            };
+            Record::Mmap(Mmap {
+                pid,
+                tid,
+                addr,
+                len,
+                pgoff,
+                inode,
+                build_id,
+                prot: Some(c.u32("mmap2 prot")?),
+                flags: Some(c.u32("mmap2 flags")?),
+                filename: c.c_str_rest(),
+            })
+        }
+        kind::COMM => Record::Comm {
+            pid: c.u32("comm pid")?,
+            tid: c.u32("comm tid")?,
+            comm: c.c_str_rest(),
+            exec: header.misc & misc::COMM_EXEC != 0,
+        },
+        kind::FORK | kind::EXIT => {
+            let task = Task {
+                pid: c.u32("task pid")?,
+                ppid: c.u32("task ppid")?,
+                tid: c.u32("task tid")?,
+                ptid: c.u32("task ptid")?,
+                time: c.u64("task time")?,
+            };
+            if header.type_ == kind::FORK {
+                Record::Fork(task)
+            } else {
+                Record::Exit(task)
+            }
+        }
+        kind::LOST => Record::Lost {
+            id: c.u64("lost id")?,
+            lost: c.u64("lost count")?,
+        },
+        kind::LOST_SAMPLES => Record::LostSamples {
+            lost: c.u64("lost samples")?,
+        },
+        kind::THROTTLE | kind::UNTHROTTLE => Record::Throttle {
+            throttled: header.type_ == kind::THROTTLE,
+            time: c.u64("throttle time")?,
+            id: c.u64("throttle id")?,
+            stream_id: c.u64("throttle stream_id")?,
+        },
+        kind::SWITCH | kind::SWITCH_CPU_WIDE => Record::Switch {
+            out: header.misc & misc::SWITCH_OUT != 0,
+            preempt: header.misc & misc::SWITCH_OUT_PREEMPT != 0,
+            next_prev: if header.type_ == kind::SWITCH_CPU_WIDE {
+                Some((
+                    c.u32("switch next_prev_pid")?,
+                    c.u32("switch next_prev_tid")?,
+                ))
+            } else {
+                None
+            },
+        },
+        kind::NAMESPACES => {
+            let pid = c.u32("namespaces pid")?;
+            let tid = c.u32("namespaces tid")?;
+            let nr = c.u64("namespaces nr")?;
+            let count = nr
+                .checked_mul(2)
+                .ok_or_else(|| c.error(format!("{nr} namespaces overflow")))?;
+            Record::Namespaces {
+                pid,
+                tid,
+                namespaces: c.u64s(count, "namespaces")?,
+            }
+        }
+        kind::KSYMBOL => Record::Ksymbol {
+            addr: c.u64("ksymbol addr")?,
+            len: c.u32("ksymbol len")?,
+            ksym_type: c.u16("ksymbol type")?,
+            flags: c.u16("ksymbol flags")?,
+            name: c.c_str_rest(),
+        },
+        kind::BPF_EVENT => Record::BpfEvent {
+            event_type: c.u16("bpf_event type")?,
+            flags: c.u16("bpf_event flags")?,
+            id: c.u32("bpf_event id")?,
+            tag: c.bytes(8, "bpf_event tag")?,
+        },
+        kind::CGROUP => Record::Cgroup {
+            id: c.u64("cgroup id")?,
+            path: c.c_str_rest(),
+        },
+        kind::TEXT_POKE => {
+            let addr = c.u64("text_poke addr")?;
+            let old_len = c.u16("text_poke old_len")?;
+            let new_len = c.u16("text_poke new_len")?;
+            Record::TextPoke {
+                addr,
+                old: c.bytes(usize::from(old_len), "text_poke old bytes")?,
+                new: c.bytes(usize::from(new_len), "text_poke new bytes")?,
+            }
+        }
+        kind::AUX => Record::Aux {
+            offset: c.u64("aux offset")?,
+            size: c.u64("aux size")?,
+            flags: c.u64("aux flags")?,
+        },
+        kind::ITRACE_START => Record::ItraceStart {
+            pid: c.u32("itrace_start pid")?,
+            tid: c.u32("itrace_start tid")?,
+        },
+        kind::READ => {
+            let pid = c.u32("read pid")?;
+            let tid = c.u32("read tid")?;
+            let format = attr.map(|(a, _)| a.read_format).unwrap_or(0);
+            Record::Read {
+                pid,
+                tid,
+                values: ReadValues::parse(&mut c, format)?,
+            }
+        }
+        kind::AUX_OUTPUT_HW_ID => Record::AuxOutputHwId {
+            hw_id: c.u64("aux_output_hw_id")?,
+        },
+        kind::HEADER_ATTR => {
+            // The attr is as long as its own size field says; its ids fill the rest.
+            let mut peek = c;
+            peek.u32("attr type")?;
+            let size = peek.u32("attr size")? as usize;
+            let size = if size == 0 {
+                super::attr::ATTR_SIZE_VER0 as usize
+            } else {
+                size
+            };
+            let attr = Attr::parse(&mut c, size)?;
+            let n = c.remaining() / 8;
+            Record::HeaderAttr {
+                attr,
+                ids: c.u64s(n as u64, "header_attr ids")?,
+            }
+        }
+        kind::HEADER_BUILD_ID => {
+            let pid = c.u32("build_id pid")? as i32;
+            let raw = c.bytes(24, "build_id")?;
+            let size = if header.misc & misc::BUILD_ID_SIZE != 0 {
+                usize::from(raw[20]).min(20)
+            } else {
+                20
+            };
+            Record::BuildId {
+                pid,
+                build_id: &raw[..size],
+                filename: name(c.c_str_rest()),
+            }
+        }
+        kind::FINISHED_ROUND => Record::FinishedRound,
+        kind::FINISHED_INIT => Record::FinishedInit,
+        kind::ID_INDEX => {
+            let nr = c.u64("id_index nr")?;
+            let count = nr
+                .checked_mul(4)
+                .ok_or_else(|| c.error(format!("id_index of {nr} entries overflows")))?;
+            Record::IdIndex {
+                entries: c.u64s(count, "id_index entries")?,
+            }
+        }
+        kind::TIME_CONV => Record::TimeConv {
+            time_shift: c.u64("time_conv shift")?,
+            time_mult: c.u64("time_conv mult")?,
+            time_zero: c.u64("time_conv zero")?,
+        },
+        kind::HEADER_FEATURE => Record::HeaderFeature {
+            feature: c.u64("header_feature id")?,
+            data: c.bytes(c.remaining(), "header_feature data")?,
+        },
+        kind::COMPRESSED => Record::Compressed {
+            data: c.bytes(c.remaining(), "compressed data")?,
+        },
+        kind::COMPRESSED2 => {
+            let size = c.u64("compressed2 data_size")?;
+            let len = usize::try_from(size)
+                .ok()
+                .filter(|&n| n <= c.remaining())
+                .ok_or_else(|| {
+                    c.error(format!(
+                        "compressed2 data of {size} bytes exceeds the record"
+                    ))
+                })?;
+            Record::Compressed {
+                data: c.bytes(len, "compressed2 data")?,
+            }
+        }
+        other => Record::Other { type_: other, body },
+    };
+    Ok((record, sample_id))
+}
