@@ -153,7 +153,11 @@ fn resolver_for(root: Option<&PathBuf>) -> Result<EventResolver, String> {
 fn print_json(value: &impl Serialize) -> Result<(), String> {
     let text = serde_json::to_string_pretty(value).map_err(|e| e.to_string())?;
     let mut out = std::io::stdout().lock();
-    writeln!(out, "{text}").map_err(|e| e.to_string())
+    match writeln!(out, "{text}") {
+        // A reader that went away (`| head`) ends the output, not the command.
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.to_string()),
+        _ => Ok(()),
+    }
 }
 
 fn attr_line(a: &EventAttr) -> String {

@@ -74,6 +74,9 @@ pub struct Event<'a> {
 pub struct Stats {
     /// Records delivered.
     pub records: u64,
+    /// Bytes of the data section walked (records and the payloads that follow some):
+    /// equal to the data section's size when the whole section was read.
+    pub data_bytes: u64,
     /// Per type name.
     pub by_type: BTreeMap<String, u64>,
     /// Types this decoder does not know, by number: skipped by size.
@@ -569,6 +572,7 @@ impl PerfData {
                 }
             }
             pos += header.size as usize + extra;
+            stats.data_bytes += (header.size as usize + extra) as u64;
         }
         if arena_parsed != arena.len() {
             return Err(DataError::new(

@@ -265,6 +265,9 @@ pub struct Task {
 }
 
 /// A decoded record.
+// Samples are nearly every record of a capture: boxing the large variant would cost an
+// allocation per sample on the hot path.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Record<'a> {
     /// PERF_RECORD_SAMPLE.
