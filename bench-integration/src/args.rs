@@ -100,9 +100,9 @@ pub struct HarnessArgs {
     #[arg(long, value_name = "DURATION", default_value = "5ms", value_parser = parse_duration)]
     pub bench_min_time: Duration,
 
-    /// Timing samples per case.
-    #[arg(long, value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..))]
-    pub samples: u32,
+    /// Timing samples per case (default 32, or the suite's own default).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub samples: Option<u32>,
 
     /// Order of the timing samples across cases.
     #[arg(long, value_enum, default_value_t = SampleOrder::RoundRobin)]
@@ -195,7 +195,7 @@ mod tests {
     fn harness_flags_have_their_defaults_and_parse_units() {
         let a = parse(&[]).unwrap();
         assert_eq!(a.bench_min_time, Duration::from_millis(5));
-        assert_eq!(a.samples, 32);
+        assert_eq!(a.samples, None);
         assert_eq!(a.sample_order, SampleOrder::RoundRobin);
         let a = parse(&["--bench-min-time", "200us", "--sample-order", "blocked"]).unwrap();
         assert_eq!(a.bench_min_time, Duration::from_micros(200));

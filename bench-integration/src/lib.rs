@@ -136,6 +136,7 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
     }
     let selection = catalog.select(args.metrics.as_deref())?;
     let suite_name = suite.name().to_string();
+    let samples = args.samples.or(suite.default_samples).unwrap_or(32);
     let total = suite.cases.len();
     // sparkles cases are never ignored: `--ignored` alone selects none of them.
     let cases: Vec<_> = suite
@@ -238,7 +239,7 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
 
     let protocol = Protocol {
         min_time: args.bench_min_time,
-        samples: args.samples,
+        samples,
         order: args.sample_order,
         count_iterations: args.count_iterations,
         count_plan: selection.needs_counting_pass().then(|| CountPlan {
@@ -249,7 +250,7 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
         out,
         "sparkles: suite {suite_name}, {} cases ({filtered_out} filtered out), {} samples of ≥ {:?} ({}){}",
         cases.len(),
-        args.samples,
+        samples,
         args.bench_min_time,
         match args.sample_order {
             args::SampleOrder::RoundRobin => "round-robin",

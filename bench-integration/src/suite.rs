@@ -55,6 +55,7 @@ pub fn slug(name: &str) -> String {
 pub struct Suite {
     name: String,
     pub(crate) cases: Vec<Case>,
+    pub(crate) default_samples: Option<u32>,
 }
 
 impl Suite {
@@ -63,7 +64,15 @@ impl Suite {
         Suite {
             name: name.into(),
             cases: Vec::new(),
+            default_samples: None,
         }
+    }
+
+    /// Timing samples per case when `--samples` is not given (32 otherwise): for suites
+    /// whose cases take seconds each.
+    pub fn default_samples(&mut self, samples: u32) -> &mut Self {
+        self.default_samples = Some(samples.max(1));
+        self
     }
 
     /// The suite's name.

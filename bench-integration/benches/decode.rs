@@ -1,0 +1,185 @@
+//! Record decoding throughput over a perf.data capture of at least 50 MB, against
+//! `perf script` on the same file in the same run, reported as a ratio.
+//!
+//! - `decode/records`: `PerfData::open` and every record decoded and delivered in time
+//!   order (the reader every report is built on).
+//! - `decode/script_text`: the same plus `sparkles script`'s text line per record, written
+//!   to a sink: the work `perf script` does short of symbol lookup.
+//! - `decode/perf_script`: `perf script -G -F tid,time,ip,period,event` on the file,
+//!   output to /dev/null (the peer; needs perf).
+//!
+//! The capture is recorded once with `perf record --call-graph dwarf` (large samples
+//! make 50 MB in a few seconds) into `target/sparkles/bench-data/`. Smoke mode (`cargo
+//! test`) records a small one instead.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use clap::Parser;
+use sparkles_bench::{HarnessArgs, Suite, Throughput};
+use sparkles_sampler::perf_data::{script, PerfData};
+
+const BIG: u64 = 50 << 20;
+
+fn perf_available() -> bool {
+    Command::new("perf")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Records `path` with perf until it holds at least `min_bytes`; `Err` says why not.
+fn record_capture(path: &Path, seconds: u32, min_bytes: u64) -> Result<(), String> {
+    if std::fs::metadata(path).is_ok_and(|m| m.len() >= min_bytes) {
+        return Ok(());
+    }
+    std::fs::create_dir_all(path.parent().unwrap_or(Path::new("."))).map_err(|e| e.to_string())?;
+    let tmp = path.with_extension("tmp");
+    let status = Command::new("perf")
+        .args([
+            "record",
+            "-q",
+            "-F",
+            "4000",
+            "--call-graph",
+            "dwarf,8192",
+            "-o",
+        ])
+        .arg(&tmp)
+        .args([
+            "--",
+            "timeout",
+            &seconds.to_string(),
+            "sha1sum",
+            "/dev/zero",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map_err(|e| format!("perf record: {e}"))?;
+    // timeout ends sha1sum with status 124; perf passes the workload's status on.
+    if !status.success() && status.code() != Some(124) {
+        return Err(format!("perf record failed ({status})"));
+    }
+    let len = std::fs::metadata(&tmp).map_err(|e| e.to_string())?.len();
+    if len < min_bytes {
+        return Err(format!(
+            "perf record wrote {len} bytes, fewer than the {min_bytes} wanted"
+        ));
+    }
+    std::fs::rename(&tmp, path).map_err(|e| e.to_string())
+}
+
+fn decode_all(path: &Path) -> Result<u64, String> {
+    let data = PerfData::open(path).map_err(|e| e.to_string())?;
+    let mut n = 0u64;
+    data.for_each_record(|_| {
+        n += 1;
+        Ok::<(), ()>(())
+    })
+    .map_err(|e| format!("{e:?}"))?;
+    Ok(n)
+}
+
+fn script_text(path: &Path) -> Result<u64, String> {
+    let data = PerfData::open(path).map_err(|e| e.to_string())?;
+    let mut out = std::io::BufWriter::new(std::io::sink());
+    let stats = data
+        .for_each_record(|e| script::write_text(&mut out, e))
+        .map_err(|e| e.to_string())?;
+    Ok(stats.records)
+}
+
+fn perf_script(path: &Path) -> Result<(), String> {
+    let status = Command::new("perf")
+        .args(["script", "-G", "-F", "tid,time,ip,period,event", "-i"])
+        .arg(path)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map_err(|e| e.to_string())?;
+    status
+        .success()
+        .then_some(())
+        .ok_or(format!("perf script failed ({status})"))
+}
+
+fn main() {
+    let args = HarnessArgs::parse();
+    let out_dir = sparkles_bench::output::out_dir(args.out_dir.as_deref()).join("bench-data");
+    let measuring = args.bench && !args.list;
+    let (capture, seconds, min_bytes): (PathBuf, u32, u64) = if measuring {
+        (out_dir.join("decode-dwarf.perf.data"), 2, BIG)
+    } else {
+        (out_dir.join("decode-smoke.perf.data"), 1, 1)
+    };
+    let mut suite = Suite::new("decode");
+    // Each iteration reads the whole capture (tens of ms to seconds).
+    suite.default_samples(8);
+    let perf = perf_available();
+    let mut records = 0u64;
+    let ready = if perf {
+        record_capture(&capture, seconds, min_bytes)
+    } else {
+        Err("perf is not installed: it records the capture and is the peer".to_string())
+    };
+    match ready {
+        Ok(()) => {
+            let bytes = std::fs::metadata(&capture).map(|m| m.len()).unwrap_or(0);
+            records = decode_all(&capture).unwrap_or(0);
+            eprintln!(
+                "decode: capture {} ({:.1} MB, {records} records)",
+                capture.display(),
+                bytes as f64 / 1e6
+            );
+            suite.group("decode", |g| {
+                let path = capture.clone();
+                g.case("records", move |b| -> Result<(), String> {
+                    b.throughput(Throughput::Bytes(bytes));
+                    b.try_iter(|| decode_all(&path));
+                    Ok(())
+                });
+                let path = capture.clone();
+                g.case("script_text", move |b| {
+                    b.throughput(Throughput::Bytes(bytes));
+                    b.try_iter(|| script_text(&path));
+                });
+                let path = capture.clone();
+                g.case("perf_script", move |b| {
+                    b.throughput(Throughput::Bytes(bytes));
+                    b.try_iter(|| perf_script(&path));
+                });
+            });
+        }
+        Err(why) => eprintln!("decode: no capture, nothing to measure: {why}"),
+    }
+    let outcome = match sparkles_bench::run(suite, &args) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::exit(2);
+        }
+    };
+    let median = |case: &str| {
+        outcome
+            .rows
+            .iter()
+            .find(|r| r.case == case && r.ok)
+            .and_then(|r| r.timing.as_ref())
+            .map(|t| t.summary.median)
+    };
+    if let Some(peer) = median("decode/perf_script") {
+        for ours in ["decode/records", "decode/script_text"] {
+            if let Some(m) = median(ours) {
+                println!(
+                    "{ours}: {:.2}M records/s, {:.1}x faster than perf script on the same file",
+                    records as f64 / m * 1e3,
+                    peer / m
+                );
+            }
+        }
+    }
+    std::process::exit(if outcome.all_ok() { 0 } else { 1 });
+}
