@@ -223,3 +223,99 @@ fn the_harness_prints_capabilities() {
         0
     );
 }
+
+fn fixture(rel: &str) -> Option<PathBuf> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/fixtures")
+        .join(rel);
+    if path.is_file() {
+        Some(path)
+    } else {
+        eprintln!("skipped: {} is absent", path.display());
+        None
+    }
+}
+
+#[test]
+fn script_json_lines_have_the_pinned_sample_fields() {
+    let Some(file) = fixture("pebs/skx-ldlat-weight_struct.perf.data") else {
+        return;
+    };
+    let out = sparkles(&["script", "--format", "json", file.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 12964);
+    let samples: Vec<&Value> = lines.iter().filter(|l| l["type"] == "sample").collect();
+    assert_eq!(samples.len(), 14);
+    let s = samples[0];
+    for key in ["ip", "addr", "data_src"] {
+        assert!(s[key].as_str().unwrap().starts_with("0x"), "{key}: {s}");
+    }
+    assert_eq!(s["addr"], "0x55ffba5cda08");
+    assert_eq!(s["data_src"], "0x11868100242");
+    assert_eq!(s["weight"], 225);
+    assert!(s["ins_lat"].is_u64());
+    for key in ["time", "pid", "tid", "cpu", "attr"] {
+        assert!(s[key].is_number(), "{key}: {s}");
+    }
+    assert!(lines
+        .iter()
+        .any(|l| l["type"] == "mmap2" && l["filename"].is_string()));
+    assert!(lines.iter().any(|l| l["type"] == "comm"));
+}
+
+#[test]
+fn script_callchains_and_user_regs() {
+    let Some(file) = fixture("callchain/vector_static_gcc.dwarf.perf.data") else {
+        return;
+    };
+    let out = sparkles(&["script", "--format", "json", file.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let sample: Value = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|l| l["type"] == "sample" && l["cpumode"] == 2)
+        .unwrap();
+    assert!(sample["callchain"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|a| a.as_str().unwrap().starts_with("0x")));
+    assert_eq!(sample["regs_user"]["mask"], "0xff0fff");
+    assert!(sample["stack_user_size"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn script_header_and_errors() {
+    let Some(file) = fixture("pebs/ivb-ep-mem-loads.perf.data") else {
+        return;
+    };
+    let v = json(&sparkles(&["script", "--header", file.to_str().unwrap()]));
+    assert_eq!(v["schema"], "sparkles.header/1");
+    assert_eq!(v["mode"], "file");
+    assert!(v["features"]["hostname"].is_string());
+    assert!(v["attrs"][0]["attr"]["sample_type"].is_u64());
+    // A corrupt file: an error naming the file and the offset, exit status 2.
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.data");
+    let mut bytes = std::fs::read(&file).unwrap();
+    let data_start = u64::from_le_bytes(bytes[40..48].try_into().unwrap()) as usize;
+    bytes[data_start + 6..data_start + 8].copy_from_slice(&3u16.to_le_bytes());
+    std::fs::write(&bad, bytes).unwrap();
+    let out = sparkles(&["script", bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("bad.data") && err.contains(&format!("offset {data_start}")),
+        "{err}"
+    );
+    let out = sparkles(&["script", "/nonexistent/perf.data"]);
+    assert_eq!(out.status.code(), Some(2));
+}

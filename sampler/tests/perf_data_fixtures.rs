@@ -292,3 +292,78 @@ fn errors_name_the_offset() {
     let e = PerfData::from_bytes(bytes[..50].to_vec()).unwrap_err();
     assert!(e.to_string().contains("offset"), "{e}");
 }
+
+#[test]
+fn header_features_equal_perf_headers() {
+    let Some(root) = fixtures() else { return };
+    for (data_file, golden) in [
+        (
+            "callchain/vector_static_gcc.dwarf.perf.data",
+            "callchain/vector_static_gcc.perf61-header.txt",
+        ),
+        (
+            "pebs/skx-ldlat-weight_struct.perf.data",
+            "pebs/skx-ldlat-weight_struct.perf61-header.txt",
+        ),
+        (
+            "pebs/ivb-ep-mem-loads.perf.data",
+            "pebs/ivb-ep-mem-loads.perf61-header.txt",
+        ),
+    ] {
+        let text = std::fs::read_to_string(root.join(golden)).unwrap();
+        let field = |key: &str| {
+            text.lines()
+                .find_map(|l| {
+                    l.strip_prefix("# ")?
+                        .strip_prefix(key)?
+                        .trim_start()
+                        .strip_prefix(": ")
+                })
+                .map(|v| v.trim_end().to_string())
+        };
+        let data = PerfData::open(root.join(data_file)).unwrap();
+        let f = &data.features;
+        assert_eq!(f.hostname, field("hostname"), "{data_file}");
+        assert_eq!(f.osrelease, field("os release"), "{data_file}");
+        assert_eq!(f.version, field("perf version"), "{data_file}");
+        assert_eq!(f.arch, field("arch"), "{data_file}");
+        assert_eq!(f.cpudesc, field("cpudesc"), "{data_file}");
+        assert_eq!(f.cpuid, field("cpuid"), "{data_file}");
+        let nr = f.nrcpus.as_ref().unwrap();
+        assert_eq!(
+            Some(nr.online.to_string()),
+            field("nrcpus online"),
+            "{data_file}"
+        );
+        assert_eq!(
+            Some(nr.available.to_string()),
+            field("nrcpus avail"),
+            "{data_file}"
+        );
+        assert_eq!(
+            field("total memory"),
+            f.total_mem_kb.map(|k| format!("{k} kB")),
+            "{data_file}"
+        );
+        assert_eq!(
+            field("cmdline"),
+            f.cmdline.as_ref().map(|c| c.join(" ")),
+            "{data_file}"
+        );
+        // The event line names the event and its ids.
+        let event = field("event").unwrap();
+        let desc = &f.event_desc.as_ref().unwrap()[0];
+        assert!(
+            event.starts_with(&format!("name = {}", desc.name)),
+            "{data_file}: {event} vs {}",
+            desc.name
+        );
+        for id in &desc.ids {
+            assert!(
+                event.contains(&id.to_string()),
+                "{data_file}: id {id} not in {event}"
+            );
+        }
+        assert_eq!(data.attrs[0].name.as_deref(), Some(desc.name.as_str()));
+    }
+}

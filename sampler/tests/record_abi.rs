@@ -663,3 +663,16 @@ fn attrs_of_every_layout_size() {
     let mut c = sparkles_sampler::perf_data::bytes::Cursor::new(&[0u8; 40], 0);
     assert!(Attr::parse(&mut c, 40).is_err());
 }
+
+#[test]
+fn big_endian_and_foreign_files_are_refused_clearly() {
+    let mut be = W::default().bytes(b"2ELIFREP").u64(104).0;
+    be.resize(200, 0);
+    let e = PerfData::from_bytes(be).unwrap_err();
+    assert_eq!(e.offset, 0);
+    assert!(e.message.contains("big-endian"), "{e}");
+    let e = PerfData::from_bytes(b"\x7fELF\x02\x01\x01\0\0\0\0\0\0\0\0\0".to_vec()).unwrap_err();
+    assert!(e.message.contains("not a perf.data file"), "{e}");
+    let e = PerfData::from_bytes(W::default().bytes(b"PERFILE2").u64(40).0).unwrap_err();
+    assert!(e.message.contains("header size 40"), "{e}");
+}

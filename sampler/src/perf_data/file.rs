@@ -501,6 +501,16 @@ impl PerfData {
                     inflater
                         .feed(data, &mut arena)
                         .map_err(|m| DataError { message: m, ..at })?;
+                    // perf's zstd level compresses about 5-30x; a file expanding far beyond
+                    // that is an attack on memory, not a capture.
+                    let cap = (bytes.len() as u64).saturating_mul(64).max(1 << 30);
+                    if arena.len() as u64 > cap {
+                        return Err(DataError::new(
+                            pos as u64,
+                            format!("compressed records expand past {cap} bytes (64x the file)"),
+                        )
+                        .into());
+                    }
                     stats.compressed_records += 1;
                     stats.decompressed_bytes += (arena.len() - before) as u64;
                     // Whole records only: one may continue in the next COMPRESSED record.
