@@ -367,3 +367,34 @@ fn header_features_equal_perf_headers() {
         assert_eq!(data.attrs[0].name.as_deref(), Some(desc.name.as_str()));
     }
 }
+
+#[test]
+fn build_ids_of_the_recorded_files() {
+    let Some(root) = fixtures() else { return };
+    let data = PerfData::open(root.join("callchain/vector_static_gcc.dwarf.perf.data")).unwrap();
+    let ids: Vec<(&str, &str)> = data
+        .features
+        .build_ids
+        .iter()
+        .map(|b| {
+            (
+                b.build_id.as_str(),
+                b.filename.rsplit('/').next().unwrap_or(""),
+            )
+        })
+        .collect();
+    // PROVENANCE.md: binary db3f64e2…0120f, kernel 2366ff93…, vdso 48cd6bdd….
+    assert!(
+        ids.contains(&(
+            "db3f64e23e81c62954fcff0388acee879760120f",
+            "vector_static_gcc_v9.1.0"
+        )),
+        "{ids:?}"
+    );
+    assert!(ids
+        .iter()
+        .any(|(id, f)| id.starts_with("2366ff93") && *f == "[kernel.kallsyms]"));
+    assert!(ids
+        .iter()
+        .any(|(id, f)| id.starts_with("48cd6bdd") && *f == "[vdso]"));
+}
