@@ -6,25 +6,12 @@
 
 #![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
 
+mod support;
+
 use std::path::{Path, PathBuf};
 
 use sparkles_sampler::perf_data::{PerfData, Record, Stats};
-
-fn fixtures() -> Option<PathBuf> {
-    let dir = std::env::var_os("SPARKLES_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared"))
-        .join("fixtures");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!(
-            "skipped: {} is absent (the shared fixtures are not beside this checkout)",
-            dir.display()
-        );
-        None
-    }
-}
+use support::fixtures;
 
 fn perf_data_files(root: &Path) -> Vec<PathBuf> {
     let mut files = Vec::new();

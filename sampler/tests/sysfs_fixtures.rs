@@ -4,24 +4,14 @@
 
 #![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
 
+mod support;
+
 use std::path::PathBuf;
 
 use sparkles_sampler::{EventAttr, EventError, EventResolver};
 
 fn fixtures() -> Option<PathBuf> {
-    let dir = std::env::var_os("SPARKLES_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared"))
-        .join("fixtures/sysfs");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!(
-            "skipped: {} is absent (the shared fixtures are not beside this checkout)",
-            dir.display()
-        );
-        None
-    }
+    support::fixtures().map(|f| f.join("sysfs"))
 }
 
 /// `(type, config, config1, config2, precise_ip)` of one opened event.

@@ -454,9 +454,7 @@ impl PerfData {
         let mut arena: Vec<u8> = Vec::new();
         let mut inflater: Option<Inflater> = None;
         let mut arena_parsed = 0usize;
-        let mut queue: Vec<Queued> = Vec::new();
-        let mut seq = 0u64;
-        let (mut next_flush, mut max_time) = (0u64, 0u64);
+        let mut order = Order::default();
         let mut deliver = |event: &Event<'_>, stats: &mut Stats| -> Result<(), ReadFailure<E>> {
             count(stats, event);
             visit(event).map_err(ReadFailure::Visit)
@@ -528,17 +526,7 @@ impl PerfData {
                         let (_, time) =
                             self.locate(&h, &arena[arena_parsed + 8..arena_parsed + size]);
                         match time {
-                            Some(t) => {
-                                max_time = max_time.max(t);
-                                queue.push(Queued {
-                                    time: t,
-                                    seq,
-                                    arena: true,
-                                    at: arena_parsed,
-                                    offset: pos as u64,
-                                });
-                                seq += 1;
-                            }
+                            Some(t) => order.push(t, true, arena_parsed, pos as u64),
                             None => {
                                 let event = self
                                     .decode(&arena, arena_parsed, pos as u64, true)
@@ -552,30 +540,19 @@ impl PerfData {
                 _ => {
                     let (_, time) = self.locate(&header, body);
                     match time {
-                        Some(t) => {
-                            max_time = max_time.max(t);
-                            queue.push(Queued {
-                                time: t,
-                                seq,
-                                arena: false,
-                                at: pos,
-                                offset: pos as u64,
-                            });
-                            seq += 1;
-                        }
+                        Some(t) => order.push(t, false, pos, pos as u64),
                         None => {
                             let event = self.decode(bytes, pos, pos as u64, false)?;
                             deliver(&event, &mut stats)?;
                             if header.type_ == kind::FINISHED_ROUND {
+                                let ready = order.round();
                                 self.flush(
-                                    &mut queue,
-                                    Some(next_flush),
+                                    ready,
                                     bytes,
                                     &arena,
                                     &mut |e, s| deliver(e, s),
                                     &mut stats,
                                 )?;
-                                next_flush = max_time;
                             }
                         }
                     }
@@ -594,33 +571,21 @@ impl PerfData {
             )
             .into());
         }
-        self.flush(
-            &mut queue,
-            None,
-            bytes,
-            &arena,
-            &mut |e, s| deliver(e, s),
-            &mut stats,
-        )?;
+        let rest = order.rest();
+        self.flush(rest, bytes, &arena, &mut |e, s| deliver(e, s), &mut stats)?;
         Ok(stats)
     }
 
     #[allow(clippy::type_complexity)]
     fn flush<E>(
         &self,
-        queue: &mut Vec<Queued>,
-        limit: Option<u64>,
+        ready: Vec<Queued>,
         bytes: &[u8],
         arena: &[u8],
         deliver: &mut dyn FnMut(&Event<'_>, &mut Stats) -> Result<(), ReadFailure<E>>,
         stats: &mut Stats,
     ) -> Result<(), ReadFailure<E>> {
-        queue.sort_by_key(|q| (q.time, q.seq));
-        let n = match limit {
-            Some(l) => queue.partition_point(|q| q.time <= l),
-            None => queue.len(),
-        };
-        for q in queue.drain(..n) {
+        for q in ready {
             let event = if q.arena {
                 self.decode(arena, q.at, q.offset, true)
                     .map_err(|e| in_chunk(e, q.offset as usize, q.at))?
@@ -651,6 +616,46 @@ fn in_chunk(e: DataError, record: usize, at: usize) -> DataError {
             e.message
         ),
     )
+}
+
+/// perf's ordered_events: records with a timestamp wait until a round boundary says no
+/// earlier record can still arrive.
+#[derive(Debug, Default)]
+struct Order {
+    queue: Vec<Queued>,
+    seq: u64,
+    max_time: u64,
+    /// Records up to this time may go at the next round boundary: the latest time seen
+    /// when the previous round ended.
+    next_flush: u64,
+}
+
+impl Order {
+    fn push(&mut self, time: u64, arena: bool, at: usize, offset: u64) {
+        self.max_time = self.max_time.max(time);
+        self.queue.push(Queued {
+            time,
+            seq: self.seq,
+            arena,
+            at,
+            offset,
+        });
+        self.seq += 1;
+    }
+
+    /// At FINISHED_ROUND: the records that may go now, in time order.
+    fn round(&mut self) -> Vec<Queued> {
+        self.queue.sort_by_key(|q| (q.time, q.seq));
+        let n = self.queue.partition_point(|q| q.time <= self.next_flush);
+        self.next_flush = self.max_time;
+        self.queue.drain(..n).collect()
+    }
+
+    /// At the end: everything left, in time order.
+    fn rest(&mut self) -> Vec<Queued> {
+        self.queue.sort_by_key(|q| (q.time, q.seq));
+        std::mem::take(&mut self.queue)
+    }
 }
 
 /// A queued record: where its bytes are, and its place in time.
