@@ -60,6 +60,37 @@ pub enum Command {
         #[arg(long)]
         stats: bool,
     },
+    /// Sample a command (or a running process) into a perf.data file.
+    Record {
+        /// Event to sample (any spelling `sparkles event` takes); default: cycles at the
+        /// highest precise level, else cpu-clock, with the reason.
+        #[arg(long, short = 'e')]
+        event: Option<String>,
+        /// Samples per second.
+        #[arg(long, short = 'F', default_value_t = 4000)]
+        freq: u64,
+        /// Events between samples (instead of --freq).
+        #[arg(long, short = 'c')]
+        period: Option<u64>,
+        /// `dwarf[,BYTES]` (user registers and stack copies, default 8192) or `fp`.
+        #[arg(long, default_value = "dwarf")]
+        call_graph: String,
+        /// Stop after this many seconds.
+        #[arg(long)]
+        duration: Option<f64>,
+        /// Output file.
+        #[arg(short, long, default_value = "sparkles.perf.data")]
+        output: PathBuf,
+        /// Attach to a running process and its threads.
+        #[arg(short, long)]
+        pid: Option<u32>,
+        /// Keep stack copies at their full size (no compaction).
+        #[arg(long)]
+        no_compact: bool,
+        /// The command to run and sample.
+        #[arg(last = true)]
+        command: Vec<String>,
+    },
     /// Probe the seven capabilities (counting, sampling, precise data source, symbolization,
     /// event space, NUMA, event naming) with real perf_event_open calls.
     Caps {
@@ -432,6 +463,27 @@ where
             sysfs_root,
         } => event(names, *json, sysfs_root.as_ref()),
         Command::Caps { json } => caps_command(*json),
+        Command::Record {
+            event,
+            freq,
+            period,
+            call_graph,
+            duration,
+            output,
+            pid,
+            no_compact,
+            command,
+        } => crate::record_cmd::record(&crate::record_cmd::RecordArgs {
+            event: event.clone(),
+            freq: *freq,
+            period: *period,
+            call_graph: call_graph.clone(),
+            duration: *duration,
+            output: output.clone(),
+            pid: *pid,
+            compact: !*no_compact,
+            command: command.clone(),
+        }),
         Command::Script {
             file,
             format,

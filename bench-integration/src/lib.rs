@@ -30,6 +30,7 @@ pub mod environment;
 pub mod error;
 pub mod output;
 pub mod record;
+mod record_cmd;
 mod runner;
 pub mod stats;
 mod suite;

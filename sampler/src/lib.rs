@@ -13,6 +13,7 @@ pub mod error;
 pub mod events;
 pub mod open;
 pub mod perf_data;
+pub mod session;
 pub mod system;
 
 pub use error::{DataError, EventError};

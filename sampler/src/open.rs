@@ -43,6 +43,13 @@ pub enum OpenTarget {
     ThisProcess,
     /// Everything on one CPU (uncore and MSR PMUs count only this way).
     Cpu(usize),
+    /// One task (a thread id, or a process id for its main thread), on one CPU or any.
+    Task {
+        /// The thread.
+        tid: i32,
+        /// The CPU, or any.
+        cpu: Option<usize>,
+    },
 }
 
 /// An opened event.
@@ -71,7 +78,9 @@ impl std::fmt::Display for OpenFailure {
     }
 }
 
-fn builder_for(
+/// A perf-event2 builder for `attr` at `precise` level, with the attr's own exclude bits
+/// (perf-event2 would otherwise exclude the kernel and hypervisor).
+pub fn builder_for(
     attr: &EventAttr,
     precise: u8,
     mode: OpenMode,
@@ -90,6 +99,13 @@ fn builder_for(
     match target {
         OpenTarget::ThisProcess => b.observe_self().any_cpu(),
         OpenTarget::Cpu(cpu) => b.any_pid().one_cpu(cpu),
+        OpenTarget::Task { tid, cpu } => {
+            b.observe_pid(tid);
+            match cpu {
+                Some(c) => b.one_cpu(c),
+                None => b.any_cpu(),
+            }
+        }
     };
     if let OpenMode::Sampling { period } = mode {
         b.sample_period(period);

@@ -15,6 +15,8 @@ pub mod record;
 pub mod ring;
 pub mod sample;
 pub mod script;
+pub mod synth;
+pub mod writer;
 
 pub use attr::Attr;
 pub use file::{Event, Mode, PerfData, ReadError, ReadFailure, Stats};

@@ -1,0 +1,207 @@
+//! `sparkles record`: sample a command started here, or a running process.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use sparkles_sampler::events::EventResolver;
+use sparkles_sampler::session::{default_event, CallGraph, Rate, SamplingConfig, Session, Target};
+use sparkles_sampler::system::System;
+
+/// What `sparkles record` was asked.
+#[derive(Debug, Clone)]
+pub(crate) struct RecordArgs {
+    pub event: Option<String>,
+    pub freq: u64,
+    pub period: Option<u64>,
+    pub call_graph: String,
+    pub duration: Option<f64>,
+    pub output: PathBuf,
+    pub pid: Option<u32>,
+    pub compact: bool,
+    pub command: Vec<String>,
+}
+
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_sigint(_: libc::c_int) {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+}
+
+/// Parses `dwarf[,BYTES]` or `fp`.
+pub(crate) fn parse_call_graph(text: &str) -> Result<CallGraph, String> {
+    match text.split_once(',') {
+        None if text == "dwarf" => Ok(CallGraph::Dwarf(8192)),
+        None if text == "fp" => Ok(CallGraph::FramePointer),
+        Some(("dwarf", size)) => {
+            let bytes: u32 = size
+                .parse()
+                .map_err(|_| format!("--call-graph: '{size}' is not a byte count"))?;
+            if bytes == 0 || !bytes.is_multiple_of(8) || bytes > 65528 {
+                return Err(format!(
+                    "--call-graph: stack size {bytes} must be a multiple of 8 up to 65528"
+                ));
+            }
+            Ok(CallGraph::Dwarf(bytes))
+        }
+        _ => Err(format!("--call-graph: '{text}' is not dwarf[,BYTES] or fp")),
+    }
+}
+
+pub(crate) fn record(args: &RecordArgs) -> Result<(), String> {
+    if args.pid.is_some() != args.command.is_empty() {
+        return Err("record: give either -p PID or -- COMMAND ARGS…".to_string());
+    }
+    let system = System::probe();
+    let resolver = EventResolver::live().map_err(|e| e.to_string())?;
+    let (event, note) = match &args.event {
+        Some(spec) => {
+            let mut attrs = resolver.resolve(spec).map_err(|e| e.to_string())?;
+            let mut e = attrs.remove(0);
+            e.name = spec.clone();
+            (e, format!("event: {spec}"))
+        }
+        None => default_event(&resolver, &system),
+    };
+    let config = SamplingConfig {
+        event,
+        rate: args
+            .period
+            .map(Rate::Period)
+            .unwrap_or(Rate::Frequency(args.freq)),
+        call_graph: parse_call_graph(&args.call_graph)?,
+        buffer_pages: 128,
+        compact_stacks: args.compact,
+    };
+    // SAFETY: the handler only stores to an atomic.
+    unsafe { libc::signal(libc::SIGINT, on_sigint as *const () as libc::sighandler_t) };
+    let started = Instant::now();
+    let deadline = args
+        .duration
+        .map(|s| started + Duration::from_secs_f64(s.max(0.0)));
+    let (session, mut child): (Session, Option<Child>) = if let Some(pid) = args.pid {
+        (
+            Session::start(&config, Target::Process(pid), &system)?,
+            None,
+        )
+    } else {
+        // The child waits on a pipe until its events are open, then execs.
+        let mut fds = [0i32; 2];
+        // SAFETY: `fds` has room for the two descriptors pipe2 writes.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            return Err(format!("pipe: {}", std::io::Error::last_os_error()));
+        }
+        let (read_end, write_end) = (fds[0], fds[1]);
+        // Everything the child needs is built before fork: after it, only
+        // async-signal-safe calls.
+        let argv: Vec<std::ffi::CString> = args
+            .command
+            .iter()
+            .map(|a| std::ffi::CString::new(a.as_bytes()))
+            .collect::<Result<_, _>>()
+            .map_err(|_| "record: an argument holds a NUL byte".to_string())?;
+        let mut argv_ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
+        argv_ptrs.push(std::ptr::null());
+        // SAFETY: the child only calls close, read, execvp and _exit before replacing
+        // itself, all async-signal-safe, on memory prepared before the fork.
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
+            return Err(format!("fork: {}", std::io::Error::last_os_error()));
+        }
+        if pid == 0 {
+            // SAFETY: see above; the pointers stay valid in the child's copy.
+            unsafe {
+                libc::close(write_end);
+                let mut byte = 0u8;
+                libc::read(read_end, (&mut byte as *mut u8).cast(), 1);
+                libc::execvp(argv_ptrs[0], argv_ptrs.as_ptr());
+                libc::_exit(127);
+            }
+        }
+        // SAFETY: closing our copy of the read end, which we own.
+        unsafe { libc::close(read_end) };
+        let session = Session::start(&config, Target::Process(pid as u32), &system);
+        // SAFETY: one byte from a valid buffer to our own pipe; then closing it.
+        unsafe {
+            libc::write(write_end, [1u8].as_ptr().cast(), 1);
+            libc::close(write_end);
+        }
+        let child = Child(pid);
+        if let Err(e) = &session {
+            child.kill_and_wait();
+            return Err(e.clone());
+        }
+        (session?, Some(child))
+    };
+    eprintln!("sparkles record: {note}");
+    for r in &session.restrictions {
+        eprintln!("sparkles record: {r}");
+    }
+    loop {
+        if INTERRUPTED.load(Ordering::SeqCst) || deadline.is_some_and(|d| Instant::now() >= d) {
+            break;
+        }
+        match (&mut child, args.pid) {
+            (Some(c), _) => {
+                if c.exited() {
+                    break;
+                }
+            }
+            (None, Some(pid)) => {
+                if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+                    break;
+                }
+            }
+            _ => break,
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let capture = session.finish();
+    if let Some(c) = child.take() {
+        // Stopped by --duration or Ctrl-C: end the child as perf does.
+        c.kill_and_wait();
+    }
+    for u in &capture.uncovered {
+        eprintln!("sparkles record: not covered: {u}");
+    }
+    let bytes = capture
+        .writer
+        .write(&args.output)
+        .map_err(|e| format!("{}: {e}", args.output.display()))?;
+    eprintln!(
+        "sparkles record: {} samples, {} lost, {} lost samples, {:.1} MB written to {} (stack compaction saved {:.1} MB) in {:.1}s",
+        capture.samples,
+        capture.lost,
+        capture.lost_samples,
+        bytes as f64 / 1e6,
+        args.output.display(),
+        capture.writer.stack_bytes_saved as f64 / 1e6,
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// A child forked by `record`.
+#[derive(Debug)]
+struct Child(libc::pid_t);
+
+impl Child {
+    /// Whether it has exited (reaping it if so).
+    fn exited(&self) -> bool {
+        let mut status = 0;
+        // SAFETY: waitpid on our own child with a valid status pointer.
+        let rc = unsafe { libc::waitpid(self.0, &mut status, libc::WNOHANG) };
+        rc == self.0 || rc < 0
+    }
+
+    fn kill_and_wait(self) {
+        if !self.exited() {
+            // SAFETY: signalling and reaping our own child.
+            unsafe {
+                libc::kill(self.0, libc::SIGKILL);
+                let mut status = 0;
+                libc::waitpid(self.0, &mut status, 0);
+            }
+        }
+    }
+}

@@ -1,0 +1,457 @@
+//! Writing captures as perf.data (file mode): header, attrs with ids, the records, and
+//! the header features readers need. Sample stacks are compacted to their valid size.
+
+use std::io::Write;
+use std::path::Path;
+
+use super::attr::{sample_type as st, Attr};
+use super::features::id as feat;
+use super::record::{kind, RecordHeader};
+use super::sample::{Sample, SampleFormat};
+
+/// Bytes of the attr perf 6.1 accepts; the 136-byte layout adds only `config3`.
+const ATTR_SIZE_VER7: u32 = 128;
+
+fn put_u32(out: &mut Vec<u8>, v: u32) {
+    out.extend_from_slice(&v.to_le_bytes());
+}
+
+fn put_u64(out: &mut Vec<u8>, v: u64) {
+    out.extend_from_slice(&v.to_le_bytes());
+}
+
+/// perf's string: u32 length (padded to 64 bytes with NULs), the bytes, the padding.
+fn put_string(out: &mut Vec<u8>, s: &str) {
+    let len = (s.len() + 1).next_multiple_of(64);
+    put_u32(out, len as u32);
+    out.extend_from_slice(s.as_bytes());
+    out.resize(out.len() + len - s.len(), 0);
+}
+
+fn put_strings(out: &mut Vec<u8>, items: &[String]) {
+    put_u32(out, items.len() as u32);
+    for s in items {
+        put_string(out, s);
+    }
+}
+
+impl Attr {
+    /// The attr as stored: 128 bytes (what perf 6.1 reads) unless `config3` is set.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let size = if self.config3 != 0 {
+            136
+        } else {
+            ATTR_SIZE_VER7
+        };
+        let mut b = Vec::with_capacity(size as usize);
+        put_u32(&mut b, self.type_);
+        put_u32(&mut b, size);
+        put_u64(&mut b, self.config);
+        put_u64(&mut b, self.sample_period_or_freq);
+        put_u64(&mut b, self.sample_type);
+        put_u64(&mut b, self.read_format);
+        put_u64(&mut b, self.flags);
+        put_u32(&mut b, self.wakeup);
+        put_u32(&mut b, self.bp_type);
+        put_u64(&mut b, self.config1);
+        put_u64(&mut b, self.config2);
+        put_u64(&mut b, self.branch_sample_type);
+        put_u64(&mut b, self.sample_regs_user);
+        put_u32(&mut b, self.sample_stack_user);
+        put_u32(&mut b, self.clockid as u32);
+        put_u64(&mut b, self.sample_regs_intr);
+        put_u32(&mut b, self.aux_watermark);
+        b.extend_from_slice(&self.sample_max_stack.to_le_bytes());
+        b.extend_from_slice(&0u16.to_le_bytes());
+        put_u32(&mut b, self.aux_sample_size);
+        put_u32(&mut b, 0);
+        put_u64(&mut b, self.sig_data);
+        if size == 136 {
+            put_u64(&mut b, self.config3);
+        }
+        b
+    }
+}
+
+/// What the capture records about the machine it was taken on.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HostInfo {
+    /// Host name.
+    pub hostname: String,
+    /// Kernel release.
+    pub osrelease: String,
+    /// Machine architecture (`x86_64`).
+    pub arch: String,
+    /// `(available, online)` CPUs.
+    pub nrcpus: (u32, u32),
+    /// CPU model.
+    pub cpudesc: String,
+    /// CPU_TOPOLOGY: package siblings, thread siblings, per-CPU (core, socket).
+    pub core_siblings: Vec<String>,
+    /// Thread siblings lists.
+    pub thread_siblings: Vec<String>,
+    /// `(core_id, socket_id)` per CPU.
+    pub cpu_places: Vec<(u32, u32)>,
+    /// NUMA_TOPOLOGY: `(node, mem_total_kb, mem_free_kb, cpulist)`.
+    pub numa: Vec<(u32, u64, u64, String)>,
+    /// MEM_TOPOLOGY: block size and `(node, blocks)`.
+    pub memory: (u64, Vec<(u64, Vec<u64>)>),
+}
+
+fn read(path: impl AsRef<Path>) -> String {
+    std::fs::read_to_string(path)
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+fn numbered(dir: &str, prefix: &str) -> Vec<u64> {
+    let mut out: Vec<u64> = std::fs::read_dir(dir)
+        .map(|it| {
+            it.filter_map(|e| e.ok())
+                .filter_map(|e| e.file_name().to_str()?.strip_prefix(prefix)?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    out.sort_unstable();
+    out
+}
+
+impl HostInfo {
+    /// Reads this machine's facts from /proc and /sys.
+    pub fn probe() -> HostInfo {
+        let cpus = numbered("/sys/devices/system/cpu", "cpu");
+        let topo = |cpu: u64, file: &str| {
+            read(format!("/sys/devices/system/cpu/cpu{cpu}/topology/{file}"))
+        };
+        let mut core_siblings: Vec<String> = Vec::new();
+        let mut thread_siblings: Vec<String> = Vec::new();
+        let mut cpu_places = Vec::new();
+        for &cpu in &cpus {
+            let package = topo(cpu, "core_siblings_list");
+            if !package.is_empty() && !core_siblings.contains(&package) {
+                core_siblings.push(package);
+            }
+            let threads = topo(cpu, "thread_siblings_list");
+            if !threads.is_empty() && !thread_siblings.contains(&threads) {
+                thread_siblings.push(threads);
+            }
+            cpu_places.push((
+                topo(cpu, "core_id").parse().unwrap_or(0),
+                topo(cpu, "physical_package_id").parse().unwrap_or(0),
+            ));
+        }
+        let mut numa = Vec::new();
+        for node in numbered("/sys/devices/system/node", "node") {
+            let meminfo = read(format!("/sys/devices/system/node/node{node}/meminfo"));
+            let field = |name: &str| {
+                meminfo
+                    .lines()
+                    .find(|l| l.contains(name))
+                    .and_then(|l| l.split_whitespace().rev().nth(1)?.parse().ok())
+                    .unwrap_or(0)
+            };
+            numa.push((
+                node as u32,
+                field("MemTotal:"),
+                field("MemFree:"),
+                read(format!("/sys/devices/system/node/node{node}/cpulist")),
+            ));
+        }
+        let block_size =
+            u64::from_str_radix(&read("/sys/devices/system/memory/block_size_bytes"), 16)
+                .unwrap_or(0);
+        let mut mem_nodes: Vec<(u64, Vec<u64>)> =
+            numa.iter().map(|n| (u64::from(n.0), Vec::new())).collect();
+        for block in numbered("/sys/devices/system/memory", "memory") {
+            for node in numbered(&format!("/sys/devices/system/memory/memory{block}"), "node") {
+                if let Some(entry) = mem_nodes.iter_mut().find(|(n, _)| *n == node) {
+                    entry.1.push(block);
+                }
+            }
+        }
+        let online = read("/sys/devices/system/cpu/online");
+        let count = |list: &str| -> u32 {
+            list.split(',')
+                .filter(|p| !p.is_empty())
+                .map(|p| match p.split_once('-') {
+                    Some((a, b)) => {
+                        b.parse::<u32>().unwrap_or(0) + 1 - a.parse::<u32>().unwrap_or(0)
+                    }
+                    None => 1,
+                })
+                .sum()
+        };
+        let cpuinfo = read("/proc/cpuinfo");
+        HostInfo {
+            hostname: read("/proc/sys/kernel/hostname"),
+            osrelease: read("/proc/sys/kernel/osrelease"),
+            arch: std::env::consts::ARCH.to_string(),
+            nrcpus: (cpus.len() as u32, count(&online).max(1)),
+            cpudesc: cpuinfo
+                .lines()
+                .find_map(|l| {
+                    l.strip_prefix("model name")?
+                        .split_once(':')
+                        .map(|(_, v)| v.trim().to_string())
+                })
+                .unwrap_or_default(),
+            core_siblings,
+            thread_siblings,
+            cpu_places,
+            numa,
+            memory: (block_size, mem_nodes),
+        }
+    }
+}
+
+/// A capture being assembled: one event (attr and the ids of all its ring buffers), the
+/// records, and what the header says.
+#[derive(Debug, Clone, Default)]
+pub struct CaptureWriter {
+    /// The event's attr.
+    pub attr: Attr,
+    /// The ids of every opened instance of it.
+    pub ids: Vec<u64>,
+    /// Its name (EVENT_DESC).
+    pub event_name: String,
+    /// The records, as the data section.
+    pub data: Vec<u8>,
+    /// Build ids: `(pid, build id, file)` for each module with samples.
+    pub build_ids: Vec<(i32, Vec<u8>, String)>,
+    /// The command line recorded.
+    pub cmdline: Vec<String>,
+    /// The machine.
+    pub host: HostInfo,
+    /// Bytes the stack compaction left out.
+    pub stack_bytes_saved: u64,
+    /// Whether to compact stacks.
+    pub compact_stacks: bool,
+    format: Option<SampleFormat>,
+}
+
+impl CaptureWriter {
+    /// A writer for `attr`, whose instances have `ids`.
+    pub fn new(attr: Attr, ids: Vec<u64>, event_name: String) -> CaptureWriter {
+        CaptureWriter {
+            format: Some(SampleFormat::of(&attr)),
+            attr,
+            ids,
+            event_name,
+            compact_stacks: true,
+            ..CaptureWriter::default()
+        }
+    }
+
+    /// Appends one record (header included). A sample's user stack is cut to its valid
+    /// (dynamic) size, rounded up to 8 bytes, and its size field says so.
+    pub fn push(&mut self, record: &[u8]) {
+        let (Some(format), true) = (self.format, self.compact_stacks) else {
+            self.data.extend_from_slice(record);
+            return;
+        };
+        let Ok(header) = RecordHeader::parse(record, 0) else {
+            self.data.extend_from_slice(record);
+            return;
+        };
+        if header.type_ != kind::SAMPLE || format.sample_type & st::STACK_USER == 0 {
+            self.data.extend_from_slice(record);
+            return;
+        }
+        let body = &record[8..header.size as usize];
+        let Ok(sample) = Sample::parse(body, 8, &format) else {
+            self.data.extend_from_slice(record);
+            return;
+        };
+        let Some(stack) = sample.stack_user.filter(|s| !s.data.is_empty()) else {
+            self.data.extend_from_slice(record);
+            return;
+        };
+        let keep = (stack.dyn_size as usize)
+            .next_multiple_of(8)
+            .min(stack.data.len());
+        let data_at = stack.data.as_ptr() as usize - body.as_ptr() as usize;
+        let size_at = data_at - 8;
+        let after = data_at + stack.data.len();
+        let saved = stack.data.len() - keep;
+        let new_size = header.size as usize - saved;
+        self.data.extend_from_slice(&header.type_.to_le_bytes());
+        self.data.extend_from_slice(&header.misc.to_le_bytes());
+        self.data
+            .extend_from_slice(&(new_size as u16).to_le_bytes());
+        self.data.extend_from_slice(&body[..size_at]);
+        self.data.extend_from_slice(&(keep as u64).to_le_bytes());
+        self.data.extend_from_slice(&stack.data[..keep]);
+        self.data.extend_from_slice(&body[after..]);
+        self.stack_bytes_saved += saved as u64;
+    }
+
+    fn features(&self) -> Vec<(u32, Vec<u8>)> {
+        let h = &self.host;
+        let mut out = Vec::new();
+        let mut build = Vec::new();
+        for (pid, id, file) in &self.build_ids {
+            let mut e = Vec::new();
+            put_u32(&mut e, *pid as u32);
+            let mut raw = [0u8; 24];
+            let n = id.len().min(20);
+            raw[..n].copy_from_slice(&id[..n]);
+            raw[20] = n as u8;
+            e.extend_from_slice(&raw);
+            let mut name = file.as_bytes().to_vec();
+            name.push(0);
+            name.resize(name.len().next_multiple_of(8), 0);
+            e.extend_from_slice(&name);
+            put_u32(&mut build, kind::HEADER_BUILD_ID);
+            build.extend_from_slice(&super::record::misc::BUILD_ID_SIZE.to_le_bytes());
+            build.extend_from_slice(&((8 + e.len()) as u16).to_le_bytes());
+            build.extend_from_slice(&e);
+        }
+        out.push((feat::BUILD_ID, build));
+        for (id, s) in [
+            (feat::HOSTNAME, &h.hostname),
+            (feat::OSRELEASE, &h.osrelease),
+        ] {
+            let mut b = Vec::new();
+            put_string(&mut b, s);
+            out.push((id, b));
+        }
+        let mut b = Vec::new();
+        put_string(&mut b, concat!("sparkles ", env!("CARGO_PKG_VERSION")));
+        out.push((feat::VERSION, b));
+        let mut b = Vec::new();
+        put_string(&mut b, &h.arch);
+        out.push((feat::ARCH, b));
+        let mut b = Vec::new();
+        put_u32(&mut b, h.nrcpus.0);
+        put_u32(&mut b, h.nrcpus.1);
+        out.push((feat::NRCPUS, b));
+        let mut b = Vec::new();
+        put_string(&mut b, &h.cpudesc);
+        out.push((feat::CPUDESC, b));
+        let mut b = Vec::new();
+        put_strings(&mut b, &self.cmdline);
+        out.push((feat::CMDLINE, b));
+        let attr = self.attr.to_bytes();
+        let mut b = Vec::new();
+        put_u32(&mut b, 1);
+        put_u32(&mut b, attr.len() as u32);
+        b.extend_from_slice(&attr);
+        put_u32(&mut b, self.ids.len() as u32);
+        put_string(&mut b, &self.event_name);
+        for id in &self.ids {
+            put_u64(&mut b, *id);
+        }
+        out.push((feat::EVENT_DESC, b));
+        let mut b = Vec::new();
+        put_strings(&mut b, &h.core_siblings);
+        put_strings(&mut b, &h.thread_siblings);
+        if h.cpu_places.len() == h.nrcpus.0 as usize {
+            for (core, socket) in &h.cpu_places {
+                put_u32(&mut b, *core);
+                put_u32(&mut b, *socket);
+            }
+        }
+        out.push((feat::CPU_TOPOLOGY, b));
+        let mut b = Vec::new();
+        put_u32(&mut b, h.numa.len() as u32);
+        for (node, total, free, cpus) in &h.numa {
+            put_u32(&mut b, *node);
+            put_u64(&mut b, *total);
+            put_u64(&mut b, *free);
+            put_string(&mut b, cpus);
+        }
+        out.push((feat::NUMA_TOPOLOGY, b));
+        let (block_size, nodes) = &h.memory;
+        if *block_size > 0 {
+            let mut b = Vec::new();
+            put_u64(&mut b, 1);
+            put_u64(&mut b, *block_size);
+            put_u64(&mut b, nodes.len() as u64);
+            for (node, blocks) in nodes {
+                put_u64(&mut b, *node);
+                put_u64(&mut b, blocks.len() as u64 * block_size);
+                let bits = blocks.iter().max().map_or(0, |m| m + 1);
+                put_u64(&mut b, bits);
+                let mut words = vec![0u64; bits.div_ceil(64) as usize];
+                for block in blocks {
+                    words[(block / 64) as usize] |= 1 << (block % 64);
+                }
+                for w in words {
+                    put_u64(&mut b, w);
+                }
+            }
+            out.push((feat::MEM_TOPOLOGY, b));
+        }
+        out.sort_by_key(|(id, _)| *id);
+        out
+    }
+
+    /// The whole file.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let attr = self.attr.to_bytes();
+        let attr_size = attr.len() + 16;
+        let ids_offset = 104u64;
+        let ids_size = (self.ids.len() * 8) as u64;
+        let attrs_offset = ids_offset + ids_size;
+        let data_offset = attrs_offset + attr_size as u64;
+        let features = self.features();
+        let mut bitmap = [0u64; 4];
+        for (id, _) in &features {
+            bitmap[(*id / 64) as usize] |= 1 << (id % 64);
+        }
+        let mut out = Vec::with_capacity(data_offset as usize + self.data.len() + 4096);
+        out.extend_from_slice(b"PERFILE2");
+        put_u64(&mut out, 104);
+        put_u64(&mut out, attr_size as u64);
+        put_u64(&mut out, attrs_offset);
+        put_u64(&mut out, attr_size as u64);
+        put_u64(&mut out, data_offset);
+        put_u64(&mut out, self.data.len() as u64);
+        put_u64(&mut out, 0);
+        put_u64(&mut out, 0);
+        for w in bitmap {
+            put_u64(&mut out, w);
+        }
+        for id in &self.ids {
+            put_u64(&mut out, *id);
+        }
+        out.extend_from_slice(&attr);
+        put_u64(&mut out, ids_offset);
+        put_u64(&mut out, ids_size);
+        out.extend_from_slice(&self.data);
+        // The feature section table, then each feature's data.
+        let table_end = out.len() + features.len() * 16;
+        let mut at = table_end as u64;
+        for (_, data) in &features {
+            put_u64(&mut out, at);
+            put_u64(&mut out, data.len() as u64);
+            at += data.len() as u64;
+        }
+        for (_, data) in &features {
+            out.extend_from_slice(data);
+        }
+        out
+    }
+
+    /// Writes the file through a temporary name and a rename.
+    pub fn write(&self, path: &Path) -> std::io::Result<u64> {
+        let bytes = self.to_bytes();
+        let dir = path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        std::fs::create_dir_all(dir)?;
+        let tmp = dir.join(format!(
+            ".{}.{}.tmp",
+            path.file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or("capture"),
+            std::process::id()
+        ));
+        let mut file = std::fs::File::create(&tmp)?;
+        file.write_all(&bytes)?;
+        file.sync_all()?;
+        std::fs::rename(&tmp, path)?;
+        Ok(bytes.len() as u64)
+    }
+}

@@ -1,0 +1,650 @@
+//! Live overflow sampling: one ring buffer per opened event, drained by a thread while the
+//! target runs, written as a perf.data capture.
+//!
+//! Coverage of a thread and what it starts needs one inherited event per CPU (the kernel
+//! refuses `inherit` on a buffer shared by all CPUs); threads that already existed are
+//! attached one by one. A thread that could not be attached is listed, never dropped
+//! silently.
+
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use perf_event::Sampler;
+
+use crate::events::{EventAttr, EventResolver};
+use crate::open::{builder_for, explain, OpenMode, OpenTarget};
+use crate::perf_data::attr::{flag, sample_type as st, Attr};
+use crate::perf_data::record::{kind, parse_record, Record, RecordHeader};
+use crate::perf_data::sample::SampleFormat;
+use crate::perf_data::synth;
+use crate::perf_data::writer::{CaptureWriter, HostInfo};
+use crate::system::System;
+
+/// User registers framehop needs: on x86_64 perf's full mask (AX…R15 without the
+/// segment registers), on aarch64 x0–x30, sp and pc.
+#[cfg(target_arch = "x86_64")]
+pub const USER_REGS_MASK: u64 = 0xff0fff;
+/// User registers framehop needs (aarch64: x0–x30, sp, pc).
+#[cfg(target_arch = "aarch64")]
+pub const USER_REGS_MASK: u64 = (1 << 33) - 1;
+/// User registers (no unwinding support on this architecture).
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+pub const USER_REGS_MASK: u64 = 0;
+
+/// How stacks are captured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallGraph {
+    /// User registers and a copy of the user stack of this many bytes, for DWARF unwinding.
+    Dwarf(u32),
+    /// The kernel's frame-pointer callchain only.
+    FramePointer,
+}
+
+/// How often to sample.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rate {
+    /// Samples per second (the kernel adjusts the period).
+    Frequency(u64),
+    /// Events between samples.
+    Period(u64),
+}
+
+/// What to sample and how.
+#[derive(Debug, Clone)]
+pub struct SamplingConfig {
+    /// The event.
+    pub event: EventAttr,
+    /// Sampling rate.
+    pub rate: Rate,
+    /// Stack capture.
+    pub call_graph: CallGraph,
+    /// Data pages per ring buffer (a power of two).
+    pub buffer_pages: usize,
+    /// Cut sample stacks to their valid size when writing.
+    pub compact_stacks: bool,
+}
+
+/// Which tasks to sample.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// The calling thread and the threads it starts (one inherited event per CPU), and
+    /// every other thread the process already has.
+    CurrentThread,
+    /// Every thread of a process, and the threads they start.
+    Process(u32),
+}
+
+/// The event a profile uses by default: `cycles` at the highest precise level the PMU
+/// accepts, else `cpu-clock`; the note says which and why.
+pub fn default_event(resolver: &EventResolver, system: &System) -> (EventAttr, String) {
+    let mut why_not = String::new();
+    if let Ok(mut attrs) = resolver.resolve("cycles:P") {
+        if let Some(mut cycles) = attrs.drain(..).next() {
+            match crate::open::open(&cycles, OpenMode::Sampling { period: 1_000_000 }, system) {
+                Ok(opened) => {
+                    cycles.precise_ip = opened.precise_ip;
+                    cycles.precise_max = false;
+                    cycles.name = "cycles".to_string();
+                    let note = format!("event: cycles (precise_ip {})", opened.precise_ip);
+                    return (cycles, note);
+                }
+                Err(e) => why_not = e.reason,
+            }
+        }
+    }
+    let mut clock = resolver
+        .resolve("cpu-clock")
+        .ok()
+        .and_then(|mut a| a.drain(..).next())
+        .unwrap_or_else(|| {
+            EventResolver::empty("/")
+                .resolve("cpu-clock")
+                .unwrap_or_default()
+                .remove(0)
+        });
+    clock.name = "cpu-clock".to_string();
+    let note = format!("event: cpu-clock (cycles unavailable: {why_not})");
+    (clock, note)
+}
+
+/// A running session.
+#[derive(Debug)]
+pub struct Session {
+    stop: Arc<AtomicBool>,
+    drain: Option<JoinHandle<DrainResult>>,
+    writer_seed: CaptureWriter,
+    /// Threads that could not be attached, with the reason.
+    pub uncovered: Vec<String>,
+    /// Restrictions the kernel imposed (user mode only, …), with the setting behind them.
+    pub restrictions: Vec<String>,
+}
+
+#[derive(Debug, Default)]
+struct DrainResult {
+    records: Vec<u8>,
+    samples: u64,
+    lost: u64,
+    lost_samples: u64,
+    stack_bytes_saved: u64,
+}
+
+/// What a session captured.
+#[derive(Debug)]
+pub struct Capture {
+    /// The perf.data writer holding every record.
+    pub writer: CaptureWriter,
+    /// Samples.
+    pub samples: u64,
+    /// Records the ring buffers dropped (LOST).
+    pub lost: u64,
+    /// Samples the kernel dropped (LOST_SAMPLES).
+    pub lost_samples: u64,
+    /// Threads not covered, with why.
+    pub uncovered: Vec<String>,
+    /// Restrictions, with the setting behind them.
+    pub restrictions: Vec<String>,
+}
+
+fn gettid() -> u32 {
+    // SAFETY: gettid has no preconditions.
+    unsafe { libc::syscall(libc::SYS_gettid) as u32 }
+}
+
+fn tasks_of(pid: u32) -> Vec<u32> {
+    let mut tids: Vec<u32> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|it| {
+            it.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    tids.sort_unstable();
+    tids
+}
+
+fn online_cpus() -> Vec<usize> {
+    let text = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
+    let mut cpus = Vec::new();
+    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                if let (Ok(a), Ok(b)) = (a.parse::<usize>(), b.parse::<usize>()) {
+                    cpus.extend(a..=b);
+                }
+            }
+            None => cpus.extend(part.parse::<usize>().ok()),
+        }
+    }
+    if cpus.is_empty() {
+        cpus.push(0);
+    }
+    cpus
+}
+
+impl SamplingConfig {
+    fn sample_type(&self) -> u64 {
+        let base =
+            st::IP | st::TID | st::TIME | st::PERIOD | st::CPU | st::CALLCHAIN | st::IDENTIFIER;
+        match self.call_graph {
+            CallGraph::Dwarf(_) => base | st::REGS_USER | st::STACK_USER,
+            CallGraph::FramePointer => base,
+        }
+    }
+
+    fn builder(
+        &self,
+        attr: &EventAttr,
+        target: OpenTarget,
+        inherit: bool,
+    ) -> perf_event::Builder<'static> {
+        let mode = match self.rate {
+            Rate::Period(p) => OpenMode::Sampling { period: p },
+            Rate::Frequency(_) => OpenMode::Sampling { period: 1 },
+        };
+        let mut b = builder_for(attr, attr.precise_ip, mode, target);
+        if let Rate::Frequency(hz) = self.rate {
+            b.sample_frequency(hz);
+        }
+        b.mmap(true)
+            .comm(true)
+            .comm_exec(true)
+            .task(true)
+            .sample_id_all(true)
+            .inherit(inherit)
+            .wakeup_watermark(self.buffer_pages * 4096 / 4);
+        {
+            let a = b.attrs_mut();
+            a.sample_type = self.sample_type();
+            a.set_mmap2(1);
+            if let CallGraph::Dwarf(bytes) = self.call_graph {
+                // Unwinders read .eh_frame from read-only segments and the stack from
+                // [stack]: those mappings must be in the capture too.
+                a.set_mmap_data(1);
+                a.sample_regs_user = USER_REGS_MASK;
+                a.sample_stack_user = bytes;
+                // User frames come from the stack copy; the kernel's user walk would
+                // duplicate them.
+                a.set_exclude_callchain_user(1);
+            }
+        }
+        b
+    }
+}
+
+impl Session {
+    /// Opens every event of `target`, synthesizes what already exists, and starts the
+    /// drain thread. Sampling is enabled when this returns.
+    pub fn start(
+        config: &SamplingConfig,
+        target: Target,
+        system: &System,
+    ) -> Result<Session, String> {
+        let pid = match target {
+            Target::CurrentThread => std::process::id(),
+            Target::Process(pid) => pid,
+        };
+        let mut attr = config.event.clone();
+        let mut restrictions = Vec::new();
+        let mut uncovered = Vec::new();
+        let map_bytes = config.buffer_pages * 4096;
+        // Per-task opens for each thread; for the current thread, per CPU with inherit.
+        let mut plan: Vec<(OpenTarget, bool, u32)> = Vec::new();
+        match target {
+            Target::CurrentThread => {
+                let me = gettid();
+                for cpu in online_cpus() {
+                    plan.push((
+                        OpenTarget::Task {
+                            tid: me as i32,
+                            cpu: Some(cpu),
+                        },
+                        true,
+                        me,
+                    ));
+                }
+                for tid in tasks_of(pid).into_iter().filter(|&t| t != me) {
+                    plan.push((
+                        OpenTarget::Task {
+                            tid: tid as i32,
+                            cpu: None,
+                        },
+                        false,
+                        tid,
+                    ));
+                }
+            }
+            Target::Process(_) => {
+                for tid in tasks_of(pid) {
+                    for cpu in online_cpus() {
+                        plan.push((
+                            OpenTarget::Task {
+                                tid: tid as i32,
+                                cpu: Some(cpu),
+                            },
+                            true,
+                            tid,
+                        ));
+                    }
+                }
+            }
+        }
+        if plan.is_empty() {
+            return Err(format!(
+                "process {pid} has no threads to sample (has it exited?)"
+            ));
+        }
+        let mut samplers: Vec<Sampler> = Vec::new();
+        for (open_target, inherit, tid) in plan {
+            let built = config.builder(&attr, open_target, inherit).build();
+            let counter = match built {
+                Ok(c) => c,
+                Err(e)
+                    if matches!(e.raw_os_error(), Some(libc::EACCES | libc::EPERM))
+                        && !attr.exclude_kernel =>
+                {
+                    // paranoid 2 allows user-mode sampling of one's own processes.
+                    attr.exclude_kernel = true;
+                    attr.exclude_hv = true;
+                    restrictions.push(format!(
+                        "user mode only: perf_event_paranoid is {} (sysctl kernel.perf_event_paranoid=1, or CAP_PERFMON, to see kernel frames)",
+                        system.perf_event_paranoid
+                    ));
+                    match config.builder(&attr, open_target, inherit).build() {
+                        Ok(c) => c,
+                        Err(e) => {
+                            uncovered.push(format!(
+                                "thread {tid}: {}",
+                                explain(
+                                    e.raw_os_error().unwrap_or(0),
+                                    &attr,
+                                    attr.precise_ip,
+                                    OpenMode::Sampling { period: 1 },
+                                    system
+                                )
+                            ));
+                            continue;
+                        }
+                    }
+                }
+                Err(e) => {
+                    let errno = e.raw_os_error().unwrap_or(0);
+                    // A thread that exited between listing and opening is not a loss.
+                    if errno == libc::ESRCH {
+                        continue;
+                    }
+                    let reason = explain(
+                        errno,
+                        &attr,
+                        attr.precise_ip,
+                        OpenMode::Sampling { period: 1 },
+                        system,
+                    );
+                    if samplers.is_empty() && inherit {
+                        return Err(reason);
+                    }
+                    uncovered.push(format!("thread {tid}: {reason}"));
+                    continue;
+                }
+            };
+            match counter.sampled(map_bytes) {
+                Ok(s) => samplers.push(s),
+                Err(e) => {
+                    let msg = if e.raw_os_error() == Some(libc::EPERM) {
+                        format!(
+                            "ring buffer of {} KiB refused: over perf_event_mlock_kb (sysctl kernel.perf_event_mlock_kb, or a smaller --profile buffer)",
+                            map_bytes / 1024
+                        )
+                    } else {
+                        format!("ring buffer mmap failed: {e}")
+                    };
+                    if samplers.is_empty() {
+                        return Err(msg);
+                    }
+                    uncovered.push(format!("thread {tid}: {msg}"));
+                }
+            }
+        }
+        if samplers.is_empty() {
+            return Err(format!(
+                "no event could be opened for process {pid}: {}",
+                uncovered.join("; ")
+            ));
+        }
+        restrictions.dedup();
+        let ids: Vec<u64> = samplers.iter().map(|s| s.as_counter().id()).collect();
+        let stored = stored_attr(&attr, config);
+        let mut writer = CaptureWriter::new(stored.clone(), ids.clone(), attr.name.clone());
+        writer.compact_stacks = config.compact_stacks;
+        writer.host = HostInfo::probe();
+        writer.cmdline = std::env::args().collect();
+        let dwarf = matches!(config.call_graph, CallGraph::Dwarf(_));
+        for record in synth::synthesize_process(&stored, ids[0], pid, dwarf) {
+            writer.push(&record);
+        }
+        for s in &mut samplers {
+            s.as_counter_mut()
+                .enable()
+                .map_err(|e| format!("enable failed: {e}"))?;
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        let stop_flag = stop.clone();
+        let compact = config.compact_stacks;
+        // The drain appends to a copy holding the synthesized records.
+        let seed = writer.clone();
+        writer.data.clear();
+        let drain = std::thread::Builder::new()
+            .name("sparkles-drain".into())
+            .spawn(move || drain(samplers, stop_flag, seed, compact))
+            .map_err(|e| format!("drain thread: {e}"))?;
+        Ok(Session {
+            stop,
+            drain: Some(drain),
+            writer_seed: writer,
+            uncovered,
+            restrictions,
+        })
+    }
+
+    /// Stops sampling, drains what is left, and returns the capture.
+    pub fn finish(mut self) -> Capture {
+        self.stop.store(true, Ordering::Release);
+        let result = self
+            .drain
+            .take()
+            .and_then(|h| h.join().ok())
+            .unwrap_or_default();
+        let mut writer = std::mem::take(&mut self.writer_seed);
+        writer.data = result.records;
+        writer.stack_bytes_saved = result.stack_bytes_saved;
+        writer.build_ids = build_ids(&writer);
+        Capture {
+            writer,
+            samples: result.samples,
+            lost: result.lost,
+            lost_samples: result.lost_samples,
+            uncovered: std::mem::take(&mut self.uncovered),
+            restrictions: std::mem::take(&mut self.restrictions),
+        }
+    }
+}
+
+/// The attr as the capture stores it: the event plus the sampling fields.
+fn stored_attr(e: &EventAttr, config: &SamplingConfig) -> Attr {
+    let mut flags = flag::DISABLED
+        | flag::MMAP
+        | flag::COMM
+        | flag::TASK
+        | flag::SAMPLE_ID_ALL
+        | flag::MMAP2
+        | flag::COMM_EXEC
+        | (u64::from(e.precise_ip) << flag::PRECISE_SHIFT);
+    for (set, bit) in [
+        (e.exclude_user, flag::EXCLUDE_USER),
+        (e.exclude_kernel, flag::EXCLUDE_KERNEL),
+        (e.exclude_hv, flag::EXCLUDE_HV),
+        (e.exclude_guest, flag::EXCLUDE_GUEST),
+        (e.exclude_host, flag::EXCLUDE_HOST),
+        (matches!(config.rate, Rate::Frequency(_)), flag::FREQ),
+    ] {
+        if set {
+            flags |= bit;
+        }
+    }
+    if matches!(config.call_graph, CallGraph::Dwarf(_)) {
+        flags |= 1 << 22 | 1 << 17; // exclude_callchain_user, mmap_data
+    }
+    Attr {
+        type_: e.type_,
+        size: 128,
+        config: e.config,
+        sample_period_or_freq: match config.rate {
+            Rate::Frequency(hz) => hz,
+            Rate::Period(p) => p,
+        },
+        sample_type: config.sample_type(),
+        flags,
+        config1: e.config1,
+        config2: e.config2,
+        sample_regs_user: if matches!(config.call_graph, CallGraph::Dwarf(_)) {
+            USER_REGS_MASK
+        } else {
+            0
+        },
+        sample_stack_user: match config.call_graph {
+            CallGraph::Dwarf(bytes) => bytes,
+            CallGraph::FramePointer => 0,
+        },
+        ..Attr::default()
+    }
+}
+
+fn drain(
+    mut samplers: Vec<Sampler>,
+    stop: Arc<AtomicBool>,
+    seed: CaptureWriter,
+    compact: bool,
+) -> DrainResult {
+    let mut writer = seed;
+    writer.data.reserve(16 << 20);
+    writer.compact_stacks = compact;
+    let mut result = DrainResult::default();
+    let mut scratch: Vec<u8> = Vec::with_capacity(16 * 1024);
+    let mut fds: Vec<libc::pollfd> = samplers
+        .iter()
+        .map(|s| libc::pollfd {
+            fd: s.as_counter().as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    let mut finishing = false;
+    loop {
+        if !finishing {
+            // SAFETY: `fds` is a valid array of pollfd of the given length.
+            unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 10) };
+        }
+        for s in &mut samplers {
+            while let Some(record) = s.next_record() {
+                let size = 8 + record.len();
+                scratch.clear();
+                scratch.extend_from_slice(&record.ty().to_le_bytes());
+                scratch.extend_from_slice(&record.misc().to_le_bytes());
+                scratch.extend_from_slice(&(size as u16).to_le_bytes());
+                for part in record.data() {
+                    scratch.extend_from_slice(part);
+                }
+                drop(record);
+                match u32::from_le_bytes([scratch[0], scratch[1], scratch[2], scratch[3]]) {
+                    kind::SAMPLE => result.samples += 1,
+                    kind::LOST => result.lost += u64_at(&scratch, 16),
+                    kind::LOST_SAMPLES => result.lost_samples += u64_at(&scratch, 8),
+                    _ => {}
+                }
+                writer.push(&scratch);
+            }
+        }
+        if finishing {
+            break;
+        }
+        if stop.load(Ordering::Acquire) {
+            for s in &mut samplers {
+                let _ = s.as_counter_mut().disable();
+            }
+            finishing = true;
+        }
+    }
+    result.records = std::mem::take(&mut writer.data);
+    result.stack_bytes_saved = writer.stack_bytes_saved;
+    result
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    b.get(at..at + 8)
+        .map(|s| u64::from_le_bytes([s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7]]))
+        .unwrap_or(0)
+}
+
+/// `(pid, build id, path)` of every file-backed executable mapping some sample hit,
+/// and of the kernel when a sample was taken in it.
+fn build_ids(writer: &CaptureWriter) -> Vec<(i32, Vec<u8>, String)> {
+    let format = SampleFormat::of(&writer.attr);
+    let mut maps: Vec<(u32, u64, u64, String)> = Vec::new();
+    let mut ips: Vec<(u32, u64)> = Vec::new();
+    let mut kernel = false;
+    let data = &writer.data;
+    let mut pos = 0;
+    while pos + 8 <= data.len() {
+        let Ok(h) = RecordHeader::parse(&data[pos..], pos as u64) else {
+            break;
+        };
+        let body = &data[pos + 8..pos + h.size as usize];
+        if let Ok((record, _)) = parse_record(h, body, pos as u64, Some((&writer.attr, &format))) {
+            match record {
+                Record::Mmap(m)
+                    if !m.filename.starts_with(b"[") && !m.filename.starts_with(b"//") =>
+                {
+                    maps.push((
+                        m.pid,
+                        m.addr,
+                        m.addr + m.len,
+                        String::from_utf8_lossy(m.filename).into_owned(),
+                    ));
+                }
+                Record::Sample(s) => {
+                    if h.misc & 7 == 1 {
+                        kernel = true;
+                    } else if let (Some(pid), Some(ip)) = (s.pid, s.ip) {
+                        ips.push((pid, ip));
+                    }
+                }
+                _ => {}
+            }
+        }
+        pos += h.size as usize;
+    }
+    let mut hit: Vec<String> = Vec::new();
+    for (pid, ip) in ips {
+        if let Some(m) = maps.iter().find(|m| m.0 == pid && m.1 <= ip && ip < m.2) {
+            if !hit.contains(&m.3) {
+                hit.push(m.3.clone());
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for path in hit {
+        if let Some(id) = file_build_id(&path) {
+            out.push((-1, id, path));
+        }
+    }
+    if kernel {
+        if let Some(id) = kernel_build_id() {
+            out.push((-1, id, "[kernel.kallsyms]".to_string()));
+        }
+    }
+    out
+}
+
+fn file_build_id(path: &str) -> Option<Vec<u8>> {
+    use object::Object;
+    let bytes = std::fs::read(path).ok()?;
+    let file = object::File::parse(&*bytes).ok()?;
+    file.build_id().ok().flatten().map(|b| b.to_vec())
+}
+
+/// The running kernel's build id, from the ELF notes in /sys/kernel/notes.
+fn kernel_build_id() -> Option<Vec<u8>> {
+    let notes = std::fs::read("/sys/kernel/notes").ok()?;
+    let mut at = 0;
+    while at + 12 <= notes.len() {
+        let word = |o: usize| {
+            u32::from_le_bytes([notes[o], notes[o + 1], notes[o + 2], notes[o + 3]]) as usize
+        };
+        let (namesz, descsz, kind) = (word(at), word(at + 4), word(at + 8));
+        let name_at = at + 12;
+        let desc_at = name_at + namesz.next_multiple_of(4);
+        let end = desc_at + descsz.next_multiple_of(4);
+        if end > notes.len() {
+            return None;
+        }
+        // NT_GNU_BUILD_ID is 3, owner "GNU".
+        if kind == 3 && notes[name_at..name_at + namesz].starts_with(b"GNU") {
+            return Some(notes[desc_at..desc_at + descsz].to_vec());
+        }
+        at = end;
+    }
+    None
+}
+
+/// Polls a condition until it holds or `timeout` passes (for tests and the record loop).
+pub fn wait_until(timeout: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + timeout;
+    while std::time::Instant::now() < deadline {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    done()
+}
