@@ -139,6 +139,35 @@ pub struct HarnessArgs {
     #[arg(long, value_name = "NAME|PATH")]
     pub baseline: Option<String>,
 
+    /// Profile each case after timing and counting: its body re-runs under the sampler
+    /// and the capture goes to target/sparkles/profile/<slug>/capture.perf.data.
+    /// `--profile=mem` (precise memory sampling) is a later addition. Use the `=` form:
+    /// a bare word after --profile is a case filter.
+    #[arg(long, value_name = "KIND", num_args = 0..=1, require_equals = true, default_missing_value = "cpu")]
+    pub profile: Option<String>,
+
+    /// Event the profile samples (any spelling `sparkles event` takes); default: cycles
+    /// at the highest precise level, else cpu-clock, with the reason.
+    #[arg(long, value_name = "NAME")]
+    pub profile_event: Option<String>,
+
+    /// Profile samples per second.
+    #[arg(long, value_name = "HZ", default_value_t = 4000)]
+    pub profile_freq: u64,
+
+    /// Events between profile samples (instead of --profile-freq).
+    #[arg(long, value_name = "N")]
+    pub profile_period: Option<u64>,
+
+    /// How long each case's body runs under the sampler.
+    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = parse_duration)]
+    pub profile_time: Duration,
+
+    /// Bytes of user stack copied per sample (for DWARF unwinding); 0 for frame-pointer
+    /// callchains only.
+    #[arg(long, value_name = "BYTES", default_value_t = 8192)]
+    pub profile_stack: u32,
+
     /// Folder for every file the run writes (default: target/sparkles/ of the target
     /// folder the bench binary was built into).
     #[arg(long, value_name = "DIR")]

@@ -179,6 +179,7 @@ mod tests {
             timing: Timing::from_samples(samples),
             metrics: Default::default(),
             comparison: None,
+            profile: None,
         }
     }
 

@@ -13,7 +13,12 @@ use std::hint::black_box;
 use std::sync::mpsc::{Receiver, Sender};
 use std::time::{Duration, Instant};
 
+use std::path::PathBuf;
+
+use sparkles_sampler::session::{SamplingConfig, Session, Target};
+
 use crate::catalog::MetricValue;
+use crate::profile::ProfileSummary;
 use crate::throughput::Throughput;
 use crate::tier0::Tier0;
 
@@ -33,8 +38,23 @@ pub(crate) enum Command {
     Sample { iterations: u64 },
     /// Run `iterations` iterations with the tiers in `plan` bracketing the body.
     Count { iterations: u64, plan: CountPlan },
+    /// Re-run the body under the sampler and write the capture.
+    Profile(Box<ProfilePlan>),
     /// The scheduler is done with this case: the `iter` call returns.
     Finish,
+}
+
+/// One case's profile pass.
+#[derive(Debug, Clone)]
+pub(crate) struct ProfilePlan {
+    /// What to sample.
+    pub sampling: SamplingConfig,
+    /// How long the body runs under the sampler.
+    pub duration: Duration,
+    /// Iterations between checks of the clock.
+    pub iterations: u64,
+    /// Where the capture goes.
+    pub path: PathBuf,
 }
 
 /// What a case's thread answers.
@@ -48,6 +68,8 @@ pub(crate) enum Reply {
     Sampled { elapsed: Duration },
     /// Per-iteration values of the counting pass.
     Counted { values: Vec<MetricValue> },
+    /// The profile pass's outcome.
+    Profiled(Box<ProfileSummary>),
     /// The body returned an error (`try_iter`); the case serves nothing more.
     BodyFailed(String),
     /// The case function returned (`Ok`) or failed (`Err`: its error or panic message).
@@ -304,6 +326,10 @@ impl Bencher {
                         Err(e) => Reply::BodyFailed(e),
                     }
                 }
+                Command::Profile(plan) => match profile_pass(routine, &plan) {
+                    Ok(summary) => Reply::Profiled(Box::new(summary)),
+                    Err(e) => Reply::BodyFailed(e),
+                },
                 Command::Finish => return,
             };
             let failed = matches!(reply, Reply::BodyFailed(_));
@@ -312,4 +338,60 @@ impl Bencher {
             }
         }
     }
+}
+
+/// Runs the body under the sampler for the plan's duration. A sampler that cannot start is
+/// the summary's error (the case still passes); a body that fails is the case's failure.
+fn profile_pass(routine: &mut dyn Routine, plan: &ProfilePlan) -> Result<ProfileSummary, String> {
+    let system = sparkles_sampler::system::System::probe();
+    let mut summary = ProfileSummary {
+        capture: None,
+        event: plan.sampling.event.name.clone(),
+        samples: 0,
+        lost: 0,
+        lost_samples: 0,
+        seconds: 0.0,
+        bytes: 0,
+        stack_bytes_saved: 0,
+        notes: Vec::new(),
+        error: None,
+    };
+    let session = match Session::start(&plan.sampling, Target::CurrentThread, &system) {
+        Ok(s) => s,
+        Err(e) => {
+            summary.error = Some(e);
+            return Ok(summary);
+        }
+    };
+    let start = Instant::now();
+    let mut failure = None;
+    while start.elapsed() < plan.duration {
+        if let Err(e) = routine.run(plan.iterations, &mut Meter::idle()) {
+            failure = Some(e);
+            break;
+        }
+    }
+    summary.seconds = start.elapsed().as_secs_f64();
+    let capture = session.finish();
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    summary.samples = capture.samples;
+    summary.lost = capture.lost;
+    summary.lost_samples = capture.lost_samples;
+    summary.stack_bytes_saved = capture.writer.stack_bytes_saved;
+    summary.notes = capture
+        .uncovered
+        .iter()
+        .chain(&capture.restrictions)
+        .cloned()
+        .collect();
+    match capture.writer.write(&plan.path) {
+        Ok(bytes) => {
+            summary.bytes = bytes;
+            summary.capture = Some(plan.path.display().to_string());
+        }
+        Err(e) => summary.error = Some(format!("{}: {e}", plan.path.display())),
+    }
+    Ok(summary)
 }

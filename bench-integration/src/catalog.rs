@@ -50,6 +50,8 @@ pub enum Source {
     Client,
     /// getrusage(2) and /proc/self/io: always available, no privilege.
     Tier0,
+    /// The `--profile` pass: samples and losses of the case's capture.
+    Profile,
 }
 
 impl Source {
@@ -58,12 +60,13 @@ impl Source {
         match self {
             Source::Client => "client",
             Source::Tier0 => "tier0",
+            Source::Profile => "profile",
         }
     }
 
     /// Whether the source is a counting tier that needs the second (counting) pass.
     pub fn needs_counting_pass(self) -> bool {
-        !matches!(self, Source::Client)
+        matches!(self, Source::Tier0)
     }
 }
 
@@ -112,6 +115,7 @@ impl Catalog {
     pub fn probe() -> Catalog {
         let mut descriptors = crate::throughput::descriptors();
         descriptors.extend(crate::tier0::descriptors());
+        descriptors.extend(crate::profile::descriptors());
         Catalog { descriptors }
     }
 
@@ -123,11 +127,24 @@ impl Catalog {
     /// The metrics a run selects: the default-visible ones, or those matching any of
     /// `globs` (`--metrics`). A glob that matches nothing is an error naming it.
     pub fn select(&self, globs: Option<&[String]>) -> Result<Selection, Error> {
+        self.select_with(globs, false)
+    }
+
+    /// [`Catalog::select`], the profile columns among the defaults when `profiling`.
+    pub fn select_with(
+        &self,
+        globs: Option<&[String]>,
+        profiling: bool,
+    ) -> Result<Selection, Error> {
         let chosen: Vec<MetricDescriptor> = match globs {
             None => self
                 .descriptors
                 .iter()
-                .filter(|d| d.default_visible || d.source == Source::Client)
+                .filter(|d| match d.source {
+                    Source::Profile => profiling,
+                    Source::Client => true,
+                    _ => d.default_visible,
+                })
                 .cloned()
                 .collect(),
             Some(globs) => {

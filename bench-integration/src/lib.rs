@@ -29,6 +29,7 @@ pub mod demo;
 pub mod environment;
 pub mod error;
 pub mod output;
+pub mod profile;
 pub mod record;
 mod record_cmd;
 mod runner;
@@ -135,7 +136,8 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
         print!("{catalog}");
         return Ok(Outcome::default());
     }
-    let selection = catalog.select(args.metrics.as_deref())?;
+    let profiling = args.bench && args.profile.is_some();
+    let selection = catalog.select_with(args.metrics.as_deref(), profiling)?;
     let suite_name = suite.name().to_string();
     let samples = args.samples.or(suite.default_samples).unwrap_or(32);
     let total = suite.cases.len();
@@ -246,7 +248,21 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
         count_plan: selection.needs_counting_pass().then(|| CountPlan {
             tier0: selection.needs(Source::Tier0),
         }),
+        profile: match &args.profile {
+            Some(_) => Some((
+                profile_sampling(args)?,
+                args.profile_time,
+                out_dir.join("profile"),
+            )),
+            None => None,
+        },
     };
+    if let Some((sampling, _, _)) = &protocol.profile {
+        eprintln!("profile: {}", sampling_note(args, sampling));
+        if let Some(warning) = debug_info_warning() {
+            eprintln!("warning: {warning}");
+        }
+    }
     writeln!(
         out,
         "sparkles: suite {suite_name}, {} cases ({filtered_out} filtered out), {} samples of ≥ {:?} ({}){}",
@@ -325,6 +341,11 @@ fn row_of(report: &CaseReport, selection: &Selection) -> BenchRow {
                 None
             } else if m.source == Source::Client {
                 client.iter().find(|(id, _)| *id == m.id).and_then(|v| v.1)
+            } else if m.source == Source::Profile {
+                profile::ProfileSummary::values(report.profile.as_ref())
+                    .iter()
+                    .find(|(id, _)| *id == m.id)
+                    .and_then(|v| v.1)
             } else {
                 report
                     .counted
@@ -345,7 +366,93 @@ fn row_of(report: &CaseReport, selection: &Selection) -> BenchRow {
         timing,
         metrics,
         comparison: None,
+        profile: report.profile.clone(),
     }
+}
+
+/// The sampling a `--profile` run uses: the event asked for, else the default chain.
+fn profile_sampling(
+    args: &HarnessArgs,
+) -> Result<sparkles_sampler::session::SamplingConfig, Error> {
+    use sparkles_sampler::session::{default_event, CallGraph, Rate, SamplingConfig};
+    if args.profile.as_deref() != Some("cpu") {
+        return Err(Error::Usage {
+            flag: "--profile",
+            message: format!(
+                "'{}' is not a profile kind here: use --profile (CPU sampling); precise memory sampling (--profile=mem) is not built yet",
+                args.profile.as_deref().unwrap_or_default()
+            ),
+        });
+    }
+    let system = sparkles_sampler::system::System::probe();
+    let resolver = sparkles_sampler::EventResolver::live().map_err(|e| Error::Usage {
+        flag: "--profile",
+        message: e.to_string(),
+    })?;
+    let event = match &args.profile_event {
+        Some(spec) => {
+            let mut attrs = resolver.resolve(spec).map_err(|e| Error::Usage {
+                flag: "--profile-event",
+                message: e.to_string(),
+            })?;
+            let mut e = attrs.remove(0);
+            e.name = spec.clone();
+            e
+        }
+        None => default_event(&resolver, &system).0,
+    };
+    Ok(SamplingConfig {
+        event,
+        rate: args
+            .profile_period
+            .map(Rate::Period)
+            .unwrap_or(Rate::Frequency(args.profile_freq)),
+        call_graph: if args.profile_stack == 0 {
+            CallGraph::FramePointer
+        } else {
+            CallGraph::Dwarf(args.profile_stack.next_multiple_of(8).min(65528))
+        },
+        buffer_pages: 256,
+        compact_stacks: true,
+    })
+}
+
+/// The line saying which event the profile samples, and why.
+fn sampling_note(
+    args: &HarnessArgs,
+    sampling: &sparkles_sampler::session::SamplingConfig,
+) -> String {
+    match &args.profile_event {
+        Some(spec) => format!("event: {spec}"),
+        None => {
+            let system = sparkles_sampler::system::System::probe();
+            sparkles_sampler::EventResolver::live()
+                .map(|r| sparkles_sampler::session::default_event(&r, &system).1)
+                .unwrap_or_else(|_| format!("event: {}", sampling.event.name))
+        }
+    }
+}
+
+/// A warning when this bench binary cannot be symbolized or unwound well.
+fn debug_info_warning() -> Option<String> {
+    use object::{Object, ObjectSection};
+    let exe = std::env::current_exe().ok()?;
+    let bytes = std::fs::read(&exe).ok()?;
+    let file = object::File::parse(&*bytes).ok()?;
+    let has = |name: &str| file.section_by_name(name).is_some_and(|s| s.size() > 0);
+    if !has(".eh_frame") {
+        return Some(format!(
+            "{} has no .eh_frame: stacks cannot be unwound (remove -C force-unwind-tables=no, or set panic = \"unwind\")",
+            exe.display()
+        ));
+    }
+    if !has(".debug_line") {
+        return Some(format!(
+            "{} has no line tables: profiles name functions from .symtab only; add [profile.bench] debug = \"line-tables-only\" to Cargo.toml",
+            exe.display()
+        ));
+    }
+    None
 }
 
 /// Runs each case once, printing libtest's lines so `cargo test` and nextest read them.
@@ -392,6 +499,7 @@ fn smoke(cases: Vec<suite::Case>, args: &HarnessArgs, filtered_out: usize) -> Ou
             timing: None,
             metrics: Default::default(),
             comparison: None,
+            profile: None,
         })
         .collect();
     Outcome {

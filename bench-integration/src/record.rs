@@ -34,6 +34,9 @@ pub struct BenchRow {
     /// The comparison against `--baseline`, present only when one was given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comparison: Option<Comparison>,
+    /// The `--profile` pass, present only when one ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<crate::profile::ProfileSummary>,
 }
 
 /// Per-iteration timing of one case, in nanoseconds: the unit, the summary statistics
@@ -152,6 +155,7 @@ mod tests {
             timing: Timing::from_samples(vec![3.0, 1.0, 2.0]),
             metrics: BTreeMap::from([("io.syscr".to_string(), None)]),
             comparison: None,
+            profile: None,
         }
     }
 

@@ -12,8 +12,9 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::args::SampleOrder;
-use crate::bencher::{Bencher, Command, CountPlan, Reply};
+use crate::bencher::{Bencher, Command, CountPlan, ProfilePlan, Reply};
 use crate::catalog::MetricValue;
+use crate::profile::ProfileSummary;
 use crate::suite::{slug, Case};
 use crate::throughput::Throughput;
 
@@ -37,6 +38,8 @@ pub(crate) struct CaseReport {
     pub throughput: Option<Throughput>,
     /// Values from the counting pass.
     pub counted: Vec<MetricValue>,
+    /// The profile pass's outcome.
+    pub profile: Option<ProfileSummary>,
 }
 
 /// How a bench-mode run measures.
@@ -48,6 +51,12 @@ pub(crate) struct Protocol {
     pub count_iterations: u64,
     /// The counting pass's tiers; `None` skips the pass.
     pub count_plan: Option<CountPlan>,
+    /// The profile pass: sampling and duration, and the folder of the captures.
+    pub profile: Option<(
+        sparkles_sampler::session::SamplingConfig,
+        Duration,
+        std::path::PathBuf,
+    )>,
 }
 
 /// One-line progress on stderr, only when stderr is a terminal.
@@ -127,6 +136,7 @@ impl Running {
                 samples: Vec::new(),
                 throughput: None,
                 counted: Vec::new(),
+                profile: None,
             },
             commands: command_tx,
             replies: reply_rx,
@@ -235,6 +245,23 @@ impl Running {
         }
     }
 
+    fn profile(&mut self, protocol: &Protocol) {
+        let Some((sampling, duration, dir)) = &protocol.profile else {
+            return;
+        };
+        let plan = ProfilePlan {
+            sampling: sampling.clone(),
+            duration: *duration,
+            iterations: self.report.iterations.max(1),
+            path: dir.join(&self.report.slug).join("capture.perf.data"),
+        };
+        match self.request(Command::Profile(Box::new(plan))) {
+            Some(Reply::Profiled(summary)) => self.report.profile = Some(*summary),
+            Some(_) => self.fail("case thread answered out of turn".to_string()),
+            None => {}
+        }
+    }
+
     /// Tells the case it is done, waits for its function to return, and joins its thread.
     fn finish(mut self) -> CaseReport {
         if !self.ended {
@@ -308,6 +335,8 @@ pub(crate) fn measure(
                 }
                 progress.show(&format!("[{}/{total}] counting {}", i + 1, r.report.name));
                 r.count(protocol);
+                progress.show(&format!("[{}/{total}] profiling {}", i + 1, r.report.name));
+                r.profile(protocol);
                 r.finish()
             })
             .collect(),
@@ -338,6 +367,12 @@ pub(crate) fn measure(
                 progress.show(&format!("[{}/{total}] counting {}", i + 1, r.report.name));
                 r.count(protocol);
             }
+            for (i, r) in runs.iter_mut().enumerate() {
+                if protocol.profile.is_some() {
+                    progress.show(&format!("[{}/{total}] profiling {}", i + 1, r.report.name));
+                }
+                r.profile(protocol);
+            }
             runs.into_iter().map(Running::finish).collect()
         }
     };
@@ -357,6 +392,7 @@ mod tests {
             order,
             count_iterations: 1000,
             count_plan: Some(CountPlan { tier0: true }),
+            profile: None,
         }
     }
 

@@ -245,6 +245,24 @@ impl Session {
             Target::CurrentThread => std::process::id(),
             Target::Process(pid) => pid,
         };
+        // The drain thread starts first, so that it is neither inherited by the events
+        // opened below nor attached as an existing thread: its work is not the target's.
+        let (work_tx, work_rx) = std::sync::mpsc::channel::<(Vec<Sampler>, CaptureWriter)>();
+        let (tid_tx, tid_rx) = std::sync::mpsc::channel::<u32>();
+        let stop = Arc::new(AtomicBool::new(false));
+        let stop_flag = stop.clone();
+        let compact = config.compact_stacks;
+        let drain_thread = std::thread::Builder::new()
+            .name("sparkles-drain".into())
+            .spawn(move || {
+                let _ = tid_tx.send(gettid());
+                match work_rx.recv() {
+                    Ok((samplers, seed)) => drain(samplers, stop_flag, seed, compact),
+                    Err(_) => DrainResult::default(),
+                }
+            })
+            .map_err(|e| format!("drain thread: {e}"))?;
+        let drain_tid = tid_rx.recv().unwrap_or(0);
         let mut attr = config.event.clone();
         let mut restrictions = Vec::new();
         let mut uncovered = Vec::new();
@@ -264,7 +282,10 @@ impl Session {
                         me,
                     ));
                 }
-                for tid in tasks_of(pid).into_iter().filter(|&t| t != me) {
+                for tid in tasks_of(pid)
+                    .into_iter()
+                    .filter(|&t| t != me && t != drain_tid)
+                {
                     plan.push((
                         OpenTarget::Task {
                             tid: tid as i32,
@@ -388,19 +409,15 @@ impl Session {
                 .enable()
                 .map_err(|e| format!("enable failed: {e}"))?;
         }
-        let stop = Arc::new(AtomicBool::new(false));
-        let stop_flag = stop.clone();
-        let compact = config.compact_stacks;
         // The drain appends to a copy holding the synthesized records.
         let seed = writer.clone();
         writer.data.clear();
-        let drain = std::thread::Builder::new()
-            .name("sparkles-drain".into())
-            .spawn(move || drain(samplers, stop_flag, seed, compact))
-            .map_err(|e| format!("drain thread: {e}"))?;
+        work_tx
+            .send((samplers, seed))
+            .map_err(|_| "the drain thread ended before sampling started".to_string())?;
         Ok(Session {
             stop,
-            drain: Some(drain),
+            drain: Some(drain_thread),
             writer_seed: writer,
             uncovered,
             restrictions,

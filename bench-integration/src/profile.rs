@@ -1,0 +1,74 @@
+//! The `--profile` pass: each case's body re-run under the sampler, written as a capture.
+
+use serde::{Deserialize, Serialize};
+
+use crate::catalog::{
+    Availability, MetricClass, MetricDescriptor, MetricFormat, MetricValue, Source,
+};
+
+/// Id of the samples metric.
+pub const SAMPLES: &str = "profile.samples";
+/// Id of the lost-records metric.
+pub const LOST: &str = "profile.lost";
+
+/// The profile columns.
+pub fn descriptors() -> Vec<MetricDescriptor> {
+    let entry = |id, header, description| MetricDescriptor {
+        id,
+        header,
+        description,
+        format: MetricFormat::Count,
+        class: MetricClass::Diagnostic,
+        source: Source::Profile,
+        default_visible: true,
+        availability: Availability::Available,
+    };
+    vec![
+        entry(
+            SAMPLES,
+            "samples",
+            "samples in the case's --profile capture",
+        ),
+        entry(
+            LOST,
+            "lost",
+            "records and samples the kernel dropped during the --profile pass",
+        ),
+    ]
+}
+
+/// What one case's profile pass produced (the `profile` key of its JSON row).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProfileSummary {
+    /// The capture file, when one was written.
+    pub capture: Option<String>,
+    /// The event sampled.
+    pub event: String,
+    /// Samples.
+    pub samples: u64,
+    /// Records the ring buffers dropped.
+    pub lost: u64,
+    /// Samples the kernel dropped.
+    pub lost_samples: u64,
+    /// How long the body ran under the sampler, seconds.
+    pub seconds: f64,
+    /// Bytes of the capture.
+    pub bytes: u64,
+    /// Bytes stack compaction left out.
+    pub stack_bytes_saved: u64,
+    /// Threads not covered, and restrictions, each with its reason.
+    pub notes: Vec<String>,
+    /// Why no capture was made.
+    pub error: Option<String>,
+}
+
+impl ProfileSummary {
+    /// The profile columns' values.
+    pub fn values(summary: Option<&ProfileSummary>) -> Vec<MetricValue> {
+        let ok = summary.filter(|s| s.error.is_none());
+        vec![
+            (SAMPLES, ok.map(|s| s.samples as f64)),
+            (LOST, ok.map(|s| (s.lost + s.lost_samples) as f64)),
+        ]
+    }
+}
