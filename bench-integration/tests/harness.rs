@@ -292,3 +292,52 @@ fn flags_that_cargo_and_nextest_pass_are_accepted() {
     s.case("one", |b| b.iter(|| 1));
     assert_eq!(run_main(s, args(&["--bench", "--metrics", "nosuch"])), 2);
 }
+
+#[test]
+fn profile_writes_a_capture_per_case() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let mut suite = Suite::new("prof");
+    suite.case("spin/loop", |b| {
+        b.iter(|| {
+            let mut x = 1u64;
+            for i in 0..1000u64 {
+                x = std::hint::black_box(x.wrapping_mul(i | 1));
+            }
+            x
+        })
+    });
+    let outcome = run(
+        suite,
+        &[
+            "--bench",
+            "--bench-min-time",
+            "1ms",
+            "--samples",
+            "3",
+            "--profile",
+            "--profile-time",
+            "300ms",
+            "--profile-event",
+            "cpu-clock",
+            "--out-dir",
+            dir.path().to_str().unwrap(),
+        ],
+    );
+    let row = &outcome.rows[0];
+    let profile = row.profile.as_ref().expect("a profile summary");
+    if let Some(error) = &profile.error {
+        eprintln!("skipped: the sampler could not start here: {error}");
+        return;
+    }
+    let capture = dir.path().join("profile/spin_loop/capture.perf.data");
+    assert_eq!(profile.capture.as_deref(), Some(capture.to_str().unwrap()));
+    assert!(profile.samples > 100, "{profile:?}");
+    assert_eq!(profile.lost + profile.lost_samples, 0);
+    assert_eq!(row.metrics["profile.samples"], Some(profile.samples as f64));
+    let data = sparkles_sampler::perf_data::PerfData::open(&capture).unwrap();
+    let stats = data.for_each_record(|_| Ok::<(), ()>(())).unwrap();
+    assert_eq!(stats.samples, profile.samples);
+    // The timing pass ran before, with nothing enabled: its samples are untouched.
+    assert_eq!(row.timing.as_ref().unwrap().samples.len(), 3);
+}
