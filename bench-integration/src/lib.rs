@@ -287,6 +287,15 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
         .as_ref()
         .map(|b| baseline::compare_rows(&mut rows, b));
 
+    for row in &rows {
+        let Some(p) = &row.profile else { continue };
+        if let Some(error) = &p.error {
+            eprintln!("profile: {}: no capture: {error}", row.case);
+        }
+        for note in &p.notes {
+            eprintln!("profile: {}: {note}", row.case);
+        }
+    }
     let colour = use_colour(args.color, terminal);
     write!(out, "{}", table::render(&rows, selection.metrics(), colour)).map_err(write_err)?;
     if let (Some(base), Some(compared)) = (&baseline, compared) {
@@ -412,7 +421,9 @@ fn profile_sampling(
         } else {
             CallGraph::Dwarf(args.profile_stack.next_multiple_of(8).min(65528))
         },
-        buffer_pages: 256,
+        // Unprivileged users are held to kernel.perf_event_mlock_kb (516 KiB by default)
+        // across all their buffers: keep each small, and let the drain keep up.
+        buffer_pages: if system.is_root { 256 } else { 16 },
         compact_stacks: true,
     })
 }
