@@ -421,9 +421,8 @@ fn profile_sampling(
         } else {
             CallGraph::Dwarf(args.profile_stack.next_multiple_of(8).min(65528))
         },
-        // Unprivileged users are held to kernel.perf_event_mlock_kb (516 KiB by default)
-        // across all their buffers: keep each small, and let the drain keep up.
-        buffer_pages: if system.is_root { 256 } else { 16 },
+        // The session shrinks buffers to fit an unprivileged user's perf_event_mlock_kb.
+        buffer_pages: 256,
         compact_stacks: true,
     })
 }

@@ -70,6 +70,7 @@ pub(crate) fn record(args: &RecordArgs) -> Result<(), String> {
             .map(Rate::Period)
             .unwrap_or(Rate::Frequency(args.freq)),
         call_graph: parse_call_graph(&args.call_graph)?,
+        // The session shrinks buffers to fit an unprivileged user's perf_event_mlock_kb.
         buffer_pages: 128,
         compact_stacks: args.compact,
     };
@@ -137,6 +138,7 @@ pub(crate) fn record(args: &RecordArgs) -> Result<(), String> {
     for r in &session.restrictions {
         eprintln!("sparkles record: {r}");
     }
+    let session_restrictions = session.restrictions.len();
     loop {
         if INTERRUPTED.load(Ordering::SeqCst) || deadline.is_some_and(|d| Instant::now() >= d) {
             break;
@@ -163,6 +165,9 @@ pub(crate) fn record(args: &RecordArgs) -> Result<(), String> {
     }
     for u in &capture.uncovered {
         eprintln!("sparkles record: not covered: {u}");
+    }
+    for r in capture.restrictions.iter().skip(session_restrictions) {
+        eprintln!("sparkles record: {r}");
     }
     let bytes = capture
         .writer

@@ -83,12 +83,38 @@ pub fn default_event(resolver: &EventResolver, system: &System) -> (EventAttr, S
     let mut why_not = String::new();
     if let Ok(mut attrs) = resolver.resolve("cycles:P") {
         if let Some(mut cycles) = attrs.drain(..).next() {
-            match crate::open::open(&cycles, OpenMode::Sampling { period: 1_000_000 }, system) {
+            let mode = OpenMode::Sampling { period: 1_000_000 };
+            let mut opened = crate::open::open(&cycles, mode, system);
+            let mut user_only = false;
+            if matches!(&opened, Err(e) if matches!(e.errno, libc::EACCES | libc::EPERM)) {
+                // paranoid 2 allows sampling one's own user mode.
+                let mut user = cycles.clone();
+                user.exclude_kernel = true;
+                user.exclude_hv = true;
+                if let Ok(o) = crate::open::open(&user, mode, system) {
+                    opened = Ok(o);
+                    cycles = user;
+                    user_only = true;
+                }
+            }
+            match opened {
                 Ok(opened) => {
                     cycles.precise_ip = opened.precise_ip;
                     cycles.precise_max = false;
-                    cycles.name = "cycles".to_string();
-                    let note = format!("event: cycles (precise_ip {})", opened.precise_ip);
+                    cycles.name = if user_only { "cycles:u" } else { "cycles" }.to_string();
+                    let note = format!(
+                        "event: {} (precise_ip {}{})",
+                        cycles.name,
+                        opened.precise_ip,
+                        if user_only {
+                            format!(
+                                "; user mode only: perf_event_paranoid is {}",
+                                system.perf_event_paranoid
+                            )
+                        } else {
+                            String::new()
+                        }
+                    );
                     return (cycles, note);
                 }
                 Err(e) => why_not = e.reason,
@@ -120,6 +146,8 @@ pub struct Session {
     pub uncovered: Vec<String>,
     /// Restrictions the kernel imposed (user mode only, …), with the setting behind them.
     pub restrictions: Vec<String>,
+    /// Set when the buffers are smaller than asked, and why.
+    buffer_note: Option<String>,
 }
 
 #[derive(Debug, Default)]
@@ -195,6 +223,7 @@ impl SamplingConfig {
 
     fn builder(
         &self,
+        buffer_bytes: usize,
         attr: &EventAttr,
         target: OpenTarget,
         inherit: bool,
@@ -213,7 +242,7 @@ impl SamplingConfig {
             .task(true)
             .sample_id_all(true)
             .inherit(inherit)
-            .wakeup_watermark(self.buffer_pages * 4096 / 4);
+            .wakeup_watermark(buffer_bytes / 4);
         {
             let a = b.attrs_mut();
             a.sample_type = self.sample_type();
@@ -266,7 +295,6 @@ impl Session {
         let mut attr = config.event.clone();
         let mut restrictions = Vec::new();
         let mut uncovered = Vec::new();
-        let map_bytes = config.buffer_pages * 4096;
         // Per-task opens for each thread; for the current thread, per CPU with inherit.
         let mut plan: Vec<(OpenTarget, bool, u32)> = Vec::new();
         match target {
@@ -316,9 +344,37 @@ impl Session {
                 "process {pid} has no threads to sample (has it exited?)"
             ));
         }
+        // An unprivileged user's buffers share kernel.perf_event_mlock_kb: size each so all
+        // of them fit, and say so when that made them smaller than asked.
+        let mut pages = config.buffer_pages.max(1).next_power_of_two();
+        let mut mlock_note = None;
+        if !system.is_root {
+            let mlock_kb: usize = std::fs::read_to_string("/proc/sys/kernel/perf_event_mlock_kb")
+                .ok()
+                .and_then(|t| t.trim().parse().ok())
+                .unwrap_or(516);
+            let per_buffer = (mlock_kb * 1024 / plan.len()) / 4096;
+            let fit = per_buffer.saturating_sub(1).max(1);
+            let fit = if fit.is_power_of_two() {
+                fit
+            } else {
+                fit.next_power_of_two() / 2
+            };
+            if fit < pages {
+                pages = fit;
+                mlock_note = Some(format!(
+                    "ring buffers limited to {} KiB each ({} buffers) by kernel.perf_event_mlock_kb={mlock_kb}",
+                    pages * 4,
+                    plan.len()
+                ));
+            }
+        }
+        let map_bytes = pages * 4096;
         let mut samplers: Vec<Sampler> = Vec::new();
         for (open_target, inherit, tid) in plan {
-            let built = config.builder(&attr, open_target, inherit).build();
+            let built = config
+                .builder(map_bytes, &attr, open_target, inherit)
+                .build();
             let counter = match built {
                 Ok(c) => c,
                 Err(e)
@@ -332,7 +388,10 @@ impl Session {
                         "user mode only: perf_event_paranoid is {} (sysctl kernel.perf_event_paranoid=1, or CAP_PERFMON, to see kernel frames)",
                         system.perf_event_paranoid
                     ));
-                    match config.builder(&attr, open_target, inherit).build() {
+                    match config
+                        .builder(map_bytes, &attr, open_target, inherit)
+                        .build()
+                    {
                         Ok(c) => c,
                         Err(e) => {
                             uncovered.push(format!(
@@ -394,6 +453,7 @@ impl Session {
             ));
         }
         restrictions.dedup();
+        let buffer_note = mlock_note;
         let ids: Vec<u64> = samplers.iter().map(|s| s.as_counter().id()).collect();
         let stored = stored_attr(&attr, config);
         let mut writer = CaptureWriter::new(stored.clone(), ids.clone(), attr.name.clone());
@@ -421,6 +481,7 @@ impl Session {
             writer_seed: writer,
             uncovered,
             restrictions,
+            buffer_note,
         })
     }
 
@@ -442,7 +503,19 @@ impl Session {
             lost: result.lost,
             lost_samples: result.lost_samples,
             uncovered: std::mem::take(&mut self.uncovered),
-            restrictions: std::mem::take(&mut self.restrictions),
+            restrictions: {
+                let mut r = std::mem::take(&mut self.restrictions);
+                if result.lost + result.lost_samples > 0 {
+                    r.push(format!(
+                        "lost {} records and {} samples: the drain fell behind the ring buffers{}; lower the frequency or the stack size{}",
+                        result.lost,
+                        result.lost_samples,
+                        self.buffer_note.as_ref().map(|n| format!(" ({n})")).unwrap_or_default(),
+                        if self.buffer_note.is_some() { ", or raise kernel.perf_event_mlock_kb" } else { "" }
+                    ));
+                }
+                r
+            },
         }
     }
 }
