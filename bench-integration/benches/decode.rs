@@ -155,21 +155,8 @@ fn main() {
         }
         Err(why) => eprintln!("decode: no capture, nothing to measure: {why}"),
     }
-    let outcome = match sparkles_bench::run(suite, &args) {
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!("error: {e}");
-            std::process::exit(2);
-        }
-    };
-    let median = |case: &str| {
-        outcome
-            .rows
-            .iter()
-            .find(|r| r.case == case && r.ok)
-            .and_then(|r| r.timing.as_ref())
-            .map(|t| t.summary.median)
-    };
+    let outcome = sparkles_bench::run_or_exit(suite, &args);
+    let median = |case: &str| outcome.median(case);
     if let Some(peer) = median("decode/perf_script") {
         for ours in ["decode/records", "decode/script_text"] {
             if let Some(m) = median(ours) {

@@ -107,21 +107,8 @@ fn main() {
             });
         }
     });
-    let outcome = match sparkles_bench::run(suite, &args) {
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!("error: {e}");
-            std::process::exit(2);
-        }
-    };
-    let median = |case: &str| {
-        outcome
-            .rows
-            .iter()
-            .find(|r| r.case == case && r.ok)
-            .and_then(|r| r.timing.as_ref())
-            .map(|t| t.summary.median)
-    };
+    let outcome = sparkles_bench::run_or_exit(suite, &args);
+    let median = |case: &str| outcome.median(case);
     if let Some(plain) = median("sampling/plain") {
         let slowdown = |case| median(case).map(|m| (m / plain - 1.0) * 100.0);
         if let Some(ours) = slowdown("sampling/sparkles") {

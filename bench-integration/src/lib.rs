@@ -107,6 +107,24 @@ impl Outcome {
     pub fn all_ok(&self) -> bool {
         self.rows.iter().all(|r| r.ok)
     }
+
+    /// The median ns per iteration of `case`, when it ran and passed.
+    pub fn median(&self, case: &str) -> Option<f64> {
+        self.rows
+            .iter()
+            .find(|r| r.case == case && r.ok)
+            .and_then(|r| r.timing.as_ref())
+            .map(|t| t.summary.median)
+    }
+}
+
+/// Runs `suite` as `args` say, for bench binaries that report on the outcome themselves
+/// (ratios against a peer tool); bad flags or inputs exit with status 2.
+pub fn run_or_exit(suite: Suite, args: &HarnessArgs) -> Outcome {
+    run(suite, args).unwrap_or_else(|e| {
+        eprintln!("error: {e}");
+        std::process::exit(2)
+    })
 }
 
 fn matches(name: &str, pattern: &str, exact: bool) -> bool {

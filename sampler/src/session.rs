@@ -19,7 +19,7 @@ use crate::open::{builder_for, explain, OpenMode, OpenTarget};
 use crate::perf_data::attr::{flag, sample_type as st, Attr};
 use crate::perf_data::record::{kind, parse_record, Record, RecordHeader};
 use crate::perf_data::sample::SampleFormat;
-use crate::perf_data::synth;
+use crate::perf_data::synth::{self, tasks_of};
 use crate::perf_data::writer::{CaptureWriter, HostInfo};
 use crate::system::System;
 
@@ -179,17 +179,6 @@ pub struct Capture {
 fn gettid() -> u32 {
     // SAFETY: gettid has no preconditions.
     unsafe { libc::syscall(libc::SYS_gettid) as u32 }
-}
-
-fn tasks_of(pid: u32) -> Vec<u32> {
-    let mut tids: Vec<u32> = std::fs::read_dir(format!("/proc/{pid}/task"))
-        .map(|it| {
-            it.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-                .collect()
-        })
-        .unwrap_or_default();
-    tids.sort_unstable();
-    tids
 }
 
 fn online_cpus() -> Vec<usize> {

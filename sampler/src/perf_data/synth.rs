@@ -173,11 +173,8 @@ pub fn kernel_mmap(attr: &Attr, id: u64) -> Option<Vec<u8>> {
     Some(record(kind::MMAP, 1, &body, &trailer(attr, pid, 0, id)))
 }
 
-/// The kernel's MMAP, then COMM and FORK for every thread of `pid` and MMAP2 for its
-/// executable mappings (all of them with `all_mappings`: DWARF unwinding reads
-/// `.eh_frame` from read-only segments and the stack from `[stack]`), read from /proc now. A process that vanished gives none of its own.
-pub fn synthesize_process(attr: &Attr, id: u64, pid: u32, all_mappings: bool) -> Vec<Vec<u8>> {
-    let mut out: Vec<Vec<u8>> = kernel_mmap(attr, id).into_iter().collect();
+/// The threads of `pid` (none for a process that is gone), in ascending order.
+pub fn tasks_of(pid: u32) -> Vec<u32> {
     let mut tids: Vec<u32> = std::fs::read_dir(format!("/proc/{pid}/task"))
         .map(|it| {
             it.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
@@ -185,7 +182,15 @@ pub fn synthesize_process(attr: &Attr, id: u64, pid: u32, all_mappings: bool) ->
         })
         .unwrap_or_default();
     tids.sort_unstable();
-    for &tid in &tids {
+    tids
+}
+
+/// The kernel's MMAP, then COMM and FORK for every thread of `pid` and MMAP2 for its
+/// executable mappings (all of them with `all_mappings`: DWARF unwinding reads
+/// `.eh_frame` from read-only segments and the stack from `[stack]`), read from /proc now. A process that vanished gives none of its own.
+pub fn synthesize_process(attr: &Attr, id: u64, pid: u32, all_mappings: bool) -> Vec<Vec<u8>> {
+    let mut out: Vec<Vec<u8>> = kernel_mmap(attr, id).into_iter().collect();
+    for tid in tasks_of(pid) {
         let name =
             std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm")).unwrap_or_default();
         if tid != pid {
