@@ -566,7 +566,8 @@ fn drain(
     compact: bool,
 ) -> DrainResult {
     let mut writer = seed;
-    writer.data.reserve(16 << 20);
+    // Address space only: pages are touched as records arrive.
+    writer.data.reserve(256 << 20);
     writer.compact_stacks = compact;
     let mut result = DrainResult::default();
     let mut scratch: Vec<u8> = Vec::with_capacity(16 * 1024);
@@ -586,22 +587,25 @@ fn drain(
         }
         for s in &mut samplers {
             while let Some(record) = s.next_record() {
-                let size = 8 + record.len();
-                scratch.clear();
-                scratch.extend_from_slice(&record.ty().to_le_bytes());
-                scratch.extend_from_slice(&record.misc().to_le_bytes());
-                scratch.extend_from_slice(&(size as u16).to_le_bytes());
-                for part in record.data() {
-                    scratch.extend_from_slice(part);
-                }
-                drop(record);
-                match u32::from_le_bytes([scratch[0], scratch[1], scratch[2], scratch[3]]) {
+                let (type_, misc) = (record.ty(), record.misc());
+                let body: &[u8] = match record.data() {
+                    [one] => one,
+                    // A record split by the end of the ring is joined once, here.
+                    parts => {
+                        scratch.clear();
+                        for part in parts {
+                            scratch.extend_from_slice(part);
+                        }
+                        &scratch
+                    }
+                };
+                match type_ {
                     kind::SAMPLE => result.samples += 1,
-                    kind::LOST => result.lost += u64_at(&scratch, 16),
-                    kind::LOST_SAMPLES => result.lost_samples += u64_at(&scratch, 8),
+                    kind::LOST => result.lost += u64_at(body, 8),
+                    kind::LOST_SAMPLES => result.lost_samples += u64_at(body, 0),
                     _ => {}
                 }
-                writer.push(&scratch);
+                writer.push_body(type_, misc, body);
             }
         }
         if finishing {

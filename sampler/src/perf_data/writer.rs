@@ -245,40 +245,41 @@ impl CaptureWriter {
     /// Appends one record (header included). A sample's user stack is cut to its valid
     /// (dynamic) size, rounded up to 8 bytes, and its size field says so.
     pub fn push(&mut self, record: &[u8]) {
-        let (Some(format), true) = (self.format, self.compact_stacks) else {
-            self.data.extend_from_slice(record);
-            return;
-        };
-        let Ok(header) = RecordHeader::parse(record, 0) else {
-            self.data.extend_from_slice(record);
-            return;
-        };
-        if header.type_ != kind::SAMPLE || format.sample_type & st::STACK_USER == 0 {
-            self.data.extend_from_slice(record);
-            return;
+        match RecordHeader::parse(record, 0) {
+            Ok(h) => self.push_body(h.type_, h.misc, &record[8..h.size as usize]),
+            Err(_) => self.data.extend_from_slice(record),
         }
-        let body = &record[8..header.size as usize];
-        let Ok(sample) = Sample::parse(body, 8, &format) else {
-            self.data.extend_from_slice(record);
-            return;
+    }
+
+    /// [`CaptureWriter::push`] for a record given as its header fields and body, so a
+    /// ring-buffer record is copied once, straight into the capture.
+    pub fn push_body(&mut self, type_: u32, misc: u16, body: &[u8]) {
+        let header = |out: &mut Vec<u8>, size: usize| {
+            out.extend_from_slice(&type_.to_le_bytes());
+            out.extend_from_slice(&misc.to_le_bytes());
+            out.extend_from_slice(&(size as u16).to_le_bytes());
         };
-        let Some(stack) = sample.stack_user.filter(|s| !s.data.is_empty()) else {
-            self.data.extend_from_slice(record);
+        let stack = self
+            .format
+            .filter(|f| {
+                self.compact_stacks && type_ == kind::SAMPLE && f.sample_type & st::STACK_USER != 0
+            })
+            .and_then(|f| Sample::parse(body, 8, &f).ok())
+            .and_then(|s| s.stack_user)
+            .filter(|s| !s.data.is_empty());
+        let Some(stack) = stack else {
+            header(&mut self.data, 8 + body.len());
+            self.data.extend_from_slice(body);
             return;
         };
         let keep = (stack.dyn_size as usize)
             .next_multiple_of(8)
             .min(stack.data.len());
         let data_at = stack.data.as_ptr() as usize - body.as_ptr() as usize;
-        let size_at = data_at - 8;
         let after = data_at + stack.data.len();
         let saved = stack.data.len() - keep;
-        let new_size = header.size as usize - saved;
-        self.data.extend_from_slice(&header.type_.to_le_bytes());
-        self.data.extend_from_slice(&header.misc.to_le_bytes());
-        self.data
-            .extend_from_slice(&(new_size as u16).to_le_bytes());
-        self.data.extend_from_slice(&body[..size_at]);
+        header(&mut self.data, 8 + body.len() - saved);
+        self.data.extend_from_slice(&body[..data_at - 8]);
         self.data.extend_from_slice(&(keep as u64).to_le_bytes());
         self.data.extend_from_slice(&stack.data[..keep]);
         self.data.extend_from_slice(&body[after..]);
