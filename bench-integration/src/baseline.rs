@@ -132,6 +132,9 @@ pub fn save(path: &Path, rows: &[BenchRow], environment: &Environment) -> Result
     for row in rows.iter().filter(|r| r.ok) {
         let mut row = row.clone();
         row.comparison = None;
+        // The capture under target/sparkles/profile/ is replaced by the next run: a
+        // baseline does not point at it.
+        row.profile = None;
         match merged.iter_mut().find(|old| old.case == row.case) {
             Some(old) => *old = row,
             None => merged.push(row),
