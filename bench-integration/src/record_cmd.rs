@@ -77,22 +77,20 @@ pub(crate) fn record(args: &RecordArgs) -> Result<(), String> {
     // SAFETY: the handler only stores to an atomic.
     unsafe { libc::signal(libc::SIGINT, on_sigint as *const () as libc::sighandler_t) };
     let started = Instant::now();
-    let deadline = args
-        .duration
-        .map(|s| started + Duration::from_secs_f64(s.max(0.0)));
+    let deadline = match args.duration {
+        Some(s) => Some(
+            started
+                + Duration::try_from_secs_f64(s)
+                    .map_err(|_| format!("--duration: {s} is not a number of seconds"))?,
+        ),
+        None => None,
+    };
     let (session, mut child): (Session, Option<Child>) = if let Some(pid) = args.pid {
         (
             Session::start(&config, Target::Process(pid), &system)?,
             None,
         )
     } else {
-        // The child waits on a pipe until its events are open, then execs.
-        let mut fds = [0i32; 2];
-        // SAFETY: `fds` has room for the two descriptors pipe2 writes.
-        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-            return Err(format!("pipe: {}", std::io::Error::last_os_error()));
-        }
-        let (read_end, write_end) = (fds[0], fds[1]);
         // Everything the child needs is built before fork: after it, only
         // async-signal-safe calls.
         let argv: Vec<std::ffi::CString> = args
@@ -103,36 +101,63 @@ pub(crate) fn record(args: &RecordArgs) -> Result<(), String> {
             .map_err(|_| "record: an argument holds a NUL byte".to_string())?;
         let mut argv_ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
         argv_ptrs.push(std::ptr::null());
+        // The child waits on a pipe until its events are open, then execs.
+        let mut fds = [0i32; 2];
+        // SAFETY: `fds` has room for the two descriptors pipe2 writes.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            return Err(format!("pipe: {}", std::io::Error::last_os_error()));
+        }
+        let (read_end, write_end) = (fds[0], fds[1]);
         // SAFETY: the child only calls close, read, execvp and _exit before replacing
         // itself, all async-signal-safe, on memory prepared before the fork.
         let pid = unsafe { libc::fork() };
         if pid < 0 {
-            return Err(format!("fork: {}", std::io::Error::last_os_error()));
+            let e = std::io::Error::last_os_error();
+            // SAFETY: closing the pipe we own.
+            unsafe {
+                libc::close(read_end);
+                libc::close(write_end);
+            }
+            return Err(format!("fork: {e}"));
         }
         if pid == 0 {
             // SAFETY: see above; the pointers stay valid in the child's copy.
             unsafe {
                 libc::close(write_end);
                 let mut byte = 0u8;
-                libc::read(read_end, (&mut byte as *mut u8).cast(), 1);
-                libc::execvp(argv_ptrs[0], argv_ptrs.as_ptr());
+                // Exec only on the go byte: EOF means the parent gave up (or died).
+                let mut n;
+                loop {
+                    n = libc::read(read_end, (&mut byte as *mut u8).cast(), 1);
+                    if n >= 0 || *libc::__errno_location() != libc::EINTR {
+                        break;
+                    }
+                }
+                if n == 1 {
+                    libc::execvp(argv_ptrs[0], argv_ptrs.as_ptr());
+                }
                 libc::_exit(127);
             }
         }
         // SAFETY: closing our copy of the read end, which we own.
         unsafe { libc::close(read_end) };
         let session = Session::start(&config, Target::Process(pid as u32), &system);
+        let child = Child(pid);
+        // The go byte only once sampling is on; without it the child exits unexec'd.
         // SAFETY: one byte from a valid buffer to our own pipe; then closing it.
         unsafe {
-            libc::write(write_end, [1u8].as_ptr().cast(), 1);
+            if session.is_ok() {
+                libc::write(write_end, [1u8].as_ptr().cast(), 1);
+            }
             libc::close(write_end);
         }
-        let child = Child(pid);
-        if let Err(e) = &session {
-            child.kill_and_wait();
-            return Err(e.clone());
+        match session {
+            Ok(session) => (session, Some(child)),
+            Err(e) => {
+                child.kill_and_wait();
+                return Err(e);
+            }
         }
-        (session?, Some(child))
     };
     eprintln!("sparkles record: {note}");
     for r in &session.restrictions {
@@ -150,7 +175,13 @@ pub(crate) fn record(args: &RecordArgs) -> Result<(), String> {
                 }
             }
             (None, Some(pid)) => {
-                if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+                // Gone, or a zombie its parent has not reaped: either way it has ended.
+                let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+                let state = stat
+                    .rsplit(')')
+                    .next()
+                    .and_then(|rest| rest.split_whitespace().next());
+                if matches!(state, None | Some("Z") | Some("X")) {
                     break;
                 }
             }

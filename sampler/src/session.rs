@@ -342,7 +342,9 @@ impl Session {
                 .ok()
                 .and_then(|t| t.trim().parse().ok())
                 .unwrap_or(516);
-            let per_buffer = (mlock_kb * 1024 / plan.len()) / 4096;
+            // The kernel allows perf_event_mlock_kb per online CPU to each user.
+            let budget = mlock_kb * 1024 * online_cpus().len();
+            let per_buffer = (budget / plan.len()) / 4096;
             let fit = per_buffer.saturating_sub(1).max(1);
             let fit = if fit.is_power_of_two() {
                 fit
@@ -476,6 +478,10 @@ impl Session {
 
     /// Stops sampling, drains what is left, and returns the capture.
     pub fn finish(mut self) -> Capture {
+        self.finish_capture()
+    }
+
+    fn finish_capture(&mut self) -> Capture {
         self.stop.store(true, Ordering::Release);
         let result = self
             .drain
@@ -608,6 +614,14 @@ fn drain(
                 writer.push_body(type_, misc, body);
             }
         }
+        // A buffer whose task exited reports POLLHUP for good: stop polling it, or poll
+        // would return at once forever.
+        for fd in &mut fds {
+            if fd.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
+                fd.fd = -1;
+            }
+            fd.revents = 0;
+        }
         if finishing {
             break;
         }
@@ -730,4 +744,14 @@ pub fn wait_until(timeout: Duration, mut done: impl FnMut() -> bool) -> bool {
         std::thread::sleep(Duration::from_millis(10));
     }
     done()
+}
+
+impl Drop for Session {
+    /// A session dropped without `finish` (the profiled body panicked) still stops its
+    /// events and its drain thread.
+    fn drop(&mut self) {
+        if self.drain.is_some() {
+            let _ = self.finish_capture();
+        }
+    }
 }

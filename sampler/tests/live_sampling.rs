@@ -14,6 +14,9 @@ use sparkles_sampler::session::{CallGraph, Rate, SamplingConfig, Session, Target
 use sparkles_sampler::system::System;
 use sparkles_sampler::EventResolver;
 
+/// Sessions attach to every thread of the process: one test at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn gettid() -> u32 {
     // SAFETY: gettid has no preconditions.
     unsafe { libc::syscall(libc::SYS_gettid) as u32 }
@@ -46,6 +49,7 @@ fn config(stack: u32) -> SamplingConfig {
 
 #[test]
 fn threads_started_before_and_during_sampling_are_all_sampled() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let stop = Arc::new(AtomicBool::new(false));
     let (tx, rx) = std::sync::mpsc::channel();
     let before = {
@@ -115,6 +119,7 @@ fn threads_started_before_and_during_sampling_are_all_sampled() {
 
 #[test]
 fn a_capture_is_a_perf_data_file_with_header_features() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let system = System::probe();
     let session = match Session::start(&config(0), Target::CurrentThread, &system) {
         Ok(s) => s,
@@ -156,4 +161,28 @@ fn a_capture_is_a_perf_data_file_with_header_features() {
         assert!(out.status.success(), "perf report failed: {err}");
         assert!(!err.to_lowercase().contains("warning"), "{err}");
     }
+}
+
+fn drain_threads() -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|e| std::fs::read_to_string(e.ok()?.path().join("comm")).ok())
+        .filter(|c| c.trim() == "sparkles-drain")
+        .count()
+}
+
+#[test]
+fn a_session_dropped_without_finish_stops_its_drain() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let session = match Session::start(&config(0), Target::CurrentThread, &System::probe()) {
+        Ok(s) => s,
+        Err(reason) => {
+            eprintln!("skipped: the kernel refuses sampling here: {reason}");
+            return;
+        }
+    };
+    assert_eq!(drain_threads(), 1);
+    // What a panicking profiled body does: the session unwinds away.
+    drop(session);
+    assert_eq!(drain_threads(), 0, "the drain thread outlived its session");
 }

@@ -525,13 +525,24 @@ impl PerfData {
                         let h = RecordHeader::parse(&arena[arena_parsed..], pos as u64)?;
                         let (_, time) =
                             self.locate(&h, &arena[arena_parsed + 8..arena_parsed + size]);
-                        match time {
+                        // perf passes timestamps 0 and ~0 straight through, unqueued.
+                        match time.filter(|&t| t != 0 && t != u64::MAX) {
                             Some(t) => order.push(t, true, arena_parsed, pos as u64),
                             None => {
                                 let event = self
                                     .decode(&arena, arena_parsed, pos as u64, true)
                                     .map_err(|e| in_chunk(e, pos, arena_parsed))?;
                                 deliver(&event, &mut stats)?;
+                                if h.type_ == kind::FINISHED_ROUND {
+                                    let ready = order.round();
+                                    self.flush(
+                                        ready,
+                                        bytes,
+                                        &arena,
+                                        &mut |e, s| deliver(e, s),
+                                        &mut stats,
+                                    )?;
+                                }
                             }
                         }
                         arena_parsed += size;
@@ -539,7 +550,7 @@ impl PerfData {
                 }
                 _ => {
                     let (_, time) = self.locate(&header, body);
-                    match time {
+                    match time.filter(|&t| t != 0 && t != u64::MAX) {
                         Some(t) => order.push(t, false, pos, pos as u64),
                         None => {
                             let event = self.decode(bytes, pos, pos as u64, false)?;

@@ -276,8 +276,9 @@ impl CaptureWriter {
             .next_multiple_of(8)
             .min(stack.data.len());
         let data_at = stack.data.as_ptr() as usize - body.as_ptr() as usize;
-        let after = data_at + stack.data.len();
-        let saved = stack.data.len() - keep;
+        // The dyn_size word follows the data; a stack of size 0 has no dyn_size word.
+        let after = data_at + stack.data.len() + if keep == 0 { 8 } else { 0 };
+        let saved = after - data_at - keep;
         header(&mut self.data, 8 + body.len() - saved);
         self.data.extend_from_slice(&body[..data_at - 8]);
         self.data.extend_from_slice(&(keep as u64).to_le_bytes());
@@ -303,7 +304,13 @@ impl CaptureWriter {
             name.resize(name.len().next_multiple_of(8), 0);
             e.extend_from_slice(&name);
             put_u32(&mut build, kind::HEADER_BUILD_ID);
-            build.extend_from_slice(&super::record::misc::BUILD_ID_SIZE.to_le_bytes());
+            // perf uses an entry only with its cpumode: 1 kernel, 2 user.
+            let mode: u16 = if file.starts_with("[kernel.kallsyms]") {
+                1
+            } else {
+                2
+            };
+            build.extend_from_slice(&(super::record::misc::BUILD_ID_SIZE | mode).to_le_bytes());
             build.extend_from_slice(&((8 + e.len()) as u16).to_le_bytes());
             build.extend_from_slice(&e);
         }
@@ -449,10 +456,71 @@ impl CaptureWriter {
                 .unwrap_or("capture"),
             std::process::id()
         ));
-        let mut file = std::fs::File::create(&tmp)?;
-        file.write_all(&bytes)?;
-        file.sync_all()?;
-        std::fs::rename(&tmp, path)?;
+        let written = std::fs::File::create(&tmp)
+            .and_then(|mut file| file.write_all(&bytes).and_then(|_| file.sync_all()))
+            .and_then(|_| std::fs::rename(&tmp, path));
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e);
+        }
         Ok(bytes.len() as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample_with_stack(stack: &[u8], dyn_size: u64) -> (Attr, Vec<u8>) {
+        let attr = Attr {
+            size: 128,
+            sample_type: st::IP | st::STACK_USER | st::WEIGHT,
+            ..Attr::default()
+        };
+        let mut body = Vec::new();
+        body.extend_from_slice(&0x401000u64.to_le_bytes());
+        body.extend_from_slice(&(stack.len() as u64).to_le_bytes());
+        body.extend_from_slice(stack);
+        body.extend_from_slice(&dyn_size.to_le_bytes());
+        body.extend_from_slice(&77u64.to_le_bytes());
+        let mut record = Vec::new();
+        record.extend_from_slice(&kind::SAMPLE.to_le_bytes());
+        record.extend_from_slice(&2u16.to_le_bytes());
+        record.extend_from_slice(&((8 + body.len()) as u16).to_le_bytes());
+        record.extend_from_slice(&body);
+        (attr, record)
+    }
+
+    fn roundtrip(dyn_size: u64) -> (Vec<u8>, u64, u64) {
+        let (attr, record) = sample_with_stack(&[0xab; 64], dyn_size);
+        let format = SampleFormat::of(&attr);
+        let mut w = CaptureWriter::new(attr, vec![1], "x".into());
+        w.push(&record);
+        let h = RecordHeader::parse(&w.data, 0).unwrap();
+        assert_eq!(h.size as usize, w.data.len());
+        let s = Sample::parse(&w.data[8..], 8, &format).unwrap();
+        assert_eq!(s.ip, Some(0x401000));
+        assert_eq!(
+            s.weight.unwrap().latency(),
+            77,
+            "fields after the stack survive"
+        );
+        let stack = s.stack_user.unwrap();
+        (stack.data.to_vec(), stack.dyn_size, w.stack_bytes_saved)
+    }
+
+    #[test]
+    fn stacks_are_cut_to_their_valid_bytes() {
+        let (data, dyn_size, saved) = roundtrip(20);
+        assert_eq!((data.len(), dyn_size, saved), (24, 20, 40));
+        let (data, _, saved) = roundtrip(64);
+        assert_eq!((data.len(), saved), (64, 0));
+    }
+
+    #[test]
+    fn an_empty_stack_copy_loses_its_dyn_size_word_too() {
+        // size 0 is followed by no dyn_size: the record must say so.
+        let (data, dyn_size, saved) = roundtrip(0);
+        assert_eq!((data.len(), dyn_size, saved), (0, 0, 72));
     }
 }
