@@ -91,6 +91,29 @@ pub enum Command {
         #[arg(last = true)]
         command: Vec<String>,
     },
+    /// Source locations of addresses in an ELF file, in binutils addr2line's format.
+    Addr2line {
+        /// The ELF file.
+        #[arg(short = 'e', long = "exe", default_value = "a.out")]
+        exe: PathBuf,
+        /// Print function names.
+        #[arg(short = 'f', long = "functions")]
+        functions: bool,
+        /// Print inlined frames too.
+        #[arg(short = 'i', long = "inlines")]
+        inlines: bool,
+        /// Demangle function names.
+        #[arg(short = 'C', long = "demangle")]
+        demangle: bool,
+        /// Print each address first.
+        #[arg(short = 'a', long = "addresses")]
+        addresses: bool,
+        /// One line per address.
+        #[arg(short = 'p', long = "pretty-print")]
+        pretty: bool,
+        /// Hex addresses (read from stdin when none are given).
+        addrs: Vec<String>,
+    },
     /// Probe the seven capabilities (counting, sampling, precise data source, symbolization,
     /// event space, NUMA, event naming) with real perf_event_open calls.
     Caps {
@@ -438,6 +461,47 @@ fn script(
     }
 }
 
+fn addr2line_command(
+    exe: &std::path::Path,
+    options: sparkles_symbolize::binutils::Options,
+    addrs: &[String],
+) -> Result<(), String> {
+    use std::io::BufRead;
+    let module = sparkles_symbolize::Module::open(exe).map_err(|e| e.to_string())?;
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut one = |text: &str| -> Result<(), String> {
+        let t = text.trim();
+        // binutils reads every address as hex, with or without 0x.
+        let addr = u64::from_str_radix(t.trim_start_matches("0x").trim_start_matches("0X"), 16)
+            .map_err(|_| format!("'{t}' is not a hex address"))?;
+        let text = sparkles_symbolize::binutils::format(addr, &module.frames(addr), &options);
+        match out.write_all(text.as_bytes()) {
+            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.to_string()),
+            _ => Ok(()),
+        }
+    };
+    if addrs.is_empty() {
+        for line in std::io::stdin().lock().lines() {
+            let line = line.map_err(|e| e.to_string())?;
+            if !line.trim().is_empty() {
+                one(&line)?;
+            }
+        }
+    } else {
+        for a in addrs {
+            one(a)?;
+        }
+    }
+    out.flush().or_else(|e| {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            Ok(())
+        } else {
+            Err(e.to_string())
+        }
+    })
+}
+
 /// Runs the command line `args` (the first is the program name); returns the exit status.
 pub fn run<I, T>(args: I) -> i32
 where
@@ -463,6 +527,25 @@ where
             sysfs_root,
         } => event(names, *json, sysfs_root.as_ref()),
         Command::Caps { json } => caps_command(*json),
+        Command::Addr2line {
+            exe,
+            functions,
+            inlines,
+            demangle,
+            addresses,
+            pretty,
+            addrs,
+        } => addr2line_command(
+            exe,
+            sparkles_symbolize::binutils::Options {
+                functions: *functions,
+                inlines: *inlines,
+                demangle: *demangle,
+                addresses: *addresses,
+                pretty: *pretty,
+            },
+            addrs,
+        ),
         Command::Record {
             event,
             freq,

@@ -2,5 +2,270 @@
 //! module loading (ELF, build ids, debug links and directories), DWARF symbolization with
 //! inlined frames, demangling and the caches they share.
 //!
-//! The crate is laid out by the workspace foundation; its contents arrive with the
-//! symbolization work (issue 6).
+//! Present so far: [`Module`] (an ELF file's DWARF and symbol table through the addr2line
+//! crate's loader, which follows `.gnu_debuglink`, split DWARF and compressed sections)
+//! and [`binutils`], the output format of `sparkles addr2line`.
+
+pub mod binutils;
+
+use std::path::{Path, PathBuf};
+
+/// Why a module could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum SymbolizeError {
+    /// The file could not be read or parsed.
+    #[error("{}: {message}", path.display())]
+    Load {
+        /// The file.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+/// One frame of an address: the innermost first, each inlined call a frame of its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Frame {
+    /// The function's name as stored (linkage name where DWARF has one).
+    pub function: Option<String>,
+    /// The function's name demangled (Rust legacy and v0, C++).
+    pub demangled: Option<String>,
+    /// Source file.
+    pub file: Option<String>,
+    /// Line (0 or absent when unknown).
+    pub line: Option<u32>,
+    /// Whether this frame was inlined into the next one.
+    pub inlined: bool,
+    /// The line row's discriminator, for the innermost frame, where nonzero.
+    pub discriminator: Option<u32>,
+}
+
+/// A function symbol of the ELF symbol table, with the source file the table names for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct SymbolEntry {
+    start: u64,
+    end: u64,
+    name: String,
+    /// The STT_FILE symbol that precedes it in the table, as binutils reports it.
+    file: Option<String>,
+    /// End of the section holding it: binutils names addresses past a symbol's end by the
+    /// nearest symbol before them, but not across sections.
+    section_end: u64,
+}
+
+/// An ELF module's symbolization data.
+pub struct Module {
+    loader: addr2line::Loader,
+    path: PathBuf,
+    symbols: Vec<SymbolEntry>,
+    /// `(start, end, discriminator)` of line rows with a nonzero discriminator, sorted.
+    discriminators: Vec<(u64, u64, u32)>,
+}
+
+/// Address ranges of line-table rows with a nonzero discriminator (binutils prints them;
+/// the addr2line crate's locations do not carry them).
+fn read_discriminators(path: &Path) -> Vec<(u64, u64, u32)> {
+    use object::{Object, ObjectSection};
+    let Ok(bytes) = std::fs::read(path) else {
+        return Vec::new();
+    };
+    let Ok(file) = object::File::parse(&*bytes) else {
+        return Vec::new();
+    };
+    let load = |id: gimli::SectionId| -> Result<std::borrow::Cow<'_, [u8]>, gimli::Error> {
+        Ok(file
+            .section_by_name(id.name())
+            .and_then(|s| s.uncompressed_data().ok())
+            .unwrap_or(std::borrow::Cow::Borrowed(&[])))
+    };
+    let Ok(sections) = gimli::DwarfSections::load(load) else {
+        return Vec::new();
+    };
+    let dwarf = sections.borrow(|s| gimli::EndianSlice::new(s, gimli::RunTimeEndian::Little));
+    let mut out = Vec::new();
+    let mut units = dwarf.units();
+    while let Ok(Some(header)) = units.next() {
+        let Ok(unit) = dwarf.unit(header) else {
+            continue;
+        };
+        let Some(program) = unit.line_program.clone() else {
+            continue;
+        };
+        let mut rows = program.rows();
+        let mut previous: Option<(u64, u32)> = None;
+        while let Ok(Some((_, row))) = rows.next_row() {
+            if let Some((start, disc)) = previous {
+                if disc != 0 && row.address() > start {
+                    out.push((start, row.address(), disc));
+                }
+            }
+            previous = (!row.end_sequence()).then(|| (row.address(), row.discriminator() as u32));
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
+fn read_symbols(path: &Path) -> Vec<SymbolEntry> {
+    use object::{Object, ObjectSection, ObjectSymbol, SymbolKind, SymbolSection};
+    let Ok(bytes) = std::fs::read(path) else {
+        return Vec::new();
+    };
+    let Ok(file) = object::File::parse(&*bytes) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let mut current_file: Option<String> = None;
+    for sym in file.symbols() {
+        match sym.kind() {
+            SymbolKind::File => {
+                current_file = sym
+                    .name()
+                    .ok()
+                    .filter(|n| !n.is_empty())
+                    .map(str::to_string)
+            }
+            SymbolKind::Text if sym.address() != 0 => {
+                if let Ok(name) = sym.name() {
+                    let section_end = match sym.section() {
+                        SymbolSection::Section(index) => file
+                            .section_by_index(index)
+                            .map(|sec| sec.address() + sec.size())
+                            .unwrap_or(0),
+                        _ => 0,
+                    };
+                    out.push(SymbolEntry {
+                        start: sym.address(),
+                        end: sym.address() + sym.size().max(1),
+                        name: name.to_string(),
+                        file: current_file.clone(),
+                        section_end,
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+    out.sort_by_key(|s| (s.start, std::cmp::Reverse(s.end)));
+    out
+}
+
+impl std::fmt::Debug for Module {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Module").field("path", &self.path).finish()
+    }
+}
+
+impl Module {
+    /// Loads `path` (and its debug link, split DWARF or compressed sections).
+    pub fn open(path: impl AsRef<Path>) -> Result<Module, SymbolizeError> {
+        let path = path.as_ref();
+        let loader = addr2line::Loader::new(path).map_err(|e| SymbolizeError::Load {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
+        Ok(Module {
+            loader,
+            path: path.to_path_buf(),
+            symbols: read_symbols(path),
+            discriminators: read_discriminators(path),
+        })
+    }
+
+    /// The file it was loaded from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The function symbol covering `addr` (the innermost where several do), else, as
+    /// binutils does, the nearest one before it.
+    fn symbol_at(&self, addr: u64) -> Option<&SymbolEntry> {
+        let i = self.symbols.partition_point(|s| s.start <= addr);
+        let before = &self.symbols[..i];
+        before
+            .iter()
+            .rev()
+            .take(64)
+            .find(|s| addr < s.end)
+            .or_else(|| before.last().filter(|s| addr < s.section_end))
+    }
+
+    /// The frames at `addr` (an address in the module's ELF vaddr space), innermost
+    /// first; the symbol table's name when DWARF has none.
+    pub fn frames(&self, addr: u64) -> Vec<Frame> {
+        let mut out = Vec::new();
+        if let Ok(mut frames) = self.loader.find_frames(addr) {
+            while let Ok(Some(frame)) = frames.next() {
+                let function = frame
+                    .function
+                    .as_ref()
+                    .and_then(|f| f.raw_name().ok().map(|n| n.into_owned()));
+                let demangled = frame
+                    .function
+                    .as_ref()
+                    .and_then(|f| f.demangle().ok().map(|n| n.into_owned()));
+                out.push(Frame {
+                    function,
+                    demangled,
+                    file: frame
+                        .location
+                        .as_ref()
+                        .and_then(|l| l.file.map(str::to_string)),
+                    line: frame.location.as_ref().and_then(|l| l.line),
+                    inlined: true,
+                    discriminator: None,
+                });
+            }
+        }
+        if let Some(first) = out.first_mut() {
+            let i = self.discriminators.partition_point(|d| d.0 <= addr);
+            first.discriminator = i
+                .checked_sub(1)
+                .map(|i| self.discriminators[i])
+                .filter(|d| addr < d.1)
+                .map(|d| d.2);
+        }
+        if let Some(last) = out.last_mut() {
+            last.inlined = false;
+            // Like binutils: a DWARF name that is not a linkage name (no namespace, no
+            // template arguments of the instance) gives way, for the containing function,
+            // to the symbol table's name for the address.
+            let linkage = last
+                .function
+                .as_deref()
+                .is_some_and(|n| n.starts_with("_Z") || n.starts_with("_R"));
+            if !linkage {
+                // binutils takes the symbol only when it starts where the DWARF function
+                // does; a GCC `.cold` part is a symbol inside a function that starts
+                // elsewhere, so the DWARF name stays.
+                if let Some(sym) = self.symbol_at(addr).filter(|s| !s.name.contains(".cold")) {
+                    last.demangled =
+                        Some(addr2line::demangle_auto(sym.name.as_str().into(), None).into_owned());
+                    last.function = Some(sym.name.clone());
+                }
+            }
+        }
+        if out.is_empty() || out.iter().all(|f| f.function.is_none()) {
+            if let Some(sym) = self.symbol_at(addr) {
+                let name = sym.name.as_str();
+                let demangled = addr2line::demangle_auto(name.into(), None).into_owned();
+                match out.last_mut() {
+                    Some(f) => {
+                        f.function = Some(name.to_string());
+                        f.demangled = Some(demangled);
+                    }
+                    None => out.push(Frame {
+                        function: Some(name.to_string()),
+                        demangled: Some(demangled),
+                        // binutils names the file the symbol table gives, with no line.
+                        file: sym.file.clone(),
+                        line: None,
+                        inlined: false,
+                        discriminator: None,
+                    }),
+                }
+            }
+        }
+        out
+    }
+}

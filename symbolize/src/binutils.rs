@@ -1,0 +1,90 @@
+//! binutils addr2line's output format, so `sparkles addr2line` can stand in for it and be
+//! compared with it line by line.
+
+use std::fmt::Write;
+
+use crate::Frame;
+
+/// The flags of binutils addr2line that shape its output.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Options {
+    /// `-f`: print function names.
+    pub functions: bool,
+    /// `-i`: print inlined frames.
+    pub inlines: bool,
+    /// `-C`: demangle.
+    pub demangle: bool,
+    /// `-a`: print the address first.
+    pub addresses: bool,
+    /// `-p`: one line per address.
+    pub pretty: bool,
+}
+
+fn location(f: Option<&Frame>) -> String {
+    match f {
+        Some(Frame {
+            file: Some(file),
+            line,
+            discriminator,
+            ..
+        }) => match (line, discriminator) {
+            (Some(l), Some(d)) if *l > 0 => format!("{file}:{l} (discriminator {d})"),
+            (Some(l), None) if *l > 0 => format!("{file}:{l}"),
+            _ => format!("{file}:?"),
+        },
+        // A function known only from the symbol table: binutils says the line is unknown.
+        Some(Frame {
+            function: Some(_), ..
+        }) => "??:?".to_string(),
+        _ => "??:0".to_string(),
+    }
+}
+
+fn name(f: Option<&Frame>, o: &Options) -> String {
+    let Some(f) = f else { return "??".to_string() };
+    let n = if o.demangle {
+        f.demangled.as_ref().or(f.function.as_ref())
+    } else {
+        f.function.as_ref()
+    };
+    n.cloned().unwrap_or_else(|| "??".to_string())
+}
+
+/// The text binutils addr2line prints for `addr` with `frames` (innermost first).
+pub fn format(addr: u64, frames: &[Frame], o: &Options) -> String {
+    let mut out = String::new();
+    let shown: Vec<Option<&Frame>> = if frames.is_empty() {
+        vec![None]
+    } else if o.inlines {
+        frames.iter().map(Some).collect()
+    } else {
+        // Without -i binutils names the innermost function and its location.
+        vec![frames.first()]
+    };
+    if o.pretty {
+        if o.addresses {
+            let _ = write!(out, "0x{addr:016x}: ");
+        }
+        for (i, f) in shown.iter().enumerate() {
+            if i > 0 {
+                out.push_str(" (inlined by) ");
+            }
+            if o.functions {
+                let _ = write!(out, "{} at ", name(*f, o));
+            }
+            out.push_str(&location(*f));
+            out.push('\n');
+        }
+        return out;
+    }
+    if o.addresses {
+        let _ = writeln!(out, "0x{addr:016x}");
+    }
+    for f in shown {
+        if o.functions {
+            let _ = writeln!(out, "{}", name(f, o));
+        }
+        let _ = writeln!(out, "{}", location(f));
+    }
+    out
+}
