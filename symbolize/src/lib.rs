@@ -64,14 +64,8 @@ pub struct Module {
 
 /// Address ranges of line-table rows with a nonzero discriminator (binutils prints them;
 /// the addr2line crate's locations do not carry them).
-fn read_discriminators(path: &Path) -> Vec<(u64, u64, u32)> {
+fn read_discriminators(file: &object::File<'_>) -> Vec<(u64, u64, u32)> {
     use object::{Object, ObjectSection};
-    let Ok(bytes) = std::fs::read(path) else {
-        return Vec::new();
-    };
-    let Ok(file) = object::File::parse(&*bytes) else {
-        return Vec::new();
-    };
     let load = |id: gimli::SectionId| -> Result<std::borrow::Cow<'_, [u8]>, gimli::Error> {
         Ok(file
             .section_by_name(id.name())
@@ -106,14 +100,8 @@ fn read_discriminators(path: &Path) -> Vec<(u64, u64, u32)> {
     out
 }
 
-fn read_symbols(path: &Path) -> Vec<SymbolEntry> {
+fn read_symbols(file: &object::File<'_>) -> Vec<SymbolEntry> {
     use object::{Object, ObjectSection, ObjectSymbol, SymbolKind, SymbolSection};
-    let Ok(bytes) = std::fs::read(path) else {
-        return Vec::new();
-    };
-    let Ok(file) = object::File::parse(&*bytes) else {
-        return Vec::new();
-    };
     let mut out = Vec::new();
     let mut current_file: Option<String> = None;
     for sym in file.symbols() {
@@ -164,11 +152,22 @@ impl Module {
             path: path.to_path_buf(),
             message: e.to_string(),
         })?;
+        // The symbol table and line-row discriminators come from one map of the file.
+        let (symbols, discriminators) = std::fs::File::open(path)
+            .ok()
+            // SAFETY: a read-only map; a file truncated under us can fault, as with every
+            // mmap-based reader.
+            .and_then(|f| unsafe { memmap2::Mmap::map(&f) }.ok())
+            .and_then(|map| {
+                let file = object::File::parse(&*map).ok()?;
+                Some((read_symbols(&file), read_discriminators(&file)))
+            })
+            .unwrap_or_default();
         Ok(Module {
             loader,
             path: path.to_path_buf(),
-            symbols: read_symbols(path),
-            discriminators: read_discriminators(path),
+            symbols,
+            discriminators,
         })
     }
 
