@@ -6,6 +6,7 @@
 //! crate's loader, which follows `.gnu_debuglink`, split DWARF and compressed sections)
 //! and [`binutils`], the output format of `sparkles addr2line`.
 
+pub mod address_space;
 pub mod binutils;
 
 use std::path::{Path, PathBuf};
@@ -51,6 +52,30 @@ struct SymbolEntry {
     /// End of the section holding it: binutils names addresses past a symbol's end by the
     /// nearest symbol before them, but not across sections.
     section_end: u64,
+    /// Size recorded in the table (0 for a marker).
+    size: u64,
+    /// STB_WEAK.
+    weak: bool,
+    /// STB_GLOBAL.
+    global: bool,
+}
+
+impl SymbolEntry {
+    /// perf's `choose_best_symbol` among aliases at one address: sized over unsized,
+    /// strong over weak, global over local, fewer leading underscores, longer name.
+    fn better_alias_than(&self, other: &SymbolEntry) -> bool {
+        let underscores = |n: &str| n.bytes().take_while(|&b| b == b'_').count();
+        let key = |s: &SymbolEntry| {
+            (
+                s.size > 0,
+                !s.weak,
+                s.global,
+                std::cmp::Reverse(underscores(&s.name)),
+                s.name.len(),
+            )
+        };
+        key(self) > key(other)
+    }
 }
 
 /// An ELF module's symbolization data.
@@ -60,6 +85,52 @@ pub struct Module {
     symbols: Vec<SymbolEntry>,
     /// `(start, end, discriminator)` of line rows with a nonzero discriminator, sorted.
     discriminators: Vec<(u64, u64, u32)>,
+    /// PT_LOAD segments.
+    segments: Vec<Segment>,
+}
+
+/// One PT_LOAD segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Segment {
+    offset: u64,
+    vaddr: u64,
+    filesz: u64,
+    executable: bool,
+}
+
+fn read_segments(file: &object::File<'_>) -> Vec<Segment> {
+    use object::read::elf::ProgramHeader;
+    let mut out = Vec::new();
+    match file {
+        object::File::Elf64(elf) => {
+            let endian = elf.endian();
+            for ph in elf.elf_program_headers() {
+                if ph.p_type(endian) == object::elf::PT_LOAD {
+                    out.push(Segment {
+                        offset: ph.p_offset(endian),
+                        vaddr: ph.p_vaddr(endian),
+                        filesz: ph.p_filesz(endian),
+                        executable: ph.p_flags(endian) & object::elf::PF_X != 0,
+                    });
+                }
+            }
+        }
+        object::File::Elf32(elf) => {
+            let endian = elf.endian();
+            for ph in elf.elf_program_headers() {
+                if ph.p_type(endian) == object::elf::PT_LOAD {
+                    out.push(Segment {
+                        offset: u64::from(ph.p_offset(endian)),
+                        vaddr: u64::from(ph.p_vaddr(endian)),
+                        filesz: u64::from(ph.p_filesz(endian)),
+                        executable: ph.p_flags(endian) & object::elf::PF_X != 0,
+                    });
+                }
+            }
+        }
+        _ => {}
+    }
+    out
 }
 
 /// Address ranges of line-table rows with a nonzero discriminator (binutils prints them;
@@ -128,6 +199,9 @@ fn read_symbols(file: &object::File<'_>) -> Vec<SymbolEntry> {
                         name: name.to_string(),
                         file: current_file.clone(),
                         section_end,
+                        size: sym.size(),
+                        weak: sym.is_weak(),
+                        global: sym.is_global(),
                     });
                 }
             }
@@ -153,14 +227,18 @@ impl Module {
             message: e.to_string(),
         })?;
         // The symbol table and line-row discriminators come from one map of the file.
-        let (symbols, discriminators) = std::fs::File::open(path)
+        let (symbols, discriminators, segments) = std::fs::File::open(path)
             .ok()
             // SAFETY: a read-only map; a file truncated under us can fault, as with every
             // mmap-based reader.
             .and_then(|f| unsafe { memmap2::Mmap::map(&f) }.ok())
             .and_then(|map| {
                 let file = object::File::parse(&*map).ok()?;
-                Some((read_symbols(&file), read_discriminators(&file)))
+                Some((
+                    read_symbols(&file),
+                    read_discriminators(&file),
+                    read_segments(&file),
+                ))
             })
             .unwrap_or_default();
         Ok(Module {
@@ -168,7 +246,24 @@ impl Module {
             path: path.to_path_buf(),
             symbols,
             discriminators,
+            segments,
         })
+    }
+
+    /// The ELF virtual address of file offset `offset`: through the load segment holding
+    /// it, chosen by page-aligned offset, the executable one first (Rust binaries built
+    /// here have segments whose vaddr differs from their file offset).
+    pub fn vaddr_of(&self, offset: u64) -> Option<u64> {
+        let page = 4096u64;
+        let hit = |s: &&Segment| {
+            let start = s.offset & !(page - 1);
+            start <= offset && offset < s.offset + s.filesz.max(1)
+        };
+        self.segments
+            .iter()
+            .filter(hit)
+            .max_by_key(|s| s.executable)
+            .map(|s| offset.wrapping_sub(s.offset).wrapping_add(s.vaddr))
     }
 
     /// The file it was loaded from.
@@ -181,12 +276,26 @@ impl Module {
     fn symbol_at(&self, addr: u64) -> Option<&SymbolEntry> {
         let i = self.symbols.partition_point(|s| s.start <= addr);
         let before = &self.symbols[..i];
-        before
+        let found = before
             .iter()
             .rev()
             .take(64)
             .find(|s| addr < s.end)
-            .or_else(|| before.last().filter(|s| addr < s.section_end))
+            .or_else(|| before.last().filter(|s| addr < s.section_end))?;
+        if addr >= found.end {
+            // Past every symbol's end: the nearest one before, as binutils names it.
+            return Some(found);
+        }
+        // Aliases at the same address: the one perf would name.
+        before
+            .iter()
+            .rev()
+            .take(64)
+            .filter(|s| s.start == found.start && addr < s.end)
+            .fold(None, |best: Option<&SymbolEntry>, s| match best {
+                Some(b) if !s.better_alias_than(b) => Some(b),
+                _ => Some(s),
+            })
     }
 
     /// The frames at `addr` (an address in the module's ELF vaddr space), innermost
