@@ -87,6 +87,70 @@ pub struct Module {
     discriminators: Vec<(u64, u64, u32)>,
     /// PT_LOAD segments.
     segments: Vec<Segment>,
+    /// What the names come from.
+    debug_info: DebugInfo,
+}
+
+/// Where a module's names and lines come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DebugInfo {
+    /// DWARF in the file itself (compressed sections included).
+    Dwarf,
+    /// DWARF in the file its `.gnu_debuglink` names.
+    DebugLink,
+    /// No DWARF: names from `.symtab`, no lines.
+    SymtabOnly,
+    /// Stripped: names from `.dynsym` only.
+    DynsymOnly,
+    /// Nothing to name with.
+    #[default]
+    Missing,
+}
+
+impl DebugInfo {
+    /// What a user should be told about it, or `None` when all is there.
+    pub fn reason(self) -> Option<&'static str> {
+        match self {
+            DebugInfo::Dwarf | DebugInfo::DebugLink => None,
+            DebugInfo::SymtabOnly => Some("binary has no debug info: symbols from .symtab only"),
+            DebugInfo::DynsymOnly => Some("binary is stripped: names from .dynsym only"),
+            DebugInfo::Missing => Some("binary has no symbols and no debug info"),
+        }
+    }
+}
+
+fn debug_info_of(file: &object::File<'_>) -> DebugInfo {
+    use object::Object;
+    if file.section_by_name(".debug_info").is_some()
+        || file.section_by_name(".zdebug_info").is_some()
+    {
+        DebugInfo::Dwarf
+    } else if file.symbols().next().is_some() {
+        DebugInfo::SymtabOnly
+    } else if file.dynamic_symbols().next().is_some() {
+        DebugInfo::DynsymOnly
+    } else {
+        DebugInfo::Missing
+    }
+}
+
+/// The file `.gnu_debuglink` names, where gdb looks for it: beside the file, in `.debug/`
+/// beside it, and under /usr/lib/debug.
+fn debug_link(path: &Path, file: &object::File<'_>) -> Option<PathBuf> {
+    use object::Object;
+    let (name, _crc) = file.gnu_debuglink().ok().flatten()?;
+    let name = std::str::from_utf8(name).ok()?;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let abs = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    [
+        dir.join(name),
+        dir.join(".debug").join(name),
+        Path::new("/usr/lib/debug")
+            .join(abs.strip_prefix("/").unwrap_or(&abs))
+            .join(name),
+    ]
+    .into_iter()
+    .find(|p| p.is_file() && p != path)
 }
 
 /// One PT_LOAD segment.
@@ -175,7 +239,13 @@ fn read_symbols(file: &object::File<'_>) -> Vec<SymbolEntry> {
     use object::{Object, ObjectSection, ObjectSymbol, SymbolKind, SymbolSection};
     let mut out = Vec::new();
     let mut current_file: Option<String> = None;
-    for sym in file.symbols() {
+    // A stripped file keeps only .dynsym: names from there.
+    let table: Vec<object::Symbol<'_, '_>> = if file.symbols().next().is_some() {
+        file.symbols().collect()
+    } else {
+        file.dynamic_symbols().collect()
+    };
+    for sym in table {
         match sym.kind() {
             SymbolKind::File => {
                 current_file = sym
@@ -222,31 +292,64 @@ impl Module {
     /// Loads `path` (and its debug link, split DWARF or compressed sections).
     pub fn open(path: impl AsRef<Path>) -> Result<Module, SymbolizeError> {
         let path = path.as_ref();
-        let loader = addr2line::Loader::new(path).map_err(|e| SymbolizeError::Load {
-            path: path.to_path_buf(),
-            message: e.to_string(),
-        })?;
+
         // The symbol table and line-row discriminators come from one map of the file.
-        let (symbols, discriminators, segments) = std::fs::File::open(path)
-            .ok()
-            // SAFETY: a read-only map; a file truncated under us can fault, as with every
-            // mmap-based reader.
-            .and_then(|f| unsafe { memmap2::Mmap::map(&f) }.ok())
-            .and_then(|map| {
-                let file = object::File::parse(&*map).ok()?;
+        let map = |p: &Path| {
+            std::fs::File::open(p)
+                .ok()
+                // SAFETY: a read-only map; a file truncated under us can fault, as with
+                // every mmap-based reader.
+                .and_then(|f| unsafe { memmap2::Mmap::map(&f) }.ok())
+        };
+        let mut debug_info = DebugInfo::Missing;
+        let (mut symbols, mut discriminators, segments, link) = map(path)
+            .and_then(|m| {
+                let file = object::File::parse(&*m).ok()?;
+                debug_info = debug_info_of(&file);
                 Some((
                     read_symbols(&file),
                     read_discriminators(&file),
                     read_segments(&file),
+                    debug_link(path, &file),
                 ))
             })
             .unwrap_or_default();
+        // A .gnu_debuglink file holds what strip took: the full symbol table and the line
+        // tables (the addr2line loader follows the same link for DWARF).
+        if let Some(m) = link
+            .as_deref()
+            .filter(|_| debug_info != DebugInfo::Dwarf)
+            .and_then(map)
+        {
+            if let Ok(file) = object::File::parse(&*m) {
+                if debug_info != DebugInfo::Dwarf && debug_info_of(&file) == DebugInfo::Dwarf {
+                    debug_info = DebugInfo::DebugLink;
+                }
+                let linked = read_symbols(&file);
+                if linked.len() > symbols.len() {
+                    symbols = linked;
+                }
+                if discriminators.is_empty() {
+                    discriminators = read_discriminators(&file);
+                }
+            }
+        }
+        // DWARF from the file itself, else from the file its debug link names.
+        let dwarf_path = match (&debug_info, &link) {
+            (DebugInfo::DebugLink, Some(l)) => l.as_path(),
+            _ => path,
+        };
+        let loader = addr2line::Loader::new(dwarf_path).map_err(|e| SymbolizeError::Load {
+            path: dwarf_path.to_path_buf(),
+            message: e.to_string(),
+        })?;
         Ok(Module {
             loader,
             path: path.to_path_buf(),
             symbols,
             discriminators,
             segments,
+            debug_info,
         })
     }
 
@@ -264,6 +367,11 @@ impl Module {
             .filter(hit)
             .max_by_key(|s| s.executable)
             .map(|s| offset.wrapping_sub(s.offset).wrapping_add(s.vaddr))
+    }
+
+    /// Where its names and lines come from.
+    pub fn debug_info(&self) -> DebugInfo {
+        self.debug_info
     }
 
     /// The file it was loaded from.

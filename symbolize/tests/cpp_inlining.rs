@@ -168,3 +168,87 @@ fn agreement_with_binutils_is_measured() {
         );
     }
 }
+
+/// What a frame says: function, file, line.
+type NameAt = (Option<String>, Option<String>, Option<u32>);
+
+/// Runs a binutils tool, or says why the variant cannot be made.
+fn tool(args: &[&str]) -> bool {
+    match Command::new(args[0]).args(&args[1..]).status() {
+        Ok(s) if s.success() => true,
+        other => {
+            eprintln!("skipped variant: {args:?}: {other:?}");
+            false
+        }
+    }
+}
+
+#[test]
+fn stripped_split_and_compressed_variants_name_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(bin) = build(dir.path()) else { return };
+    let path = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    let plain = Module::open(&bin).unwrap();
+    assert_eq!(plain.debug_info(), sparkles_symbolize::DebugInfo::Dwarf);
+    let (start, end) = symbol_range(&bin, "main");
+    let names = |m: &Module| -> Vec<Vec<NameAt>> {
+        (start..end)
+            .map(|a| {
+                m.frames(a)
+                    .into_iter()
+                    .map(|f| (f.function, f.file, f.line))
+                    .collect()
+            })
+            .collect()
+    };
+    let want = names(&plain);
+    let differing = |got: Vec<_>| got.iter().zip(&want).filter(|(a, b)| a != b).count();
+    // Debug info split off, found again through .gnu_debuglink.
+    let debug = path("inlining.debug");
+    let split = path("inlining.split");
+    if tool(&[
+        "objcopy",
+        "--only-keep-debug",
+        bin.to_str().unwrap(),
+        &debug,
+    ]) && tool(&[
+        "objcopy",
+        "--strip-debug",
+        &format!("--add-gnu-debuglink={debug}"),
+        bin.to_str().unwrap(),
+        &split,
+    ]) {
+        let m = Module::open(&split).unwrap();
+        assert_eq!(m.debug_info(), sparkles_symbolize::DebugInfo::DebugLink);
+        assert_eq!(
+            differing(names(&m)),
+            0,
+            "debuglink-split variant: addresses named differently"
+        );
+    }
+    // Compressed debug sections, zlib and zstd.
+    for kind in ["zlib", "zstd"] {
+        let out = path(&format!("inlining.{kind}"));
+        if tool(&[
+            "objcopy",
+            &format!("--compress-debug-sections={kind}"),
+            bin.to_str().unwrap(),
+            &out,
+        ]) {
+            let m = Module::open(&out).unwrap();
+            assert_eq!(
+                differing(names(&m)),
+                0,
+                "{kind}-compressed variant: addresses named differently"
+            );
+        }
+    }
+    // Stripped: no lines, names from .dynsym only, and the module says so.
+    let stripped = path("inlining.stripped");
+    if tool(&["strip", "-o", &stripped, bin.to_str().unwrap()]) {
+        let m = Module::open(&stripped).unwrap();
+        assert_eq!(m.debug_info(), sparkles_symbolize::DebugInfo::DynsymOnly);
+        assert!(m.debug_info().reason().unwrap().contains("stripped"));
+        assert!(m.frames(start).iter().all(|f| f.line.is_none()));
+    }
+}
