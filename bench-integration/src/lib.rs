@@ -258,7 +258,7 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
         eprintln!("note: metric {id} unavailable: {why}");
     }
 
-    let protocol = Protocol {
+    let mut protocol = Protocol {
         min_time: args.bench_min_time,
         samples,
         order: args.sample_order,
@@ -266,17 +266,12 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
         count_plan: selection.needs_counting_pass().then(|| CountPlan {
             tier0: selection.needs(Source::Tier0),
         }),
-        profile: match &args.profile {
-            Some(_) => Some((
-                profile_sampling(args)?,
-                args.profile_time,
-                out_dir.join("profile"),
-            )),
-            None => None,
-        },
+        profile: None,
     };
-    if let Some((sampling, _, _)) = &protocol.profile {
-        eprintln!("profile: {}", sampling_note(args, sampling));
+    if args.profile.is_some() {
+        let (sampling, note) = profile_sampling(args)?;
+        protocol.profile = Some((sampling, args.profile_time, out_dir.join("profile")));
+        eprintln!("profile: {note}");
         if let Some(warning) = debug_info_warning() {
             eprintln!("warning: {warning}");
         }
@@ -398,10 +393,11 @@ fn row_of(report: &CaseReport, selection: &Selection) -> BenchRow {
 }
 
 /// The sampling a `--profile` run uses: the event asked for, else the default chain.
+/// With the line saying which event it samples, and why.
 fn profile_sampling(
     args: &HarnessArgs,
-) -> Result<sparkles_sampler::session::SamplingConfig, Error> {
-    use sparkles_sampler::session::{default_event, CallGraph, Rate, SamplingConfig};
+) -> Result<(sparkles_sampler::session::SamplingConfig, String), Error> {
+    use sparkles_sampler::session::{choose_event, CallGraph, Rate, SamplingConfig};
     if args.profile.as_deref() != Some("cpu") {
         return Err(Error::Usage {
             flag: "--profile",
@@ -416,19 +412,14 @@ fn profile_sampling(
         flag: "--profile",
         message: e.to_string(),
     })?;
-    let event = match &args.profile_event {
-        Some(spec) => {
-            let mut attrs = resolver.resolve(spec).map_err(|e| Error::Usage {
+    let (event, note) =
+        choose_event(&resolver, &system, args.profile_event.as_deref()).map_err(|e| {
+            Error::Usage {
                 flag: "--profile-event",
                 message: e.to_string(),
-            })?;
-            let mut e = attrs.remove(0);
-            e.name = spec.clone();
-            e
-        }
-        None => default_event(&resolver, &system).0,
-    };
-    Ok(SamplingConfig {
+            }
+        })?;
+    let config = SamplingConfig {
         event,
         rate: args
             .profile_period
@@ -442,23 +433,8 @@ fn profile_sampling(
         // The session shrinks buffers to fit an unprivileged user's perf_event_mlock_kb.
         buffer_pages: 256,
         compact_stacks: true,
-    })
-}
-
-/// The line saying which event the profile samples, and why.
-fn sampling_note(
-    args: &HarnessArgs,
-    sampling: &sparkles_sampler::session::SamplingConfig,
-) -> String {
-    match &args.profile_event {
-        Some(spec) => format!("event: {spec}"),
-        None => {
-            let system = sparkles_sampler::system::System::probe();
-            sparkles_sampler::EventResolver::live()
-                .map(|r| sparkles_sampler::session::default_event(&r, &system).1)
-                .unwrap_or_else(|_| format!("event: {}", sampling.event.name))
-        }
-    }
+    };
+    Ok((config, note))
 }
 
 /// A warning when this bench binary cannot be symbolized or unwound well.

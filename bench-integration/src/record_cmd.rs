@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use sparkles_sampler::events::EventResolver;
-use sparkles_sampler::session::{default_event, CallGraph, Rate, SamplingConfig, Session, Target};
+use sparkles_sampler::session::{choose_event, CallGraph, Rate, SamplingConfig, Session, Target};
 use sparkles_sampler::system::System;
 
 /// What `sparkles record` was asked.
@@ -54,15 +54,8 @@ pub(crate) fn record(args: &RecordArgs) -> Result<(), String> {
     }
     let system = System::probe();
     let resolver = EventResolver::live().map_err(|e| e.to_string())?;
-    let (event, note) = match &args.event {
-        Some(spec) => {
-            let mut attrs = resolver.resolve(spec).map_err(|e| e.to_string())?;
-            let mut e = attrs.remove(0);
-            e.name = spec.clone();
-            (e, format!("event: {spec}"))
-        }
-        None => default_event(&resolver, &system),
-    };
+    let (event, note) =
+        choose_event(&resolver, &system, args.event.as_deref()).map_err(|e| e.to_string())?;
     let config = SamplingConfig {
         event,
         rate: args

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::events::EventResolver;
-use crate::open::{open, OpenMode, Opened};
+use crate::open::{open_or_user_only, OpenMode, Opened};
 use crate::system::System;
 
 /// The schema name of the report.
@@ -148,29 +148,9 @@ impl Probe<'_> {
             Ok(_) => return Err("resolved to no event".into()),
             Err(e) => return Err(e.to_string()),
         };
-        match open(&attr, mode, self.system) {
-            Ok(o) => Ok((o, None)),
-            Err(e) if matches!(e.errno, libc::EACCES | libc::EPERM) && !attr.exclude_kernel => {
-                let mut user = attr.clone();
-                user.exclude_kernel = true;
-                user.exclude_hv = true;
-                match open(&user, mode, self.system) {
-                    Ok(o) => Ok((
-                        o,
-                        Some(format!(
-                            "user mode only: perf_event_paranoid is {} and kernel mode needs CAP_PERFMON or paranoid <= 1",
-                            self.system.perf_event_paranoid
-                        )),
-                    )),
-                    // A refusal for another cause says more than the permission one.
-                    Err(again) if !matches!(again.errno, libc::EACCES | libc::EPERM) => {
-                        Err(again.reason)
-                    }
-                    Err(_) => Err(e.reason),
-                }
-            }
-            Err(e) => Err(e.reason),
-        }
+        open_or_user_only(&attr, mode, self.system)
+            .map(|(o, user)| (o, user.map(|u| u.reason)))
+            .map_err(|e| e.reason)
     }
 
     /// Opens `spec` as a counter around a short busy loop; Ok(count) only if it counted.

@@ -165,6 +165,48 @@ pub fn open_on(
     })
 }
 
+/// An open that had to drop kernel mode: the attr that opened, and why.
+#[derive(Debug)]
+pub struct UserOnly {
+    /// `attr` with kernel and hypervisor excluded.
+    pub attr: EventAttr,
+    /// The restriction, with the setting behind it.
+    pub reason: String,
+}
+
+/// Opens `attr` like [`open`]; where the paranoid level refuses kernel mode, opens it
+/// again for user mode only (as perf does for unprivileged users) and says so.
+pub fn open_or_user_only(
+    attr: &EventAttr,
+    mode: OpenMode,
+    system: &System,
+) -> Result<(Opened, Option<UserOnly>), OpenFailure> {
+    match open(attr, mode, system) {
+        Ok(o) => Ok((o, None)),
+        Err(e) if matches!(e.errno, libc::EACCES | libc::EPERM) && !attr.exclude_kernel => {
+            let mut user = attr.clone();
+            user.exclude_kernel = true;
+            user.exclude_hv = true;
+            match open(&user, mode, system) {
+                Ok(o) => Ok((
+                    o,
+                    Some(UserOnly {
+                        attr: user,
+                        reason: format!(
+                            "user mode only: perf_event_paranoid is {} and kernel mode needs CAP_PERFMON or paranoid <= 1",
+                            system.perf_event_paranoid
+                        ),
+                    }),
+                )),
+                // A refusal for another cause says more than the permission one.
+                Err(again) if !matches!(again.errno, libc::EACCES | libc::EPERM) => Err(again),
+                Err(_) => Err(e),
+            }
+        }
+        Err(e) => Err(e),
+    }
+}
+
 /// The name of an errno (`ENOENT`).
 pub fn errno_name(errno: i32) -> &'static str {
     match errno {

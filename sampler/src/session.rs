@@ -77,6 +77,23 @@ pub enum Target {
     Process(u32),
 }
 
+/// The event asked for (any spelling the events layer takes), else [`default_event`];
+/// with the line saying which, and why.
+pub fn choose_event(
+    resolver: &EventResolver,
+    system: &System,
+    spec: Option<&str>,
+) -> Result<(EventAttr, String), crate::EventError> {
+    match spec {
+        Some(spec) => {
+            let mut event = resolver.resolve(spec)?.remove(0);
+            event.name = spec.to_string();
+            Ok((event, format!("event: {spec}")))
+        }
+        None => Ok(default_event(resolver, system)),
+    }
+}
+
 /// The event a profile uses by default: `cycles` at the highest precise level the PMU
 /// accepts, else `cpu-clock`; the note says which and why.
 pub fn default_event(resolver: &EventResolver, system: &System) -> (EventAttr, String) {
@@ -84,21 +101,12 @@ pub fn default_event(resolver: &EventResolver, system: &System) -> (EventAttr, S
     if let Ok(mut attrs) = resolver.resolve("cycles:P") {
         if let Some(mut cycles) = attrs.drain(..).next() {
             let mode = OpenMode::Sampling { period: 1_000_000 };
-            let mut opened = crate::open::open(&cycles, mode, system);
-            let mut user_only = false;
-            if matches!(&opened, Err(e) if matches!(e.errno, libc::EACCES | libc::EPERM)) {
-                // paranoid 2 allows sampling one's own user mode.
-                let mut user = cycles.clone();
-                user.exclude_kernel = true;
-                user.exclude_hv = true;
-                if let Ok(o) = crate::open::open(&user, mode, system) {
-                    opened = Ok(o);
-                    cycles = user;
-                    user_only = true;
-                }
-            }
-            match opened {
-                Ok(opened) => {
+            match crate::open::open_or_user_only(&cycles, mode, system) {
+                Ok((opened, user)) => {
+                    let user_only = user.is_some();
+                    if let Some(u) = user {
+                        cycles = u.attr;
+                    }
                     cycles.precise_ip = opened.precise_ip;
                     cycles.precise_max = false;
                     cycles.name = if user_only { "cycles:u" } else { "cycles" }.to_string();

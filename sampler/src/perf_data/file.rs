@@ -525,8 +525,7 @@ impl PerfData {
                         let h = RecordHeader::parse(&arena[arena_parsed..], pos as u64)?;
                         let (_, time) =
                             self.locate(&h, &arena[arena_parsed + 8..arena_parsed + size]);
-                        // perf passes timestamps 0 and ~0 straight through, unqueued.
-                        match time.filter(|&t| t != 0 && t != u64::MAX) {
+                        match queue_time(time) {
                             Some(t) => order.push(t, true, arena_parsed, pos as u64),
                             None => {
                                 let event = self
@@ -550,7 +549,7 @@ impl PerfData {
                 }
                 _ => {
                     let (_, time) = self.locate(&header, body);
-                    match time.filter(|&t| t != 0 && t != u64::MAX) {
+                    match queue_time(time) {
                         Some(t) => order.push(t, false, pos, pos as u64),
                         None => {
                             let event = self.decode(bytes, pos, pos as u64, false)?;
@@ -617,6 +616,11 @@ impl PerfData {
     pub fn data_size(&self) -> usize {
         self.data_end - self.data_start
     }
+}
+
+/// The timestamp a record is queued by, if any: perf passes 0 and ~0 straight through.
+fn queue_time(time: Option<u64>) -> Option<u64> {
+    time.filter(|&t| t != 0 && t != u64::MAX)
 }
 
 fn in_chunk(e: DataError, record: usize, at: usize) -> DataError {
