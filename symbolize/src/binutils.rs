@@ -20,12 +20,13 @@ pub struct Options {
     pub pretty: bool,
 }
 
-fn location(f: Option<&Frame>) -> String {
+/// `discriminator` is the innermost row's: binutils prints it after every frame's location
+/// in an inline chain, not only the innermost (addr2line.c keeps one variable for it).
+fn location(f: Option<&Frame>, discriminator: Option<u32>) -> String {
     match f {
         Some(Frame {
             file: Some(file),
             line,
-            discriminator,
             ..
         }) => match (line, discriminator) {
             (Some(l), Some(d)) if *l > 0 => format!("{file}:{l} (discriminator {d})"),
@@ -53,6 +54,7 @@ fn name(f: Option<&Frame>, o: &Options) -> String {
 /// The text binutils addr2line prints for `addr` with `frames` (innermost first).
 pub fn format(addr: u64, frames: &[Frame], o: &Options) -> String {
     let mut out = String::new();
+    let discriminator = frames.first().and_then(|f| f.discriminator);
     let shown: Vec<Option<&Frame>> = if frames.is_empty() {
         vec![None]
     } else if o.inlines {
@@ -72,7 +74,7 @@ pub fn format(addr: u64, frames: &[Frame], o: &Options) -> String {
             if o.functions {
                 let _ = write!(out, "{} at ", name(*f, o));
             }
-            out.push_str(&location(*f));
+            out.push_str(&location(*f, discriminator));
             out.push('\n');
         }
         return out;
@@ -84,7 +86,7 @@ pub fn format(addr: u64, frames: &[Frame], o: &Options) -> String {
         if o.functions {
             let _ = writeln!(out, "{}", name(f, o));
         }
-        let _ = writeln!(out, "{}", location(f));
+        let _ = writeln!(out, "{}", location(f, discriminator));
     }
     out
 }

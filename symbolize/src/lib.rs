@@ -8,6 +8,7 @@
 
 pub mod address_space;
 pub mod binutils;
+pub mod demangle;
 
 use std::path::{Path, PathBuf};
 
@@ -416,10 +417,9 @@ impl Module {
                     .function
                     .as_ref()
                     .and_then(|f| f.raw_name().ok().map(|n| n.into_owned()));
-                let demangled = frame
-                    .function
-                    .as_ref()
-                    .and_then(|f| f.demangle().ok().map(|n| n.into_owned()));
+                let demangled = function
+                    .as_deref()
+                    .map(|n| demangle::demangle(n).into_owned());
                 out.push(Frame {
                     function,
                     demangled,
@@ -455,8 +455,7 @@ impl Module {
                 // does; a GCC `.cold` part is a symbol inside a function that starts
                 // elsewhere, so the DWARF name stays.
                 if let Some(sym) = self.symbol_at(addr).filter(|s| !s.name.contains(".cold")) {
-                    last.demangled =
-                        Some(addr2line::demangle_auto(sym.name.as_str().into(), None).into_owned());
+                    last.demangled = Some(demangle::demangle(&sym.name).into_owned());
                     last.function = Some(sym.name.clone());
                 }
             }
@@ -464,7 +463,7 @@ impl Module {
         if out.is_empty() || out.iter().all(|f| f.function.is_none()) {
             if let Some(sym) = self.symbol_at(addr) {
                 let name = sym.name.as_str();
-                let demangled = addr2line::demangle_auto(name.into(), None).into_owned();
+                let demangled = demangle::demangle(name).into_owned();
                 match out.last_mut() {
                     Some(f) => {
                         f.function = Some(name.to_string());

@@ -1,8 +1,8 @@
 //! The symbolizer on a C++ program built here with `g++ -O2 -g` (templates, lambdas, std
 //! containers, heavy inlining): inlined frames come innermost first and end in the
 //! function that contains them; where binutils addr2line is installed, the agreement with
-//! it is measured against a floor (the gap to issue 6's 99%/95% is its remaining work).
-//! Skips, saying so, without g++.
+//! it is measured for a C++ and a C program (docs/symbolize.md explains what differs).
+//! Skips, saying so, without gcc/g++.
 
 #![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
 
@@ -13,10 +13,13 @@ use object::{Object, ObjectSymbol};
 use sparkles_symbolize::binutils::{format, Options};
 use sparkles_symbolize::Module;
 
-fn build(dir: &Path) -> Option<PathBuf> {
-    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testdata/symbolize/inlining.cpp");
-    let out = dir.join("inlining");
-    match Command::new("g++")
+/// Builds `testdata/symbolize/NAME` with `compiler -O2 -g`, or says why not.
+fn build_with(dir: &Path, compiler: &str, name: &str) -> Option<PathBuf> {
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../testdata/symbolize")
+        .join(name);
+    let out = dir.join(name.replace('.', "_"));
+    match Command::new(compiler)
         .args(["-O2", "-g", "-o"])
         .arg(&out)
         .arg(&src)
@@ -24,10 +27,17 @@ fn build(dir: &Path) -> Option<PathBuf> {
     {
         Ok(s) if s.success() => Some(out),
         other => {
-            eprintln!("skipped: g++ could not build {}: {other:?}", src.display());
+            eprintln!(
+                "skipped: {compiler} could not build {}: {other:?}",
+                src.display()
+            );
             None
         }
     }
+}
+
+fn build(dir: &Path) -> Option<PathBuf> {
+    build_with(dir, "g++", "inlining.cpp")
 }
 
 fn symbol_range(bin: &Path, name: &str) -> (u64, u64) {
@@ -75,97 +85,155 @@ fn inlined_frames_come_innermost_first_and_end_in_their_function() {
     assert!(text.starts_with(&format!("0x{start:016x}\n")), "{text}");
 }
 
+/// binutils addr2line's answers for `addrs`, one group of lines per address.
+fn binutils(bin: &Path, flags: &[&str], addrs: &[u64]) -> Option<Vec<String>> {
+    use std::io::Write;
+    let input: String = addrs.iter().map(|a| format!("{a:x}\n")).collect();
+    let mut child = Command::new("addr2line")
+        .arg("-e")
+        .arg(bin)
+        .args(flags)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .ok()?;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let text = String::from_utf8(child.wait_with_output().unwrap().stdout).unwrap();
+    Some(groups(&text))
+}
+
+/// Output split per address (each group starts with the `-a` line).
+fn groups(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for line in text.lines() {
+        if line.starts_with("0x") && line.len() == 18 {
+            out.push(String::new());
+        }
+        if let Some(g) = out.last_mut() {
+            g.push_str(line);
+            g.push('\n');
+        }
+    }
+    out
+}
+
+/// Every instruction address objdump lists.
+fn instruction_addresses(bin: &Path) -> Option<Vec<u64>> {
+    let objdump = Command::new("objdump")
+        .args(["-d", "--no-show-raw-insn"])
+        .arg(bin)
+        .output()
+        .ok()?;
+    Some(
+        String::from_utf8_lossy(&objdump.stdout)
+            .lines()
+            .filter_map(|l| {
+                let (a, _) = l.trim_start().split_once(':')?;
+                (l.starts_with(' ') && !a.is_empty()).then(|| u64::from_str_radix(a, 16).ok())?
+            })
+            .collect(),
+    )
+}
+
+/// binutils 2.40 (bfd's `decode_line_info`) starts a DWARF 5 line sequence with the file
+/// table's entry 0, where the standard's initial `file` register is 1: rows of a sequence
+/// that never sets the file are named after the unit's primary source file. A group
+/// differing only so (same lines, binutils naming the primary file) is that defect.
+fn is_bfd_initial_file_defect(theirs: &str, ours: &str, primary: &str) -> bool {
+    let t: Vec<&str> = theirs.lines().collect();
+    let o: Vec<&str> = ours.lines().collect();
+    t.len() == o.len()
+        && t.iter().zip(&o).all(|(a, b)| {
+            a == b
+                || match (a.rsplit_once(':'), b.rsplit_once(':')) {
+                    (Some((fa, la)), Some((fb, lb))) => {
+                        la == lb && fa.ends_with(primary) && fa != fb
+                    }
+                    _ => false,
+                }
+        })
+}
+
 #[test]
 fn agreement_with_binutils_is_measured() {
     let dir = tempfile::tempdir().unwrap();
-    let Some(bin) = build(dir.path()) else { return };
-    let Ok(objdump) = Command::new("objdump")
-        .args(["-d", "--no-show-raw-insn"])
-        .arg(&bin)
-        .output()
-    else {
-        eprintln!("skipped: binutils are not installed");
-        return;
-    };
-    let addrs: Vec<u64> = String::from_utf8_lossy(&objdump.stdout)
-        .lines()
-        .filter_map(|l| {
-            let (a, _) = l.trim_start().split_once(':')?;
-            (l.starts_with(' ') && !a.is_empty()).then(|| u64::from_str_radix(a, 16).ok())?
-        })
-        .collect();
-    let module = Module::open(&bin).unwrap();
-    // Floors of what is reached today; issue 6 asks for 99% and 95%.
-    for (flags, options, floor) in [
-        (
-            vec!["-i", "-a"],
-            Options {
-                inlines: true,
-                addresses: true,
-                ..Options::default()
-            },
-            95.0,
-        ),
-        (
-            vec!["-f", "-i", "-C", "-a"],
-            Options {
-                functions: true,
-                inlines: true,
-                demangle: true,
-                addresses: true,
-                pretty: false,
-            },
-            85.0,
-        ),
-    ] {
-        let input: String = addrs.iter().map(|a| format!("{a:x}\n")).collect();
-        let mut child = Command::new("addr2line")
-            .arg("-e")
-            .arg(&bin)
-            .args(&flags)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        use std::io::Write;
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(input.as_bytes())
-            .unwrap();
-        let theirs = String::from_utf8(child.wait_with_output().unwrap().stdout).unwrap();
-        let split = |text: &str| -> Vec<String> {
-            let mut groups: Vec<String> = Vec::new();
-            for line in text.lines() {
-                if line.starts_with("0x") && line.len() == 18 {
-                    groups.push(String::new());
-                }
-                if let Some(g) = groups.last_mut() {
-                    g.push_str(line);
-                    g.push('\n');
-                }
-            }
-            groups
+    let programs = [("g++", "inlining.cpp"), ("gcc", "inlining.c")];
+    for (compiler, source) in programs {
+        let Some(bin) = build_with(dir.path(), compiler, source) else {
+            continue;
         };
-        let ours: String = addrs
-            .iter()
-            .map(|&a| format(a, &module.frames(a), &options))
-            .collect();
-        let (t, o) = (split(&theirs), split(&ours));
-        assert_eq!(t.len(), o.len(), "{flags:?}: one answer per address");
-        let same = t.iter().zip(&o).filter(|(a, b)| a == b).count();
-        let pct = 100.0 * same as f64 / t.len() as f64;
-        eprintln!(
-            "addr2line {}: {same} of {} addresses agree with binutils ({pct:.1}%)",
-            flags.join(" "),
-            t.len()
-        );
-        assert!(
-            pct >= floor,
-            "addr2line {}: {pct:.1}% agreement fell below {floor}%",
-            flags.join(" ")
-        );
+        let Some(addrs) = instruction_addresses(&bin) else {
+            eprintln!("skipped: binutils are not installed");
+            return;
+        };
+        let module = Module::open(&bin).unwrap();
+        let lines_only = Options {
+            inlines: true,
+            addresses: true,
+            ..Options::default()
+        };
+        let with_names = Options {
+            functions: true,
+            inlines: true,
+            demangle: true,
+            addresses: true,
+            pretty: false,
+        };
+        // Issue 6: 99% for file and line at every inline level, 95% with names. Every
+        // -i -a difference must be the documented bfd defect; the raw figure is printed.
+        for (flags, options, floor) in [
+            (vec!["-i", "-a"], lines_only, 98.0),
+            (vec!["-f", "-i", "-C", "-a"], with_names, 95.0),
+        ] {
+            let Some(theirs) = binutils(&bin, &flags, &addrs) else {
+                eprintln!("skipped: binutils addr2line is not installed");
+                return;
+            };
+            let ours: Vec<String> = addrs
+                .iter()
+                .map(|&a| format(a, &module.frames(a), &options))
+                .collect();
+            assert_eq!(
+                theirs.len(),
+                ours.len(),
+                "{flags:?}: one answer per address"
+            );
+            let same = theirs.iter().zip(&ours).filter(|(a, b)| a == b).count();
+            let defect = theirs
+                .iter()
+                .zip(&ours)
+                .filter(|(a, b)| a != b && is_bfd_initial_file_defect(a, b, source))
+                .count();
+            let pct = 100.0 * same as f64 / theirs.len() as f64;
+            eprintln!(
+                "{source}: addr2line {}: {same} of {} addresses agree with binutils ({pct:.1}%), \
+                 {defect} more differ only by bfd's DWARF 5 initial-file defect",
+                flags.join(" "),
+                theirs.len()
+            );
+            assert!(
+                pct >= floor,
+                "{source}: addr2line {}: {pct:.1}% agreement fell below {floor}%",
+                flags.join(" ")
+            );
+            if !options.functions {
+                let unexplained: Vec<_> = theirs
+                    .iter()
+                    .zip(&ours)
+                    .filter(|(a, b)| a != b && !is_bfd_initial_file_defect(a, b, source))
+                    .take(3)
+                    .collect();
+                assert!(
+                    unexplained.is_empty(),
+                    "{source}: file:line differences not explained: {unexplained:#?}"
+                );
+            }
+        }
     }
 }
 
