@@ -111,6 +111,10 @@ pub enum Command {
         /// One line per address.
         #[arg(short = 'p', long = "pretty-print")]
         pretty: bool,
+        /// Another directory of separate debug files (`.build-id/xx/rest.debug` and debug
+        /// links), searched before /usr/lib/debug; repeatable.
+        #[arg(long = "debug-dir", value_name = "DIR")]
+        debug_dirs: Vec<PathBuf>,
         /// Hex addresses (read from stdin when none are given).
         addrs: Vec<String>,
     },
@@ -464,10 +468,16 @@ fn script(
 fn addr2line_command(
     exe: &std::path::Path,
     options: sparkles_symbolize::binutils::Options,
+    debug_dirs: &[PathBuf],
     addrs: &[String],
 ) -> Result<(), String> {
     use std::io::BufRead;
-    let module = sparkles_symbolize::Module::open(exe).map_err(|e| e.to_string())?;
+    let mut paths = sparkles_symbolize::SearchPaths::default();
+    paths.debug_dirs.splice(0..0, debug_dirs.iter().cloned());
+    let module = sparkles_symbolize::Module::open_in(exe, &paths).map_err(|e| e.to_string())?;
+    if let Some(why) = module.debug_info().reason() {
+        eprintln!("sparkles addr2line: {}: {why}", exe.display());
+    }
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let mut one = |text: &str| -> Result<(), String> {
@@ -534,6 +544,7 @@ where
             demangle,
             addresses,
             pretty,
+            debug_dirs,
             addrs,
         } => addr2line_command(
             exe,
@@ -544,6 +555,7 @@ where
                 addresses: *addresses,
                 pretty: *pretty,
             },
+            debug_dirs,
             addrs,
         ),
         Command::Record {

@@ -427,3 +427,151 @@ fn record_rejects_bad_arguments() {
     let out = sparkles(&["record"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// `gcc -O2 -g` of the C test program into `dir`, or why not.
+fn c_program(dir: &std::path::Path) -> Option<PathBuf> {
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testdata/symbolize/inlining.c");
+    let out = dir.join("prog");
+    match Command::new("gcc")
+        .args(["-O2", "-g", "-o"])
+        .arg(&out)
+        .arg(&src)
+        .status()
+    {
+        Ok(s) if s.success() => Some(out),
+        other => {
+            eprintln!("skipped: gcc could not build {}: {other:?}", src.display());
+            None
+        }
+    }
+}
+
+/// The address of `main`.
+fn main_of(bin: &std::path::Path) -> u64 {
+    use object::{Object, ObjectSymbol};
+    let bytes = std::fs::read(bin).unwrap();
+    let file = object::File::parse(&*bytes).unwrap();
+    file.symbols()
+        .find(|s| s.name() == Ok("main"))
+        .unwrap()
+        .address()
+}
+
+#[test]
+fn addr2line_stands_in_for_binutils() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(bin) = c_program(tmp.path()) else {
+        return;
+    };
+    let Some(gnu) = sparkles_symbolize::binutils::gnu_addr2line() else {
+        eprintln!("skipped: binutils addr2line is not installed");
+        return;
+    };
+    let main = main_of(&bin);
+    let addrs: Vec<String> = (0..64).map(|i| format!("{:#x}", main + i)).collect();
+    let exe = bin.to_str().unwrap();
+    for flags in [
+        &["-a"][..],
+        &["-f", "-i", "-C", "-a"],
+        &["-p", "-f", "-i", "-a"],
+    ] {
+        let mut args = vec!["addr2line", "-e", exe];
+        args.extend_from_slice(flags);
+        args.extend(addrs.iter().map(String::as_str));
+        let ours = sparkles(&args);
+        assert!(
+            ours.status.success(),
+            "{}",
+            String::from_utf8_lossy(&ours.stderr)
+        );
+        let theirs = Command::new(&gnu).args(&args[1..]).output().unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&ours.stdout),
+            String::from_utf8_lossy(&theirs.stdout),
+            "{flags:?}"
+        );
+    }
+    // Addresses from stdin when none are given.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sparkles"))
+        .args(["addr2line", "-e", exe, "-f"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    writeln!(child.stdin.take().unwrap(), "{main:x}").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("main\n"));
+    // Bad input: named, non-zero.
+    let bad = sparkles(&["addr2line", "-e", exe, "0xzz"]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("'0xzz' is not a hex address"));
+    let missing = sparkles(&["addr2line", "-e", "/nonexistent/prog", "0x10"]);
+    assert!(!missing.status.success());
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("/nonexistent/prog"));
+}
+
+#[test]
+fn addr2line_finds_debug_files_by_build_id_in_a_debug_dir() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(bin) = c_program(tmp.path()) else {
+        return;
+    };
+    let bytes = std::fs::read(&bin).unwrap();
+    let id: String = {
+        use object::Object;
+        let f = object::File::parse(&*bytes).unwrap();
+        f.build_id()
+            .unwrap()
+            .unwrap()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    };
+    let debug = tmp.path().join("dbg");
+    let target = debug.join(format!(".build-id/{}/{}.debug", &id[..2], &id[2..]));
+    std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+    let stripped = tmp.path().join("stripped");
+    for args in [
+        vec![
+            "--only-keep-debug".into(),
+            bin.clone().into_os_string(),
+            target.clone().into_os_string(),
+        ],
+        vec![
+            "--strip-debug".into(),
+            bin.clone().into_os_string(),
+            stripped.clone().into_os_string(),
+        ],
+    ] {
+        if !Command::new("objcopy")
+            .args(&args)
+            .status()
+            .is_ok_and(|s| s.success())
+        {
+            eprintln!("skipped: objcopy failed");
+            return;
+        }
+    }
+    let exe = stripped.to_str().unwrap();
+    let at = format!("{:#x}", main_of(&bin) + 8);
+    let plain = sparkles(&["addr2line", "-e", bin.to_str().unwrap(), "-f", "-i", &at]);
+    assert!(String::from_utf8_lossy(&plain.stdout).contains("inlining.c:"));
+    let without = sparkles(&["addr2line", "-e", exe, "-f", "-i", &at]);
+    let with = sparkles(&[
+        "addr2line",
+        "-e",
+        exe,
+        "--debug-dir",
+        debug.to_str().unwrap(),
+        "-f",
+        "-i",
+        &at,
+    ]);
+    assert_eq!(with.stdout, plain.stdout, "named as the unstripped file");
+    assert!(
+        String::from_utf8_lossy(&without.stderr).contains("no debug info"),
+        "{}",
+        String::from_utf8_lossy(&without.stderr)
+    );
+}

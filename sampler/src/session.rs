@@ -704,7 +704,7 @@ fn build_ids(writer: &CaptureWriter) -> Vec<(i32, Vec<u8>, String)> {
         }
     }
     if kernel {
-        if let Some(id) = kernel_build_id() {
+        if let Some(id) = crate::system::running_kernel_build_id() {
             out.push((-1, id, "[kernel.kallsyms]".to_string()));
         }
     }
@@ -719,29 +719,6 @@ fn file_build_id(path: &str) -> Option<Vec<u8>> {
 }
 
 /// The running kernel's build id, from the ELF notes in /sys/kernel/notes.
-fn kernel_build_id() -> Option<Vec<u8>> {
-    let notes = std::fs::read("/sys/kernel/notes").ok()?;
-    let mut at = 0;
-    while at + 12 <= notes.len() {
-        let word = |o: usize| {
-            u32::from_le_bytes([notes[o], notes[o + 1], notes[o + 2], notes[o + 3]]) as usize
-        };
-        let (namesz, descsz, kind) = (word(at), word(at + 4), word(at + 8));
-        let name_at = at + 12;
-        let desc_at = name_at + namesz.next_multiple_of(4);
-        let end = desc_at + descsz.next_multiple_of(4);
-        if end > notes.len() {
-            return None;
-        }
-        // NT_GNU_BUILD_ID is 3, owner "GNU".
-        if kind == 3 && notes[name_at..name_at + namesz].starts_with(b"GNU") {
-            return Some(notes[desc_at..desc_at + descsz].to_vec());
-        }
-        at = end;
-    }
-    None
-}
-
 /// Polls a condition until it holds or `timeout` passes (for tests and the record loop).
 pub fn wait_until(timeout: Duration, mut done: impl FnMut() -> bool) -> bool {
     let deadline = std::time::Instant::now() + timeout;

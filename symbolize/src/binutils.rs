@@ -90,3 +90,58 @@ pub fn format(addr: u64, frames: &[Frame], o: &Options) -> String {
     }
     out
 }
+
+/// Every `addr2line` on `PATH` with the first line of its `--version`, in `PATH` order.
+fn addr2lines_on_path() -> Vec<(std::path::PathBuf, String)> {
+    let Some(path) = std::env::var_os("PATH") else {
+        return Vec::new();
+    };
+    let mut out: Vec<(std::path::PathBuf, String)> = Vec::new();
+    for dir in std::env::split_paths(&path) {
+        let candidate = dir.join("addr2line");
+        let real = std::fs::canonicalize(&candidate).unwrap_or_else(|_| candidate.clone());
+        if !candidate.is_file() || out.iter().any(|(p, _)| p == &real) {
+            continue;
+        }
+        if let Ok(o) = std::process::Command::new(&candidate)
+            .arg("--version")
+            .output()
+        {
+            let first = String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .to_string();
+            out.push((real, first));
+        }
+    }
+    out
+}
+
+/// binutils's addr2line (`GNU addr2line …`), wherever it is on `PATH`: the addr2line
+/// crate's tool, installed by cargo, is also called `addr2line` and may come first.
+pub fn gnu_addr2line() -> Option<std::path::PathBuf> {
+    addr2lines_on_path()
+        .into_iter()
+        .find(|(_, v)| v.starts_with("GNU addr2line"))
+        .map(|(p, _)| p)
+}
+
+/// The addr2line crate's command-line tool (`cargo install addr2line --features bin`),
+/// on `PATH` or in `~/.cargo/bin`.
+pub fn crate_addr2line() -> Option<std::path::PathBuf> {
+    let is_crate = |v: &str| v.starts_with("addr2line ") && !v.contains("GNU");
+    addr2lines_on_path()
+        .into_iter()
+        .find(|(_, v)| is_crate(v))
+        .map(|(p, _)| p)
+        .or_else(|| {
+            let p =
+                std::path::PathBuf::from(std::env::var_os("HOME")?).join(".cargo/bin/addr2line");
+            let o = std::process::Command::new(&p)
+                .arg("--version")
+                .output()
+                .ok()?;
+            is_crate(&String::from_utf8_lossy(&o.stdout)).then_some(p)
+        })
+}

@@ -2,15 +2,29 @@
 //! module loading (ELF, build ids, debug links and directories), DWARF symbolization with
 //! inlined frames, demangling and the caches they share.
 //!
-//! Present so far: [`Module`] (an ELF file's DWARF and symbol table through the addr2line
-//! crate's loader, which follows `.gnu_debuglink`, split DWARF and compressed sections)
-//! and [`binutils`], the output format of `sparkles addr2line`.
+//! - [`Module`]: one ELF file's symbol tables, segments and DWARF (through the addr2line
+//!   crate), its separate debug file found by `.gnu_debuglink` or build id, split DWARF
+//!   and compressed sections; [`Module::frames`] names an address, innermost frame first.
+//! - [`symbolizer::Symbolizer`]: a capture's address-space model fed in time order,
+//!   modules loaded once per build id and checked against the capture's, kernel names
+//!   only for the running kernel, the vDSO, JIT perf maps, and cached, batched naming.
+//! - [`search::SearchPaths`]: `--symfs`, debug directories, perf's build-id cache.
+//! - [`demangle`]: Rust legacy and v0, C++ by GNU's demangler where present.
+//! - [`binutils`]: the output format of `sparkles addr2line`.
 
 pub mod address_space;
 pub mod binutils;
 pub mod demangle;
+pub mod kernel;
+pub mod perf_map;
+pub mod search;
+pub mod symbolizer;
+pub mod vdso;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub use search::SearchPaths;
 
 /// Why a module could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -40,6 +54,24 @@ pub struct Frame {
     pub inlined: bool,
     /// The line row's discriminator, for the innermost frame, where nonzero.
     pub discriminator: Option<u32>,
+    /// The address's offset from the symbol's start, when the name comes from a symbol
+    /// table (ELF, kallsyms, a perf map) and not from DWARF.
+    pub symbol_offset: Option<u64>,
+}
+
+impl Frame {
+    /// A frame named only by a symbol table: `name+offset`, no line.
+    pub fn from_symbol(name: &str, offset: u64, file: Option<String>) -> Frame {
+        Frame {
+            function: Some(name.to_string()),
+            demangled: Some(demangle::demangle(name).into_owned()),
+            file,
+            line: None,
+            inlined: false,
+            discriminator: None,
+            symbol_offset: Some(offset),
+        }
+    }
 }
 
 /// A function symbol of the ELF symbol table, with the source file the table names for it.
@@ -79,10 +111,22 @@ impl SymbolEntry {
     }
 }
 
-/// An ELF module's symbolization data.
+/// An ELF module's symbolization data: its tables, shared by every worker that names
+/// addresses in it, and this worker's DWARF reader.
 pub struct Module {
     loader: addr2line::Loader,
+    tables: Arc<Tables>,
+}
+
+/// What is read once per module and shared.
+#[derive(Debug)]
+struct Tables {
+    /// The file loaded.
     path: PathBuf,
+    /// The file DWARF is read from (the module itself or its separate debug file).
+    dwarf_path: PathBuf,
+    /// The module's GNU build id.
+    build_id: Option<Vec<u8>>,
     symbols: Vec<SymbolEntry>,
     /// `(start, end, discriminator)` of line rows with a nonzero discriminator, sorted.
     discriminators: Vec<(u64, u64, u32)>,
@@ -90,6 +134,9 @@ pub struct Module {
     segments: Vec<Segment>,
     /// What the names come from.
     debug_info: DebugInfo,
+    /// A file written for an in-memory image (the vDSO), removed when the last reader
+    /// goes.
+    _image: Option<tempfile::TempPath>,
 }
 
 /// Where a module's names and lines come from.
@@ -99,6 +146,8 @@ pub enum DebugInfo {
     Dwarf,
     /// DWARF in the file its `.gnu_debuglink` names.
     DebugLink,
+    /// DWARF in a debug directory's `.build-id/xx/rest.debug` for its build id.
+    BuildIdDebugFile,
     /// No DWARF: names from `.symtab`, no lines.
     SymtabOnly,
     /// Stripped: names from `.dynsym` only.
@@ -112,7 +161,7 @@ impl DebugInfo {
     /// What a user should be told about it, or `None` when all is there.
     pub fn reason(self) -> Option<&'static str> {
         match self {
-            DebugInfo::Dwarf | DebugInfo::DebugLink => None,
+            DebugInfo::Dwarf | DebugInfo::DebugLink | DebugInfo::BuildIdDebugFile => None,
             DebugInfo::SymtabOnly => Some("binary has no debug info: symbols from .symtab only"),
             DebugInfo::DynsymOnly => Some("binary is stripped: names from .dynsym only"),
             DebugInfo::Missing => Some("binary has no symbols and no debug info"),
@@ -133,25 +182,6 @@ fn debug_info_of(file: &object::File<'_>) -> DebugInfo {
     } else {
         DebugInfo::Missing
     }
-}
-
-/// The file `.gnu_debuglink` names, where gdb looks for it: beside the file, in `.debug/`
-/// beside it, and under /usr/lib/debug.
-fn debug_link(path: &Path, file: &object::File<'_>) -> Option<PathBuf> {
-    use object::Object;
-    let (name, _crc) = file.gnu_debuglink().ok().flatten()?;
-    let name = std::str::from_utf8(name).ok()?;
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let abs = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
-    [
-        dir.join(name),
-        dir.join(".debug").join(name),
-        Path::new("/usr/lib/debug")
-            .join(abs.strip_prefix("/").unwrap_or(&abs))
-            .join(name),
-    ]
-    .into_iter()
-    .find(|p| p.is_file() && p != path)
 }
 
 /// One PT_LOAD segment.
@@ -285,73 +315,169 @@ fn read_symbols(file: &object::File<'_>) -> Vec<SymbolEntry> {
 
 impl std::fmt::Debug for Module {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Module").field("path", &self.path).finish()
+        f.debug_struct("Module")
+            .field("path", &self.tables.path)
+            .field("debug_info", &self.tables.debug_info)
+            .finish()
     }
 }
 
-impl Module {
-    /// Loads `path` (and its debug link, split DWARF or compressed sections).
-    pub fn open(path: impl AsRef<Path>) -> Result<Module, SymbolizeError> {
-        let path = path.as_ref();
+/// A read-only map of a file.
+fn map_file(path: &Path) -> std::io::Result<memmap2::Mmap> {
+    let f = std::fs::File::open(path)?;
+    // SAFETY: a read-only map; a file truncated under us can fault, as with every
+    // mmap-based reader.
+    unsafe { memmap2::Mmap::map(&f) }
+}
 
-        // The symbol table and line-row discriminators come from one map of the file.
-        let map = |p: &Path| {
-            std::fs::File::open(p)
-                .ok()
-                // SAFETY: a read-only map; a file truncated under us can fault, as with
-                // every mmap-based reader.
-                .and_then(|f| unsafe { memmap2::Mmap::map(&f) }.ok())
+fn build_id_of(file: &object::File<'_>) -> Option<Vec<u8>> {
+    use object::Object;
+    file.build_id().ok().flatten().map(<[u8]>::to_vec)
+}
+
+impl Module {
+    /// Loads `path`, its DWARF from the file itself or from a separate debug file found
+    /// through `.gnu_debuglink` or `/usr/lib/debug/.build-id`, split DWARF (`.dwo`,
+    /// `.dwp`) and compressed sections included.
+    pub fn open(path: impl AsRef<Path>) -> Result<Module, SymbolizeError> {
+        Module::open_in(path, &SearchPaths::default())
+    }
+
+    /// [`Module::open`] with debug files looked for where `paths` says.
+    pub fn open_in(path: impl AsRef<Path>, paths: &SearchPaths) -> Result<Module, SymbolizeError> {
+        use object::Object;
+        let path = path.as_ref();
+        let error = |p: &Path, message: String| SymbolizeError::Load {
+            path: p.to_path_buf(),
+            message,
         };
-        let mut debug_info = DebugInfo::Missing;
-        let (mut symbols, mut discriminators, segments, link) = map(path)
-            .and_then(|m| {
-                let file = object::File::parse(&*m).ok()?;
-                debug_info = debug_info_of(&file);
-                Some((
-                    read_symbols(&file),
-                    read_discriminators(&file),
-                    read_segments(&file),
-                    debug_link(path, &file),
-                ))
-            })
-            .unwrap_or_default();
-        // A .gnu_debuglink file holds what strip took: the full symbol table and the line
-        // tables (the addr2line loader follows the same link for DWARF).
-        if let Some(m) = link
-            .as_deref()
-            .filter(|_| debug_info != DebugInfo::Dwarf)
-            .and_then(map)
-        {
-            if let Ok(file) = object::File::parse(&*m) {
-                if debug_info != DebugInfo::Dwarf && debug_info_of(&file) == DebugInfo::Dwarf {
-                    debug_info = DebugInfo::DebugLink;
+        let map = map_file(path).map_err(|e| error(path, e.to_string()))?;
+        let file = object::File::parse(&*map)
+            .map_err(|e| error(path, format!("not an object file: {e}")))?;
+        let build_id = build_id_of(&file);
+        let mut debug_info = debug_info_of(&file);
+        let mut symbols = read_symbols(&file);
+        let mut discriminators = read_discriminators(&file);
+        let segments = read_segments(&file);
+        let mut dwarf_path = path.to_path_buf();
+        if debug_info != DebugInfo::Dwarf {
+            // What strip took (the full symbol table and the line tables) is in a
+            // separate debug file: the one `.gnu_debuglink` names, else the one a debug
+            // directory holds for the build id. A file with another build id is not it.
+            let link = file
+                .gnu_debuglink()
+                .ok()
+                .flatten()
+                .and_then(|(name, _crc)| std::str::from_utf8(name).ok());
+            let mut candidates: Vec<(PathBuf, DebugInfo)> = Vec::new();
+            if let Some(name) = link {
+                candidates.extend(
+                    paths
+                        .debug_link_candidates(path, name)
+                        .into_iter()
+                        .map(|p| (p, DebugInfo::DebugLink)),
+                );
+            }
+            if let Some(id) = &build_id {
+                candidates.extend(
+                    paths
+                        .debug_by_build_id(id)
+                        .into_iter()
+                        .map(|p| (p, DebugInfo::BuildIdDebugFile)),
+                );
+            }
+            for (candidate, kind) in candidates {
+                if candidate == path || !candidate.is_file() {
+                    continue;
                 }
-                let linked = read_symbols(&file);
+                let Ok(m) = map_file(&candidate) else {
+                    continue;
+                };
+                let Ok(debug) = object::File::parse(&*m) else {
+                    continue;
+                };
+                let other = build_id_of(&debug);
+                if build_id.is_some() && other.is_some() && other != build_id {
+                    continue;
+                }
+                if debug_info_of(&debug) != DebugInfo::Dwarf {
+                    continue;
+                }
+                debug_info = kind;
+                let linked = read_symbols(&debug);
                 if linked.len() > symbols.len() {
                     symbols = linked;
                 }
-                if discriminators.is_empty() {
-                    discriminators = read_discriminators(&file);
-                }
+                discriminators = read_discriminators(&debug);
+                dwarf_path = candidate;
+                break;
             }
         }
-        // DWARF from the file itself, else from the file its debug link names.
-        let dwarf_path = match (&debug_info, &link) {
-            (DebugInfo::DebugLink, Some(l)) => l.as_path(),
-            _ => path,
-        };
-        let loader = addr2line::Loader::new(dwarf_path).map_err(|e| SymbolizeError::Load {
-            path: dwarf_path.to_path_buf(),
-            message: e.to_string(),
-        })?;
+        let loader =
+            addr2line::Loader::new(&dwarf_path).map_err(|e| error(&dwarf_path, e.to_string()))?;
         Ok(Module {
             loader,
-            path: path.to_path_buf(),
-            symbols,
-            discriminators,
-            segments,
-            debug_info,
+            tables: Arc::new(Tables {
+                path: path.to_path_buf(),
+                dwarf_path,
+                build_id,
+                symbols,
+                discriminators,
+                segments,
+                debug_info,
+                _image: None,
+            }),
         })
+    }
+
+    /// A module from an image in memory (the vDSO), named `name`. The addr2line crate
+    /// reads files, so the image is written to a temporary file that lives as long as the
+    /// module and its workers.
+    pub fn from_image(name: &str, image: &[u8]) -> Result<Module, SymbolizeError> {
+        use std::io::Write;
+        let error = |message: String| SymbolizeError::Load {
+            path: PathBuf::from(name),
+            message,
+        };
+        let mut file = tempfile::Builder::new()
+            .prefix("sparkles-image-")
+            .tempfile()
+            .map_err(|e| error(format!("temporary file: {e}")))?;
+        file.write_all(image)
+            .and_then(|()| file.flush())
+            .map_err(|e| error(format!("temporary file: {e}")))?;
+        let temp = file.into_temp_path();
+        let mut module = Module::open_in(&temp, &SearchPaths::none())?;
+        let tables =
+            Arc::get_mut(&mut module.tables).ok_or_else(|| error("shared too early".into()))?;
+        tables.path = PathBuf::from(name);
+        tables._image = Some(temp);
+        Ok(module)
+    }
+
+    /// Another reader of the same module for another thread: it shares the symbol
+    /// table, segments and line discriminators, and parses DWARF on its own (the addr2line
+    /// crate's lazily built tables are not shared across threads).
+    pub fn worker(&self) -> Result<Module, SymbolizeError> {
+        let loader =
+            addr2line::Loader::new(&self.tables.dwarf_path).map_err(|e| SymbolizeError::Load {
+                path: self.tables.dwarf_path.clone(),
+                message: e.to_string(),
+            })?;
+        Ok(Module {
+            loader,
+            tables: Arc::clone(&self.tables),
+        })
+    }
+
+    /// The module's GNU build id, where it has one.
+    pub fn build_id(&self) -> Option<&[u8]> {
+        self.tables.build_id.as_deref()
+    }
+
+    /// The file DWARF is read from (the module, or its separate debug file).
+    pub fn dwarf_path(&self) -> &Path {
+        &self.tables.dwarf_path
     }
 
     /// The ELF virtual address of file offset `offset`: through the load segment holding
@@ -363,7 +489,8 @@ impl Module {
             let start = s.offset & !(page - 1);
             start <= offset && offset < s.offset + s.filesz.max(1)
         };
-        self.segments
+        self.tables
+            .segments
             .iter()
             .filter(hit)
             .max_by_key(|s| s.executable)
@@ -372,19 +499,20 @@ impl Module {
 
     /// Where its names and lines come from.
     pub fn debug_info(&self) -> DebugInfo {
-        self.debug_info
+        self.tables.debug_info
     }
 
     /// The file it was loaded from.
     pub fn path(&self) -> &Path {
-        &self.path
+        &self.tables.path
     }
 
     /// The function symbol covering `addr` (the innermost where several do), else, as
     /// binutils does, the nearest one before it.
     fn symbol_at(&self, addr: u64) -> Option<&SymbolEntry> {
-        let i = self.symbols.partition_point(|s| s.start <= addr);
-        let before = &self.symbols[..i];
+        let symbols = &self.tables.symbols;
+        let i = symbols.partition_point(|s| s.start <= addr);
+        let before = &symbols[..i];
         let found = before
             .iter()
             .rev()
@@ -430,14 +558,16 @@ impl Module {
                     line: frame.location.as_ref().and_then(|l| l.line),
                     inlined: true,
                     discriminator: None,
+                    symbol_offset: None,
                 });
             }
         }
         if let Some(first) = out.first_mut() {
-            let i = self.discriminators.partition_point(|d| d.0 <= addr);
+            let discriminators = &self.tables.discriminators;
+            let i = discriminators.partition_point(|d| d.0 <= addr);
             first.discriminator = i
                 .checked_sub(1)
-                .map(|i| self.discriminators[i])
+                .map(|i| discriminators[i])
                 .filter(|d| addr < d.1)
                 .map(|d| d.2);
         }
@@ -462,25 +592,27 @@ impl Module {
         }
         if out.is_empty() || out.iter().all(|f| f.function.is_none()) {
             if let Some(sym) = self.symbol_at(addr) {
-                let name = sym.name.as_str();
-                let demangled = demangle::demangle(name).into_owned();
+                // binutils names the file the symbol table gives, with no line.
+                let named = Frame::from_symbol(&sym.name, addr - sym.start, sym.file.clone());
                 match out.last_mut() {
                     Some(f) => {
-                        f.function = Some(name.to_string());
-                        f.demangled = Some(demangled);
+                        f.function = named.function;
+                        f.demangled = named.demangled;
+                        f.symbol_offset = named.symbol_offset;
                     }
-                    None => out.push(Frame {
-                        function: Some(name.to_string()),
-                        demangled: Some(demangled),
-                        // binutils names the file the symbol table gives, with no line.
-                        file: sym.file.clone(),
-                        line: None,
-                        inlined: false,
-                        discriminator: None,
-                    }),
+                    None => out.push(named),
                 }
             }
         }
         out
+    }
+}
+#[cfg(test)]
+mod tests {
+    /// Batches are named in parallel by workers moved to other threads.
+    #[test]
+    fn a_module_can_move_to_another_thread() {
+        fn send<T: Send>() {}
+        send::<super::Module>();
     }
 }

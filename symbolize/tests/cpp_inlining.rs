@@ -89,7 +89,8 @@ fn inlined_frames_come_innermost_first_and_end_in_their_function() {
 fn binutils(bin: &Path, flags: &[&str], addrs: &[u64]) -> Option<Vec<String>> {
     use std::io::Write;
     let input: String = addrs.iter().map(|a| format!("{a:x}\n")).collect();
-    let mut child = Command::new("addr2line")
+    let gnu = sparkles_symbolize::binutils::gnu_addr2line()?;
+    let mut child = Command::new(gnu)
         .arg("-e")
         .arg(bin)
         .args(flags)

@@ -10,8 +10,8 @@ use std::io::Read;
 use std::path::PathBuf;
 
 use sparkles_sampler::perf_data::{PerfData, Record};
-use sparkles_symbolize::address_space::{AddressSpace, Mapping};
-use sparkles_symbolize::Module;
+use sparkles_symbolize::symbolizer::{Place, Symbolizer};
+use sparkles_symbolize::SearchPaths;
 
 fn fixtures() -> Option<PathBuf> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/callchain");
@@ -32,10 +32,30 @@ fn user_samples_of_a_static_binary_are_named_as_perf_names_them() {
     flate2::read::ZlibDecoder::new(&packed[4..])
         .read_to_end(&mut binary)
         .unwrap();
+    // The binary goes where the capture recorded it, under a --symfs root.
+    let data = PerfData::open(dir.join("vector_static_gcc.dwarf.perf.data")).unwrap();
+    let mut recorded = None;
+    data.for_each_record(|e| {
+        if let Record::Mmap(m) = &e.record {
+            if m.filename.ends_with(b"vector_static_gcc_v9.1.0") {
+                recorded = Some(String::from_utf8_lossy(m.filename).into_owned());
+            }
+        }
+        Ok::<(), ()>(())
+    })
+    .unwrap();
+    let recorded = recorded.expect("the capture maps the binary");
     let tmp = tempfile::tempdir().unwrap();
-    let bin_path = tmp.path().join("vector_static_gcc_v9.1.0");
+    let bin_path = tmp.path().join(recorded.trim_start_matches('/'));
+    std::fs::create_dir_all(bin_path.parent().unwrap()).unwrap();
     std::fs::write(&bin_path, &binary).unwrap();
-    let module = Module::open(&bin_path).unwrap();
+    let mut symbolizer = Symbolizer::for_capture(
+        &data,
+        SearchPaths {
+            symfs: Some(tmp.path().to_path_buf()),
+            ..SearchPaths::none()
+        },
+    );
     // perf stretches a symbol of size 0 to the next symbol (symbols__fixup_end); binutils,
     // and so this module, name only the symbol's own address. Those samples are counted
     // apart.
@@ -75,38 +95,26 @@ fn user_samples_of_a_static_binary_are_named_as_perf_names_them() {
         want.len()
     );
 
-    let data = PerfData::open(dir.join("vector_static_gcc.dwarf.perf.data")).unwrap();
-    let mut space = AddressSpace::new();
     let mut compared = 0;
     data.for_each_record(|e| {
+        symbolizer.observe(&e.record);
         match &e.record {
-            Record::Mmap(m) => space.map(
-                m.pid,
-                Mapping {
-                    start: m.addr,
-                    end: m.addr.saturating_add(m.len),
-                    pgoff: m.pgoff,
-                    path: String::from_utf8_lossy(m.filename).into_owned(),
-                    build_id: m.build_id.map(<[u8]>::to_vec),
-                    prot: m.prot,
-                },
-            ),
-            Record::Comm {
-                pid, exec: true, ..
-            } => space.exec(*pid),
-            Record::Fork(t) => space.fork(t.pid, t.ppid),
             Record::Sample(s) if e.header.misc & 7 == 2 => {
                 let t = s.time.unwrap();
                 let key = format!("{}.{:06}", t / 1_000_000_000, (t % 1_000_000_000) / 1000);
                 let (pid, ip) = (s.pid.unwrap(), s.ip.unwrap());
-                let mapping = space
-                    .lookup(pid, ip)
-                    .unwrap_or_else(|| panic!("{ip:#x} in no mapping of {pid}"));
-                if !mapping.path.ends_with("vector_static_gcc_v9.1.0") {
+                let at = symbolizer.locate(pid, ip);
+                if !at
+                    .mapping
+                    .as_deref()
+                    .is_some_and(|m| m.ends_with("vector_static_gcc_v9.1.0"))
+                {
                     return Ok::<(), ()>(());
                 }
-                let vaddr = module.vaddr_of(mapping.file_offset(ip)).unwrap();
-                let frames = module.frames(vaddr);
+                let Place::Module { vaddr, .. } = at.place else {
+                    panic!("{ip:#x}: {at:?}");
+                };
+                let frames = symbolizer.name(&at.place).frames;
                 let name = frames
                     .last()
                     .and_then(|f| f.function.clone())

@@ -1,0 +1,193 @@
+//! Kernel names: /proc/kallsyms, used only when the capture's kernel is the running one.
+//!
+//! A capture says which kernel it ran on by the build id perf recorded for
+//! `[kernel.kallsyms]` (BUILD_ID feature) and by its OSRELEASE. The running kernel's build
+//! id is in /sys/kernel/notes. Names are given when the build ids match, or, where either
+//! side has none, when the releases match; otherwise every kernel address is one
+//! `[kernel]` frame and the reason says why. A capture from another machine never gets
+//! this machine's kernel names.
+
+use std::sync::OnceLock;
+
+use crate::search::hex;
+
+/// One kallsyms symbol.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelSymbol {
+    /// Its address.
+    pub addr: u64,
+    /// Its name.
+    pub name: String,
+    /// The module it belongs to (`[ext4]` in kallsyms), if any.
+    pub module: Option<String>,
+}
+
+/// The text symbols of /proc/kallsyms, sorted by address.
+#[derive(Debug, Clone, Default)]
+pub struct KernelSymbols {
+    symbols: Vec<KernelSymbol>,
+}
+
+impl KernelSymbols {
+    /// Parses kallsyms text (`ADDR TYPE NAME [MODULE]` lines); only text symbols (`t`,
+    /// `T`, `w`, `W`) name code.
+    pub fn parse(text: &str) -> KernelSymbols {
+        let mut symbols: Vec<KernelSymbol> = text
+            .lines()
+            .filter_map(|line| {
+                let mut parts = line.split_whitespace();
+                let addr = u64::from_str_radix(parts.next()?, 16).ok()?;
+                let kind = parts.next()?;
+                let name = parts.next()?;
+                if !matches!(kind, "t" | "T" | "w" | "W") {
+                    return None;
+                }
+                let module = parts
+                    .next()
+                    .map(|m| m.trim_matches(|c| c == '[' || c == ']').to_string());
+                Some(KernelSymbol {
+                    addr,
+                    name: name.to_string(),
+                    module,
+                })
+            })
+            .collect();
+        symbols.sort_by_key(|s| s.addr);
+        KernelSymbols { symbols }
+    }
+
+    /// This machine's /proc/kallsyms, read once per process and cached.
+    pub fn running() -> Result<&'static KernelSymbols, String> {
+        static CACHE: OnceLock<Result<KernelSymbols, String>> = OnceLock::new();
+        CACHE
+            .get_or_init(|| {
+                let text = std::fs::read_to_string("/proc/kallsyms")
+                    .map_err(|e| format!("/proc/kallsyms: {e}"))?;
+                let symbols = KernelSymbols::parse(&text);
+                if symbols.symbols.is_empty() {
+                    return Err("/proc/kallsyms lists no text symbols".to_string());
+                }
+                if symbols.symbols.iter().all(|s| s.addr == 0) {
+                    return Err(
+                        "/proc/kallsyms shows every address as 0 (kernel.kptr_restrict hides them from this user)"
+                            .to_string(),
+                    );
+                }
+                Ok(symbols)
+            })
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    /// The symbol at or before `addr` and the offset into it.
+    pub fn lookup(&self, addr: u64) -> Option<(&KernelSymbol, u64)> {
+        let i = self.symbols.partition_point(|s| s.addr <= addr);
+        let s = &self.symbols[i.checked_sub(1)?];
+        Some((s, addr - s.addr))
+    }
+
+    /// How many symbols.
+    pub fn len(&self) -> usize {
+        self.symbols.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.symbols.is_empty()
+    }
+}
+
+/// Which kernel something ran on.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct KernelIdentity {
+    /// `uname -r` / the capture's OSRELEASE.
+    pub release: Option<String>,
+    /// The kernel's GNU build id.
+    pub build_id: Option<Vec<u8>>,
+}
+
+impl KernelIdentity {
+    /// The running kernel.
+    pub fn running() -> KernelIdentity {
+        KernelIdentity {
+            release: std::fs::read_to_string("/proc/sys/kernel/osrelease")
+                .ok()
+                .map(|s| s.trim().to_string()),
+            build_id: sparkles_sampler::system::running_kernel_build_id(),
+        }
+    }
+
+    /// Whether names of `running` may be given to addresses of a capture made on `self`;
+    /// the reason when not.
+    pub fn names_from(&self, running: &KernelIdentity) -> Result<(), String> {
+        match (&self.build_id, &running.build_id) {
+            (Some(a), Some(b)) if a == b => return Ok(()),
+            (Some(a), Some(b)) => {
+                return Err(format!(
+                    "the capture's kernel (build id {}) is not the running kernel (build id {})",
+                    hex(a),
+                    hex(b)
+                ))
+            }
+            _ => {}
+        }
+        match (&self.release, &running.release) {
+            (Some(a), Some(b)) if a == b => Ok(()),
+            (Some(a), Some(b)) => Err(format!(
+                "the capture's kernel ({a}) is not the running kernel ({b})"
+            )),
+            _ => Err("the capture does not say which kernel it ran on (no kernel build id, no OSRELEASE)".to_string()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kallsyms_text_symbols_with_modules() {
+        let k = KernelSymbols::parse(
+            "ffffffff81000000 T _stext\n\
+             ffffffff81000100 t do_thing\n\
+             ffffffff81000180 D some_data\n\
+             ffffffffc0201000 t ext4_read\t[ext4]\n",
+        );
+        assert_eq!(k.len(), 3, "data symbols do not name code");
+        let (s, off) = k.lookup(0xffffffff81000123).unwrap();
+        assert_eq!((s.name.as_str(), off), ("do_thing", 0x23));
+        let (s, _) = k.lookup(0xffffffffc0201004).unwrap();
+        assert_eq!(s.module.as_deref(), Some("ext4"));
+        assert!(k.lookup(0x1000).is_none());
+    }
+
+    #[test]
+    fn names_only_for_the_running_kernel() {
+        let running = KernelIdentity {
+            release: Some("6.1.0-13-amd64".into()),
+            build_id: Some(vec![1, 2, 3]),
+        };
+        assert!(running.names_from(&running).is_ok());
+        let other_build = KernelIdentity {
+            release: Some("6.1.0-13-amd64".into()),
+            build_id: Some(vec![9, 9, 9]),
+        };
+        let why = other_build.names_from(&running).unwrap_err();
+        assert!(why.contains("090909") && why.contains("010203"), "{why}");
+        // Without build ids the release decides.
+        let by_release = KernelIdentity {
+            release: Some("6.1.0-13-amd64".into()),
+            build_id: None,
+        };
+        assert!(by_release.names_from(&running).is_ok());
+        let other_release = KernelIdentity {
+            release: Some("5.4.0".into()),
+            build_id: None,
+        };
+        assert!(other_release
+            .names_from(&running)
+            .unwrap_err()
+            .contains("5.4.0"));
+        assert!(KernelIdentity::default().names_from(&running).is_err());
+    }
+}

@@ -1,0 +1,565 @@
+//! The symbolizer of a capture: the address-space model fed with its records in time
+//! order, the modules it maps (loaded once per build id, checked against the capture's
+//! build ids), kernel names gated on the capture's kernel, the vDSO, JIT perf maps, and a
+//! cache of names per (module, address) filled one at a time or in sorted, deduplicated
+//! batches named in parallel.
+//!
+//! Two steps, so a profile pays for names once per distinct address: [`Symbolizer::locate`]
+//! turns `(pid, addr)` into a [`Place`] at the current point of the capture (cheap: a map
+//! lookup and segment arithmetic), and [`Symbolizer::name`] / [`Symbolizer::name_batch`]
+//! turn places into frames.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::rc::Rc;
+
+use sparkles_sampler::perf_data::{PerfData, Record};
+
+use crate::address_space::{AddressSpace, Mapping};
+use crate::kernel::{KernelIdentity, KernelSymbols};
+use crate::perf_map::PerfMap;
+use crate::search::{hex, SearchPaths};
+use crate::{Frame, Module};
+
+/// Which module: by build id where one is known, else by path.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ModuleKey {
+    /// A GNU build id.
+    BuildId(Vec<u8>),
+    /// A path (no build id known).
+    Path(String),
+    /// The vDSO of the running kernel.
+    Vdso,
+}
+
+/// Why a module gives no names.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unavailable {
+    /// No file at any place looked.
+    #[error("{path}: not found (looked at {})", .tried.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "))]
+    NotFound {
+        /// The recorded path.
+        path: String,
+        /// Where it was looked for.
+        tried: Vec<PathBuf>,
+    },
+    /// Files were found, but none had the capture's build id.
+    #[error("{path}: {} has build id {found}, the capture's is {expected}: not used for names", .file.display())]
+    BuildIdMismatch {
+        /// The recorded path.
+        path: String,
+        /// The file found.
+        file: PathBuf,
+        /// The capture's build id, hex.
+        expected: String,
+        /// The file's (or "none"), hex.
+        found: String,
+    },
+    /// The file could not be loaded.
+    #[error("{0}")]
+    Load(String),
+    /// Kernel, vDSO or JIT names that may not or cannot be given.
+    #[error("{0}")]
+    Other(String),
+}
+
+/// Where an address is, at the point of the capture it was located.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Place {
+    /// In a loaded module, at this ELF virtual address.
+    Module {
+        /// The module.
+        key: ModuleKey,
+        /// The address in the module's ELF vaddr space.
+        vaddr: u64,
+    },
+    /// A kernel address.
+    Kernel(u64),
+    /// Anonymous memory of a process (a JIT's code, named from its perf map).
+    Anonymous {
+        /// The process.
+        pid: u32,
+        /// The address.
+        addr: u64,
+    },
+    /// Nowhere that can be named: the reason.
+    Unknown(String),
+}
+
+/// An address located: the mapping's path and the place.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Located {
+    /// The mapping's path (`[kernel.kallsyms]`, `[vdso]`, `//anon`, a file), if mapped.
+    pub mapping: Option<String>,
+    /// Where it is.
+    pub place: Place,
+}
+
+/// The names of one place.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Named {
+    /// Frames, innermost first; empty when nothing names the place.
+    pub frames: Rc<[Frame]>,
+    /// Why there are no names (or only a `[kernel]` frame), when so.
+    pub missing: Option<String>,
+}
+
+/// Where the kernel's addresses start (x86_64 and aarch64 with 48-bit user space).
+pub const KERNEL_HALF: u64 = 0xffff_8000_0000_0000;
+
+/// Batches at least this large (distinct, uncached addresses of one module) are named
+/// in parallel.
+pub const PARALLEL_BATCH: usize = 2048;
+
+/// The symbolizer of one capture.
+#[derive(Debug)]
+pub struct Symbolizer {
+    space: AddressSpace,
+    paths: SearchPaths,
+    /// Build ids the capture recorded, by path.
+    capture_build_ids: HashMap<String, Vec<u8>>,
+    /// Loaded modules by key, and the keys a path resolved to.
+    modules: HashMap<ModuleKey, Result<Rc<Module>, Unavailable>>,
+    /// Whether kernel (and vDSO, and /tmp perf map) names may be given: the capture ran
+    /// on this machine's running kernel.
+    local: Result<(), String>,
+    perf_maps: HashMap<u32, Option<PerfMap>>,
+    /// Where perf maps are read from (`/tmp`).
+    perf_map_dir: PathBuf,
+    names: HashMap<Place, Named>,
+    stats: Stats,
+}
+
+/// What a symbolizer did, for a profile's notes and for tests.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Modules loaded (each build id once).
+    pub modules_loaded: usize,
+    /// Places named (cache misses).
+    pub named: usize,
+    /// Places answered from the cache.
+    pub cached: usize,
+    /// Runs of one module's addresses named in parallel.
+    pub parallel_runs: usize,
+}
+
+fn mapping_of(m: &sparkles_sampler::perf_data::record::Mmap<'_>) -> Mapping {
+    Mapping {
+        start: m.addr,
+        end: m.addr.saturating_add(m.len),
+        pgoff: m.pgoff,
+        path: String::from_utf8_lossy(m.filename).into_owned(),
+        build_id: m.build_id.map(<[u8]>::to_vec),
+        prot: m.prot,
+    }
+}
+
+fn parse_hex(s: &str) -> Option<Vec<u8>> {
+    s.len().is_multiple_of(2)
+        .then(|| {
+            (0..s.len())
+                .step_by(2)
+                .map(|i| u8::from_str_radix(&s[i..i + 2], 16).ok())
+                .collect()
+        })
+        .flatten()
+}
+
+impl Symbolizer {
+    /// A symbolizer for addresses of the running system (the harness's own captures).
+    pub fn new(paths: SearchPaths) -> Symbolizer {
+        Symbolizer {
+            space: AddressSpace::new(),
+            paths,
+            capture_build_ids: HashMap::new(),
+            modules: HashMap::new(),
+            local: Ok(()),
+            perf_maps: HashMap::new(),
+            perf_map_dir: PathBuf::from("/tmp"),
+            names: HashMap::new(),
+            stats: Stats::default(),
+        }
+    }
+
+    /// A symbolizer for a capture: its build-id table checks the files found, and its
+    /// kernel decides whether this machine's kernel names, vDSO and perf maps apply.
+    pub fn for_capture(data: &PerfData, paths: SearchPaths) -> Symbolizer {
+        let f = &data.features;
+        let mut s = Symbolizer::new(paths);
+        for entry in &f.build_ids {
+            if let Some(id) = parse_hex(&entry.build_id) {
+                s.capture_build_ids.insert(entry.filename.clone(), id);
+            }
+        }
+        let capture = KernelIdentity {
+            release: f.osrelease.clone(),
+            build_id: s.capture_build_ids.get("[kernel.kallsyms]").cloned(),
+        };
+        s.local = capture.names_from(&KernelIdentity::running());
+        s
+    }
+
+    /// Overrides the kernel check (a capture known to come from this machine, or a test).
+    pub fn set_local(&mut self, local: Result<(), String>) {
+        self.local = local;
+    }
+
+    /// Where `/tmp/perf-<pid>.map` files are read from.
+    pub fn set_perf_map_dir(&mut self, dir: PathBuf) {
+        self.perf_map_dir = dir;
+    }
+
+    /// Why this machine's kernel names do not apply, if they do not.
+    pub fn kernel_reason(&self) -> Option<&str> {
+        self.local.as_ref().err().map(String::as_str)
+    }
+
+    /// The address-space model (fed by [`Symbolizer::observe`]).
+    pub fn address_space(&mut self) -> &mut AddressSpace {
+        &mut self.space
+    }
+
+    /// Feeds a record, in time order: MMAP/MMAP2, exec COMMs and FORKs shape the model.
+    pub fn observe(&mut self, record: &Record<'_>) {
+        match record {
+            Record::Mmap(m) => self.space.map(m.pid, mapping_of(m)),
+            Record::Comm {
+                pid, exec: true, ..
+            } => self.space.exec(*pid),
+            Record::Fork(t) => self.space.fork(t.pid, t.ppid),
+            _ => {}
+        }
+    }
+
+    /// The module a mapping names, loaded once per build id.
+    pub fn module(
+        &mut self,
+        path: &str,
+        build_id: Option<&[u8]>,
+    ) -> Result<Rc<Module>, Unavailable> {
+        let build_id = build_id
+            .map(<[u8]>::to_vec)
+            .or_else(|| self.capture_build_ids.get(path).cloned());
+        let key = match &build_id {
+            Some(id) => ModuleKey::BuildId(id.clone()),
+            None => ModuleKey::Path(path.to_string()),
+        };
+        if let Some(found) = self.modules.get(&key) {
+            return found.clone();
+        }
+        let loaded = self.load(path, build_id.as_deref()).map(Rc::new);
+        self.stats.modules_loaded += usize::from(loaded.is_ok());
+        // Found by path, the file's own build id names it too: a place's key is always
+        // the build id where the module has one.
+        if let Ok(m) = &loaded {
+            if let Some(id) = m.build_id() {
+                self.modules
+                    .entry(ModuleKey::BuildId(id.to_vec()))
+                    .or_insert_with(|| Ok(Rc::clone(m)));
+            }
+        }
+        self.modules.insert(key, loaded.clone());
+        loaded
+    }
+
+    fn load(&self, path: &str, build_id: Option<&[u8]>) -> Result<Module, Unavailable> {
+        let tried = self.paths.binary_candidates(path, build_id);
+        let mut mismatch = None;
+        for file in tried.iter().filter(|p| p.is_file()) {
+            let module = match Module::open_in(file, &self.paths) {
+                Ok(m) => m,
+                Err(e) => return Err(Unavailable::Load(e.to_string())),
+            };
+            match (build_id, module.build_id()) {
+                (Some(want), got) if got != Some(want) => {
+                    mismatch.get_or_insert(Unavailable::BuildIdMismatch {
+                        path: path.to_string(),
+                        file: file.clone(),
+                        expected: hex(want),
+                        found: got.map(hex).unwrap_or_else(|| "none".into()),
+                    });
+                }
+                _ => return Ok(module),
+            }
+        }
+        Err(mismatch.unwrap_or(Unavailable::NotFound {
+            path: path.to_string(),
+            tried,
+        }))
+    }
+
+    fn vdso(&mut self) -> Result<Rc<Module>, Unavailable> {
+        if let Some(found) = self.modules.get(&ModuleKey::Vdso) {
+            return found.clone();
+        }
+        let loaded = match &self.local {
+            Ok(()) => crate::vdso::running()
+                .map(Rc::new)
+                .map_err(|e| Unavailable::Load(e.to_string())),
+            Err(why) => Err(Unavailable::Other(format!("[vdso]: {why}"))),
+        };
+        self.modules.insert(ModuleKey::Vdso, loaded.clone());
+        loaded
+    }
+
+    /// Where `addr` of process `pid` is, at the current point of the capture.
+    pub fn locate(&mut self, pid: u32, addr: u64) -> Located {
+        let mapping = self.space.lookup(pid, addr).cloned();
+        // The kernel's half of the address space (x86_64 and aarch64 alike).
+        if addr >= KERNEL_HALF
+            || mapping
+                .as_ref()
+                .is_some_and(|m| m.path.starts_with("[kernel.kallsyms]"))
+        {
+            return Located {
+                mapping: Some(mapping.map_or_else(|| "[kernel.kallsyms]".to_string(), |m| m.path)),
+                place: Place::Kernel(addr),
+            };
+        }
+        let Some(m) = mapping else {
+            return Located {
+                mapping: None,
+                place: Place::Unknown(format!("{addr:#x} is in no mapping of process {pid}")),
+            };
+        };
+        let place = if m.path == "[vdso]" {
+            match self.vdso() {
+                Ok(module) => match module.vaddr_of(m.file_offset(addr)) {
+                    Some(vaddr) => Place::Module {
+                        key: ModuleKey::Vdso,
+                        vaddr,
+                    },
+                    None => Place::Unknown(format!(
+                        "[vdso]: offset {:#x} in no segment",
+                        m.file_offset(addr)
+                    )),
+                },
+                Err(e) => Place::Unknown(e.to_string()),
+            }
+        } else if m.path.is_empty()
+            || m.path.starts_with("//anon")
+            || m.path.starts_with("[anon")
+            || m.path.starts_with("/memfd:")
+        {
+            Place::Anonymous { pid, addr }
+        } else if m.path.starts_with('[') {
+            Place::Unknown(format!("{}: no file to name it from", m.path))
+        } else {
+            match self.module(&m.path, m.build_id.as_deref()) {
+                Ok(module) => match module.vaddr_of(m.file_offset(addr)) {
+                    Some(vaddr) => Place::Module {
+                        key: match module.build_id() {
+                            Some(id) => ModuleKey::BuildId(id.to_vec()),
+                            None => ModuleKey::Path(m.path.clone()),
+                        },
+                        vaddr,
+                    },
+                    None => Place::Unknown(format!(
+                        "{}: file offset {:#x} is in no loadable segment",
+                        m.path,
+                        m.file_offset(addr)
+                    )),
+                },
+                Err(e) => Place::Unknown(e.to_string()),
+            }
+        };
+        Located {
+            mapping: Some(m.path),
+            place,
+        }
+    }
+
+    fn loaded(&self, key: &ModuleKey) -> Option<&Rc<Module>> {
+        self.modules.get(key).and_then(|r| r.as_ref().ok())
+    }
+
+    /// Names one place (cached).
+    pub fn name(&mut self, place: &Place) -> Named {
+        if let Some(n) = self.names.get(place) {
+            self.stats.cached += 1;
+            return n.clone();
+        }
+        self.stats.named += 1;
+        let named = self.name_uncached(place);
+        self.names.insert(place.clone(), named.clone());
+        named
+    }
+
+    fn name_uncached(&mut self, place: &Place) -> Named {
+        let none = |why: String| Named {
+            frames: Rc::from(Vec::new()),
+            missing: Some(why),
+        };
+        match place {
+            Place::Module { key, vaddr } => match self.loaded(key) {
+                Some(m) => Named {
+                    frames: Rc::from(m.frames(*vaddr)),
+                    missing: m.debug_info().reason().map(str::to_string),
+                },
+                None => none("module not loaded".into()),
+            },
+            Place::Kernel(addr) => {
+                let symbols = match &self.local {
+                    Ok(()) => KernelSymbols::running(),
+                    Err(why) => Err(why.clone()),
+                };
+                match symbols.map(|k| k.lookup(*addr)) {
+                    Ok(Some((sym, offset))) => Named {
+                        frames: Rc::from(vec![Frame::from_symbol(&sym.name, offset, None)]),
+                        missing: None,
+                    },
+                    Ok(None) => none(format!("{addr:#x} is below every kernel symbol")),
+                    Err(why) => Named {
+                        frames: Rc::from(vec![Frame::from_symbol("[kernel]", 0, None)]),
+                        missing: Some(why),
+                    },
+                }
+            }
+            Place::Anonymous { pid, addr } => {
+                if let Err(why) = &self.local {
+                    return none(format!("anonymous memory: perf-{pid}.map not read: {why}"));
+                }
+                let dir = self.perf_map_dir.clone();
+                let map = self
+                    .perf_maps
+                    .entry(*pid)
+                    .or_insert_with(|| PerfMap::load(&dir, *pid));
+                match map.as_ref().map(|m| m.lookup(*addr)) {
+                    Some(Some(sym)) => Named {
+                        frames: Rc::from(vec![Frame::from_symbol(
+                            &sym.name,
+                            addr - sym.start,
+                            None,
+                        )]),
+                        missing: None,
+                    },
+                    Some(None) => none(format!(
+                        "{addr:#x}: in no function of {}",
+                        PerfMap::path_for(&dir, *pid).display()
+                    )),
+                    None => none(format!(
+                        "anonymous memory, and no {}",
+                        PerfMap::path_for(&dir, *pid).display()
+                    )),
+                }
+            }
+            Place::Unknown(why) => none(why.clone()),
+        }
+    }
+
+    /// Names many places: sorted and deduplicated, cached ones taken from the cache, and
+    /// a module's misses named in parallel when there are at least [`PARALLEL_BATCH`].
+    pub fn name_batch(&mut self, places: &[Place]) -> Vec<Named> {
+        let mut todo: Vec<&Place> = places
+            .iter()
+            .filter(|p| !self.names.contains_key(p))
+            .collect();
+        todo.sort_unstable();
+        todo.dedup();
+        self.stats.named += todo.len();
+        self.stats.cached += places.len() - todo.len();
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let mut start = 0;
+        while start < todo.len() {
+            // A run of one module's addresses (sorted places keep them together).
+            let key = match todo[start] {
+                Place::Module { key, .. } => Some(key),
+                _ => None,
+            };
+            let mut end = start + 1;
+            while end < todo.len()
+                && key.is_some()
+                && matches!(todo[end], Place::Module { key: k, .. } if Some(k) == key)
+            {
+                end += 1;
+            }
+            let run = &todo[start..end];
+            let module = key.and_then(|k| self.loaded(k)).cloned();
+            match module {
+                Some(module) if run.len() >= PARALLEL_BATCH && threads > 1 => {
+                    let vaddrs: Vec<u64> = run
+                        .iter()
+                        .filter_map(|p| match p {
+                            Place::Module { vaddr, .. } => Some(*vaddr),
+                            _ => None,
+                        })
+                        .collect();
+                    let frames = name_in_parallel(&module, &vaddrs, threads);
+                    self.stats.parallel_runs += 1;
+                    let missing = module.debug_info().reason().map(str::to_string);
+                    for (p, f) in run.iter().zip(frames) {
+                        self.names.insert(
+                            (*p).clone(),
+                            Named {
+                                frames: Rc::from(f),
+                                missing: missing.clone(),
+                            },
+                        );
+                    }
+                }
+                _ => {
+                    for p in run {
+                        let named = self.name_uncached(p);
+                        self.names.insert((*p).clone(), named);
+                    }
+                }
+            }
+            start = end;
+        }
+        places.iter().map(|p| self.names[p].clone()).collect()
+    }
+
+    /// What it did so far.
+    pub fn stats(&self) -> Stats {
+        self.stats
+    }
+
+    /// Modules that could not be used, with the reason (for a profile's notes).
+    pub fn unavailable(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .modules
+            .values()
+            .filter_map(|r| r.as_ref().err().map(ToString::to_string))
+            .collect();
+        out.sort();
+        out
+    }
+}
+
+/// Frames of sorted `vaddrs` of one module, named by `threads` workers over contiguous
+/// chunks (each worker's DWARF tables then cover few compilation units).
+fn name_in_parallel(module: &Module, vaddrs: &[u64], threads: usize) -> Vec<Vec<Frame>> {
+    let chunk = vaddrs.len().div_ceil(threads);
+    let workers: Vec<Option<Module>> = (1..threads).map(|_| module.worker().ok()).collect();
+    std::thread::scope(|scope| {
+        let mut chunks = vaddrs.chunks(chunk);
+        let first = chunks.next().unwrap_or_default();
+        let handles: Vec<_> = chunks
+            .zip(workers)
+            .map(|(part, worker)| {
+                scope.spawn(move || match worker {
+                    Some(w) => part.iter().map(|&a| w.frames(a)).collect::<Vec<_>>(),
+                    None => Vec::new(),
+                })
+            })
+            .collect();
+        let mut out: Vec<Vec<Frame>> = first.iter().map(|&a| module.frames(a)).collect();
+        let mut offset = first.len();
+        for h in handles {
+            let part = h.join().unwrap_or_default();
+            let want = vaddrs[offset..].len().min(chunk);
+            if part.len() == want {
+                out.extend(part);
+            } else {
+                // A worker that could not open the file: name its share here.
+                out.extend(
+                    vaddrs[offset..offset + want]
+                        .iter()
+                        .map(|&a| module.frames(a)),
+                );
+            }
+            offset += want;
+        }
+        out
+    })
+}

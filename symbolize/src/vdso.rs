@@ -1,0 +1,61 @@
+//! The vDSO's image: the kernel's copy with its debug info
+//! (`/lib/modules/RELEASE/vdso/vdso64.so`) where installed, else the image this process
+//! has mapped. Every process on one kernel maps the same vDSO, so either names the vDSO
+//! addresses of a capture made on the running kernel, and neither names another kernel's.
+
+use crate::{Module, SearchPaths, SymbolizeError};
+
+/// This process's mapped vDSO image, copied out of memory.
+pub fn live_image() -> Option<Vec<u8>> {
+    // SAFETY: getauxval only reads the auxiliary vector.
+    let base = unsafe { libc::getauxval(libc::AT_SYSINFO_EHDR) } as usize;
+    if base == 0 {
+        return None;
+    }
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    let line = maps.lines().find(|l| l.ends_with("[vdso]"))?;
+    let (range, _) = line.split_once(' ')?;
+    let (start, end) = range.split_once('-')?;
+    let (start, end) = (
+        usize::from_str_radix(start, 16).ok()?,
+        usize::from_str_radix(end, 16).ok()?,
+    );
+    if start != base || end <= start {
+        return None;
+    }
+    // SAFETY: [start, end) is this process's vDSO mapping, readable and never unmapped.
+    Some(unsafe { std::slice::from_raw_parts(start as *const u8, end - start) }.to_vec())
+}
+
+/// The kernel's own copy of the 64-bit vDSO for `release`, if installed.
+pub fn kernel_copy(release: &str) -> Option<std::path::PathBuf> {
+    let p = std::path::Path::new("/lib/modules")
+        .join(release)
+        .join("vdso/vdso64.so");
+    p.is_file().then_some(p)
+}
+
+/// The running kernel's vDSO as a module named `[vdso]`.
+pub fn running() -> Result<Module, SymbolizeError> {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let live = live_image();
+    if let Some(path) = kernel_copy(release.trim()) {
+        if let Ok(m) = Module::open_in(&path, &SearchPaths::none()) {
+            // The installed copy must be the image the kernel maps.
+            let live_id = live.as_deref().and_then(|b| {
+                use object::Object;
+                object::File::parse(b)
+                    .ok()
+                    .and_then(|f| f.build_id().ok().flatten().map(<[u8]>::to_vec))
+            });
+            if live_id.is_none() || live_id.as_deref() == m.build_id() {
+                return Ok(m);
+            }
+        }
+    }
+    let image = live.ok_or_else(|| SymbolizeError::Load {
+        path: "[vdso]".into(),
+        message: "this process has no vDSO mapped (AT_SYSINFO_EHDR)".into(),
+    })?;
+    Module::from_image("[vdso]", &image)
+}

@@ -1,0 +1,439 @@
+//! Module loading as a capture needs it: files found under `--symfs`, in perf's build-id
+//! cache and in debug directories by build id; a file with another build id refused and
+//! said so; split DWARF (`.dwo`, `.dwp`); the vDSO; JIT perf maps; kernel names only for
+//! the running kernel; and the batch API naming alike to one-at-a-time. Builds C programs
+//! with gcc and skips, saying so, without it.
+
+#![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use object::{Object, ObjectSymbol};
+use sparkles_symbolize::search::SearchPaths;
+use sparkles_symbolize::symbolizer::{ModuleKey, Place, Symbolizer, Unavailable};
+use sparkles_symbolize::{DebugInfo, Frame, Module};
+
+fn source() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testdata/symbolize/inlining.c")
+}
+
+/// Runs a command in `dir`; false (and why) when it cannot.
+fn run(dir: &Path, args: &[&str]) -> bool {
+    match Command::new(args[0])
+        .args(&args[1..])
+        .current_dir(dir)
+        .status()
+    {
+        Ok(s) if s.success() => true,
+        other => {
+            eprintln!("skipped: {args:?}: {other:?}");
+            false
+        }
+    }
+}
+
+/// `gcc -O2 -g EXTRA… -o dir/out inlining.c`.
+fn gcc(dir: &Path, out: &str, extra: &[&str]) -> Option<PathBuf> {
+    let src = source();
+    let mut args = vec!["gcc", "-O2", "-g"];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["-o", out, src.to_str().unwrap()]);
+    run(dir, &args).then(|| dir.join(out))
+}
+
+fn build_id(path: &Path) -> Vec<u8> {
+    let bytes = std::fs::read(path).unwrap();
+    object::File::parse(&*bytes)
+        .unwrap()
+        .build_id()
+        .unwrap()
+        .expect("gcc here links with --build-id")
+        .to_vec()
+}
+
+fn symbol(path: &Path, name: &str) -> (u64, u64) {
+    let bytes = std::fs::read(path).unwrap();
+    let file = object::File::parse(&*bytes).unwrap();
+    let s = file.symbols().find(|s| s.name() == Ok(name)).unwrap();
+    (s.address(), s.size())
+}
+
+type Names = Vec<Vec<(Option<String>, Option<String>, Option<u32>)>>;
+
+/// What every address of `main` is named.
+fn names_of_main(m: &Module, (start, size): (u64, u64)) -> Names {
+    (start..start + size)
+        .map(|a| {
+            m.frames(a)
+                .into_iter()
+                .map(|f| (f.function, f.file, f.line))
+                .collect()
+        })
+        .collect()
+}
+
+fn hex(id: &[u8]) -> String {
+    id.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[test]
+fn a_file_with_another_build_id_is_refused_and_said_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (Some(a), Some(b)) = (
+        gcc(tmp.path(), "a", &[]),
+        gcc(tmp.path(), "b", &["-fno-inline"]),
+    ) else {
+        return;
+    };
+    let (id_a, id_b) = (build_id(&a), build_id(&b));
+    assert_ne!(id_a, id_b);
+    // The capture recorded /opt/app/prog; --symfs holds a file there.
+    let symfs = tmp.path().join("symfs");
+    std::fs::create_dir_all(symfs.join("opt/app")).unwrap();
+    std::fs::copy(&a, symfs.join("opt/app/prog")).unwrap();
+    let paths = SearchPaths {
+        symfs: Some(symfs.clone()),
+        ..SearchPaths::none()
+    };
+    let mut s = Symbolizer::new(paths);
+    let found = s.module("/opt/app/prog", Some(&id_a)).unwrap();
+    assert_eq!(found.build_id(), Some(&id_a[..]));
+    assert_eq!(found.path(), symfs.join("opt/app/prog"));
+    // The same file for a capture that ran b: refused, with both ids.
+    match s.module("/opt/app/prog", Some(&id_b)) {
+        Err(Unavailable::BuildIdMismatch {
+            expected, found, ..
+        }) => {
+            assert_eq!((expected, found), (hex(&id_b), hex(&id_a)));
+        }
+        other => panic!("expected a build-id mismatch, got {other:?}"),
+    }
+    let why = s.unavailable().join("\n");
+    assert!(
+        why.contains("/opt/app/prog") && why.contains("not used for names"),
+        "{why}"
+    );
+    // A path that is nowhere: the places looked are named.
+    let missing = s.module("/nowhere/prog", None).unwrap_err().to_string();
+    assert!(
+        missing.contains("not found") && missing.contains("symfs/nowhere/prog"),
+        "{missing}"
+    );
+}
+
+#[test]
+fn found_by_build_id_in_the_perf_cache_and_debug_directories() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(plain) = gcc(tmp.path(), "plain", &[]) else {
+        return;
+    };
+    let id = build_id(&plain);
+    let h = hex(&id);
+    let main = symbol(&plain, "main");
+    let want = names_of_main(
+        &Module::open_in(&plain, &SearchPaths::none()).unwrap(),
+        main,
+    );
+
+    // Debug info split off without a debug link, found by build id in a debug directory.
+    let debug_dir = tmp.path().join("debug");
+    let by_id = debug_dir.join(format!(".build-id/{}/{}.debug", &h[..2], &h[2..]));
+    std::fs::create_dir_all(by_id.parent().unwrap()).unwrap();
+    if !(run(
+        tmp.path(),
+        &[
+            "objcopy",
+            "--only-keep-debug",
+            "plain",
+            by_id.to_str().unwrap(),
+        ],
+    ) && run(
+        tmp.path(),
+        &["objcopy", "--strip-debug", "plain", "stripped"],
+    )) {
+        return;
+    }
+    let paths = SearchPaths {
+        debug_dirs: vec![debug_dir.clone()],
+        ..SearchPaths::none()
+    };
+    let m = Module::open_in(tmp.path().join("stripped"), &paths).unwrap();
+    assert_eq!(m.debug_info(), DebugInfo::BuildIdDebugFile);
+    assert_eq!(m.dwarf_path(), by_id);
+    assert_eq!(names_of_main(&m, main), want);
+    // Without the directory: symbols only, and said so.
+    let bare = Module::open_in(tmp.path().join("stripped"), &SearchPaths::none()).unwrap();
+    assert_eq!(bare.debug_info(), DebugInfo::SymtabOnly);
+
+    // The recorded file is gone; perf's build-id cache has a copy.
+    let cache = tmp.path().join("cache");
+    let elf = cache.join(format!(".build-id/{}/{}/elf", &h[..2], &h[2..]));
+    std::fs::create_dir_all(elf.parent().unwrap()).unwrap();
+    std::fs::copy(&plain, &elf).unwrap();
+    let mut s = Symbolizer::new(SearchPaths {
+        build_id_cache: Some(cache),
+        ..SearchPaths::none()
+    });
+    let m = s.module("/gone/plain", Some(&id)).unwrap();
+    assert_eq!(m.path(), elf);
+    assert_eq!(names_of_main(&m, main), want);
+}
+
+#[test]
+fn split_dwarf_dwo_and_dwp_name_as_the_plain_build() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(plain) = gcc(tmp.path(), "plain", &[]) else {
+        return;
+    };
+    let src = source();
+    if !(run(
+        tmp.path(),
+        &[
+            "gcc",
+            "-O2",
+            "-g",
+            "-gsplit-dwarf",
+            "-c",
+            src.to_str().unwrap(),
+            "-o",
+            "split.o",
+        ],
+    ) && run(tmp.path(), &["gcc", "split.o", "-o", "split"]))
+    {
+        return;
+    }
+    assert!(
+        tmp.path().join("split.dwo").is_file(),
+        "gcc wrote split.dwo"
+    );
+    let split = tmp.path().join("split");
+    let main = symbol(&plain, "main");
+    if symbol(&split, "main") != main {
+        eprintln!("skipped: the split build laid main out elsewhere; nothing to compare");
+        return;
+    }
+    let want = names_of_main(
+        &Module::open_in(&plain, &SearchPaths::none()).unwrap(),
+        main,
+    );
+    let m = Module::open_in(&split, &SearchPaths::none()).unwrap();
+    assert_eq!(names_of_main(&m, main), want, ".dwo beside the object");
+    // Packed into a .dwp beside the binary, the .dwo gone.
+    if run(tmp.path(), &["dwp", "-e", "split", "-o", "split.dwp"]) {
+        std::fs::remove_file(tmp.path().join("split.dwo")).unwrap();
+        let m = Module::open_in(&split, &SearchPaths::none()).unwrap();
+        assert_eq!(names_of_main(&m, main), want, "split.dwp");
+    }
+}
+
+#[test]
+fn the_vdso_is_named_for_a_capture_of_the_running_kernel() {
+    let Some(image) = sparkles_symbolize::vdso::live_image() else {
+        eprintln!("skipped: no vDSO mapped in this process");
+        return;
+    };
+    let file = object::File::parse(&*image).unwrap();
+    let Some(sym) = file
+        .dynamic_symbols()
+        .find(|s| s.name().is_ok_and(|n| n.contains("clock_gettime")))
+    else {
+        eprintln!("skipped: this vDSO has no clock_gettime");
+        return;
+    };
+    // A process with the vDSO mapped at some address, as an MMAP record says.
+    let base = 0x7fff_0000_0000u64;
+    let mut s = Symbolizer::new(SearchPaths::none());
+    s.address_space().map(
+        7,
+        sparkles_symbolize::address_space::Mapping {
+            start: base,
+            end: base + image.len() as u64,
+            pgoff: 0,
+            path: "[vdso]".into(),
+            build_id: None,
+            prot: None,
+        },
+    );
+    let at = s.locate(7, base + sym.address() + 1);
+    assert!(
+        matches!(
+            at.place,
+            Place::Module {
+                key: ModuleKey::Vdso,
+                ..
+            }
+        ),
+        "{at:?}"
+    );
+    let named = s.name(&at.place);
+    let f = named.frames.last().unwrap();
+    assert!(
+        f.function.as_deref().unwrap().contains("clock_gettime"),
+        "{named:?}"
+    );
+    // A capture from another kernel does not get this one's vDSO.
+    let mut other = Symbolizer::new(SearchPaths::none());
+    other.set_local(Err(
+        "the capture's kernel (5.4.0) is not the running kernel".into(),
+    ));
+    other.address_space().map(
+        7,
+        sparkles_symbolize::address_space::Mapping {
+            start: base,
+            end: base + image.len() as u64,
+            pgoff: 0,
+            path: "[vdso]".into(),
+            build_id: None,
+            prot: None,
+        },
+    );
+    let at = other.locate(7, base + sym.address() + 1);
+    assert!(
+        matches!(&at.place, Place::Unknown(why) if why.contains("5.4.0")),
+        "{at:?}"
+    );
+}
+
+#[test]
+fn jit_code_is_named_from_its_perf_map() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tmp.path().join("perf-4242.map"),
+        "7f0000001000 80 LazyCompile:*fib script.js:1\n",
+    )
+    .unwrap();
+    let mut s = Symbolizer::new(SearchPaths::none());
+    s.set_perf_map_dir(tmp.path().to_path_buf());
+    for pid in [4242, 4243] {
+        s.address_space().map(
+            pid,
+            sparkles_symbolize::address_space::Mapping {
+                start: 0x7f00_0000_0000,
+                end: 0x7f00_1000_0000,
+                pgoff: 0,
+                path: "//anon".into(),
+                build_id: None,
+                prot: None,
+            },
+        );
+    }
+    let at = s.locate(4242, 0x7f00_0000_1010);
+    let named = s.name(&at.place);
+    assert_eq!(
+        named.frames[0],
+        Frame::from_symbol("LazyCompile:*fib script.js:1", 0x10, None)
+    );
+    let at = s.locate(4243, 0x7f00_0000_1010);
+    let why = s.name(&at.place).missing.unwrap();
+    assert!(why.contains("perf-4243.map"), "{why}");
+}
+
+#[test]
+fn kernel_names_only_for_the_running_kernel() {
+    let mut local = Symbolizer::new(SearchPaths::none());
+    let place = local.locate(1, 0xffff_ffff_8100_0010).place;
+    assert_eq!(place, Place::Kernel(0xffff_ffff_8100_0010));
+    match sparkles_symbolize::kernel::KernelSymbols::running() {
+        Ok(k) => {
+            // A real symbol of this kernel, named through the symbolizer.
+            let (sym, _) = k.lookup(u64::MAX).unwrap();
+            let named = local.name(&Place::Kernel(sym.addr + 1));
+            assert_eq!(named.frames[0].function.as_deref(), Some(sym.name.as_str()));
+            assert_eq!(named.frames[0].symbol_offset, Some(1));
+        }
+        Err(why) => eprintln!("skipped the named half: {why}"),
+    }
+    let mut foreign = Symbolizer::new(SearchPaths::none());
+    foreign.set_local(Err(
+        "the capture's kernel (build id aa) is not the running kernel (build id bb)".into(),
+    ));
+    let named = foreign.name(&Place::Kernel(0xffff_ffff_8100_0010));
+    assert_eq!(named.frames.len(), 1);
+    assert_eq!(named.frames[0].function.as_deref(), Some("[kernel]"));
+    assert!(named.missing.unwrap().contains("build id aa"));
+}
+
+#[test]
+fn a_capture_from_another_machine_gets_no_kernel_names_from_this_one() {
+    let file = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/fixtures/callchain/vector_static_gcc.dwarf.perf.data");
+    if !file.is_file() {
+        eprintln!("skipped: {} is absent", file.display());
+        return;
+    }
+    let data = sparkles_sampler::perf_data::PerfData::open(&file).unwrap();
+    let mut s = Symbolizer::for_capture(&data, SearchPaths::none());
+    let why = s
+        .kernel_reason()
+        .expect("recorded on another machine")
+        .to_string();
+    assert!(why.contains("not the running kernel"), "{why}");
+    let named = s.name(&Place::Kernel(0xffff_ffff_b8a0_1000));
+    assert_eq!(named.frames[0].function.as_deref(), Some("[kernel]"));
+    assert_eq!(named.missing.as_deref(), Some(why.as_str()));
+}
+
+#[test]
+fn batches_name_as_one_at_a_time_serially_and_in_parallel() {
+    // This test binary: large, with debug info, and many functions.
+    let exe = std::env::current_exe().unwrap();
+    let bytes = std::fs::read(&exe).unwrap();
+    let file = object::File::parse(&*bytes).unwrap();
+    let mut addrs: Vec<u64> = file
+        .symbols()
+        .filter(|s| s.kind() == object::SymbolKind::Text && s.size() > 4)
+        .map(|s| s.address() + 3)
+        .collect();
+    addrs.sort_unstable();
+    addrs.dedup();
+    addrs.truncate(3 * sparkles_symbolize::symbolizer::PARALLEL_BATCH / 2);
+    let mut s = Symbolizer::new(SearchPaths::none());
+    let module = s.module(exe.to_str().unwrap(), None).unwrap();
+    let key = match module.build_id() {
+        Some(id) => ModuleKey::BuildId(id.to_vec()),
+        None => ModuleKey::Path(exe.to_str().unwrap().to_string()),
+    };
+    // Repeats and reverse order: the batch sorts and deduplicates.
+    let mut places: Vec<Place> = addrs
+        .iter()
+        .rev()
+        .map(|&vaddr| Place::Module {
+            key: key.clone(),
+            vaddr,
+        })
+        .collect();
+    places.extend(places[..100].to_vec());
+    let named = s.name_batch(&places);
+    assert_eq!(named.len(), places.len());
+    let one_by_one = Module::open_in(&exe, &SearchPaths::none()).unwrap();
+    for (p, n) in places.iter().zip(&named) {
+        let Place::Module { vaddr, .. } = p else {
+            unreachable!()
+        };
+        assert_eq!(
+            &*n.frames,
+            one_by_one.frames(*vaddr).as_slice(),
+            "{vaddr:#x}"
+        );
+    }
+    let stats = s.stats();
+    assert_eq!(stats.named, addrs.len(), "each distinct address named once");
+    assert_eq!(
+        stats.cached, 100,
+        "repeats come from the batch's deduplication"
+    );
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if addrs.len() >= sparkles_symbolize::symbolizer::PARALLEL_BATCH && cores > 1 {
+        assert_eq!(stats.parallel_runs, 1, "{stats:?}");
+    } else {
+        eprintln!(
+            "note: {} addresses on {cores} cores: named serially",
+            addrs.len()
+        );
+    }
+    // Asked again, everything comes from the cache.
+    let again = s.name_batch(&places[..10]);
+    assert_eq!(again, named[..10].to_vec());
+    assert_eq!(s.stats().named, stats.named);
+}
