@@ -2,10 +2,18 @@
 //! debug info (the debug build of `sparkles`, over 30 MB), loading included, against
 //! binutils addr2line (`-f -i -C`) in the same run, reported as a ratio.
 //!
-//! - `symbolize/sparkles`: `Module::open` and every address's inlined frames, demangled.
-//! - `symbolize/binutils`: `addr2line -f -i -C -e BIN` with the addresses on stdin.
+//! - `symbolize/sparkles`: `Module::open` and every address's inlined frames, demangled,
+//!   one at a time on one thread.
+//! - `symbolize/sparkles_batch`: the symbolizer's batch API (sorted, deduplicated, named
+//!   in parallel across the cores).
+//! - `symbolize/sparkles_cli`: `sparkles addr2line -f -i -C -e BIN`, a process like the
+//!   peers, addresses on stdin.
+//! - `symbolize/binutils`: GNU `addr2line -f -i -C -e BIN` with the addresses on stdin.
 //! - `symbolize/addr2line_tool`: the addr2line crate's own tool, where `cargo install
-//!   addr2line --features bin` put it in ~/.cargo/bin.
+//!   addr2line --features bin` put it.
+//!
+//! After timing, each tool's process runs once more and its peak resident memory
+//! (`ru_maxrss` from wait4) is printed beside the others'.
 //!
 //! The binary is built with `cargo build -p sparkles-bench --bin sparkles` when missing.
 
@@ -16,7 +24,8 @@ use std::process::{Command, Stdio};
 use clap::Parser;
 use object::{Object, ObjectSymbol, SymbolKind};
 use sparkles_bench::{HarnessArgs, Suite};
-use sparkles_symbolize::Module;
+use sparkles_symbolize::symbolizer::{ModuleKey, Place, Symbolizer};
+use sparkles_symbolize::{Module, SearchPaths};
 
 const ADDRESSES: usize = 10_000;
 
@@ -76,8 +85,30 @@ fn ours(bin: &Path, addrs: &[u64]) -> Result<usize, String> {
     Ok(addrs.iter().map(|&a| module.frames(a).len()).sum())
 }
 
-fn tool(program: &Path, bin: &Path, addrs: &[u64]) -> Result<usize, String> {
+fn ours_batch(bin: &Path, addrs: &[u64]) -> Result<usize, String> {
+    let mut s = Symbolizer::new(SearchPaths::default());
+    let module = s
+        .module(&bin.to_string_lossy(), None)
+        .map_err(|e| e.to_string())?;
+    let key = match module.build_id() {
+        Some(id) => ModuleKey::BuildId(id.to_vec()),
+        None => ModuleKey::Path(bin.to_string_lossy().into_owned()),
+    };
+    let places: Vec<Place> = addrs
+        .iter()
+        .map(|&vaddr| Place::Module {
+            key: key.clone(),
+            vaddr,
+        })
+        .collect();
+    Ok(s.name_batch(&places).iter().map(|n| n.frames.len()).sum())
+}
+
+/// Runs `program ARGS -f -i -C -e BIN` with the addresses on stdin: the lines it printed
+/// and its peak resident memory in KiB.
+fn tool(program: &Path, pre: &[&str], bin: &Path, addrs: &[u64]) -> Result<(usize, u64), String> {
     let mut child = Command::new(program)
+        .args(pre)
         .args(["-f", "-i", "-C", "-e"])
         .arg(bin)
         .stdin(Stdio::piped())
@@ -87,11 +118,34 @@ fn tool(program: &Path, bin: &Path, addrs: &[u64]) -> Result<usize, String> {
         .map_err(|e| format!("{}: {e}", program.display()))?;
     let input: String = addrs.iter().map(|a| format!("{a:x}\n")).collect();
     let mut stdin = child.stdin.take().ok_or("no stdin")?;
+    let mut stdout = child.stdout.take().ok_or("no stdout")?;
     // Write from a thread: the tool answers while we feed it, and pipes are finite.
     let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
-    let out = child.wait_with_output().map_err(|e| e.to_string())?;
+    let reader = std::thread::spawn(move || {
+        let mut out = Vec::new();
+        std::io::Read::read_to_end(&mut stdout, &mut out).map(|_| out)
+    });
+    // wait4 reaps the child and says how much memory it held at most.
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is valid, and wait4 fills it for our own child.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: waits for the child spawned above; status and usage are ours to fill.
+    let pid = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut usage) };
+    if pid < 0 {
+        return Err(format!("wait4: {}", std::io::Error::last_os_error()));
+    }
     let _ = writer.join();
-    Ok(out.stdout.iter().filter(|&&b| b == b'\n').count())
+    let out = reader
+        .join()
+        .map_err(|_| "reader panicked".to_string())?
+        .map_err(|e| e.to_string())?;
+    if !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
+        return Err(format!("{} failed (status {status:#x})", program.display()));
+    }
+    Ok((
+        out.iter().filter(|&&b| b == b'\n').count(),
+        usage.ru_maxrss as u64,
+    ))
 }
 
 fn main() {
@@ -116,36 +170,66 @@ fn main() {
                 bin.display(),
                 size as f64 / 1e6
             );
+            let sparkles_cli = PathBuf::from(env!("CARGO_BIN_EXE_sparkles"));
+            let gnu = sparkles_symbolize::binutils::gnu_addr2line();
+            let crate_tool = sparkles_symbolize::binutils::crate_addr2line();
+            if gnu.is_none() {
+                eprintln!("symbolize: GNU addr2line is not installed: no binutils case");
+            }
+            if crate_tool.is_none() {
+                eprintln!(
+                    "symbolize: the addr2line crate's tool is not installed (cargo install addr2line --features bin): no case for it"
+                );
+            }
+            // (case, program, leading arguments) of the tools run as processes.
+            let tools: Vec<(&str, PathBuf, Vec<&'static str>)> = [
+                Some(("sparkles_cli", sparkles_cli, vec!["addr2line"])),
+                gnu.map(|p| ("binutils", p, vec![])),
+                crate_tool.map(|p| ("addr2line_tool", p, vec![])),
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
             suite.group("symbolize", |g| {
                 let (a, b) = (addrs.clone(), bin.clone());
                 g.case("sparkles", move |bench| bench.try_iter(|| ours(&b, &a)));
-                if Command::new("addr2line").arg("--version").output().is_ok() {
-                    let (a, b) = (addrs.clone(), bin.clone());
-                    g.case("binutils", move |bench| {
-                        bench.try_iter(|| tool(Path::new("addr2line"), &b, &a))
+                let (a, b) = (addrs.clone(), bin.clone());
+                g.case("sparkles_batch", move |bench| {
+                    bench.try_iter(|| ours_batch(&b, &a))
+                });
+                for (name, program, pre) in &tools {
+                    let (a, b, program, pre) =
+                        (addrs.clone(), bin.clone(), program.clone(), pre.clone());
+                    g.case(name, move |bench| {
+                        bench.try_iter(|| tool(&program, &pre, &b, &a).map(|(lines, _)| lines))
                     });
                 }
-                let crate_tool = std::env::var_os("HOME")
-                    .map(|h| PathBuf::from(h).join(".cargo/bin/addr2line"))
-                    .filter(|p| p.is_file());
-                match crate_tool {
-                    Some(t) => {
-                        let (a, b) = (addrs.clone(), bin.clone());
-                        g.case("addr2line_tool", move |bench| bench.try_iter(|| tool(&t, &b, &a)));
-                    }
-                    None => eprintln!(
-                        "symbolize: the addr2line crate's tool is not installed (cargo install addr2line --features bin): no case for it"
-                    ),
-                }
             });
+            if measuring {
+                let peaks: Vec<String> = tools
+                    .iter()
+                    .filter_map(|(name, program, pre)| {
+                        let (_, kib) = tool(program, pre, &bin, &addrs).ok()?;
+                        Some(format!("{name} {:.0} MiB", kib as f64 / 1024.0))
+                    })
+                    .collect();
+                eprintln!("symbolize: peak resident memory: {}", peaks.join(", "));
+            }
         }
         Err(why) => eprintln!("symbolize: nothing to measure: {why}"),
     }
     let outcome = sparkles_bench::run_or_exit(suite, &args);
-    if let Some(m) = outcome.median("symbolize/sparkles") {
+    for ours in [
+        "symbolize/sparkles",
+        "symbolize/sparkles_batch",
+        "symbolize/sparkles_cli",
+    ] {
+        let Some(m) = outcome.median(ours) else {
+            continue;
+        };
         for peer in ["symbolize/binutils", "symbolize/addr2line_tool"] {
             if let Some(p) = outcome.median(peer) {
-                println!("symbolize/sparkles: {:.1}x faster than {peer}", p / m);
+                println!("{ours}: {:.1}x faster than {peer}", p / m);
             }
         }
     }

@@ -478,38 +478,79 @@ fn addr2line_command(
     if let Some(why) = module.debug_info().reason() {
         eprintln!("sparkles addr2line: {}: {why}", exe.display());
     }
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
-    let mut one = |text: &str| -> Result<(), String> {
+    // Two threads, so output still follows each address as it comes (perf and other
+    // tools drive addr2line interactively through pipes): this one parses addresses and
+    // names them; the writer adds binutils's discriminators, whose table (every line
+    // program of the module) is read while names are being found.
+    let discriminators = module.discriminators();
+    let (tx, rx) = std::sync::mpsc::channel::<(u64, Vec<sparkles_symbolize::Frame>)>();
+    let writer = std::thread::spawn(move || -> Result<(), String> {
+        let stdout = std::io::stdout();
+        let mut out = std::io::BufWriter::new(stdout.lock());
+        // Flushed whenever no further answer is ready, so an interactive reader sees each.
+        let mut next = rx.recv().ok();
+        while let Some((addr, mut frames)) = next.take() {
+            if let Some(first) = frames.first_mut() {
+                first.discriminator = discriminators.get(addr);
+            }
+            let text = sparkles_symbolize::binutils::format(addr, &frames, &options);
+            let written = out.write_all(text.as_bytes()).and_then(|()| {
+                next = rx.try_recv().ok();
+                if next.is_none() {
+                    out.flush()?;
+                    next = rx.recv().ok();
+                }
+                Ok(())
+            });
+            match written {
+                // A reader that went away (`| head`) ends the output, not the command.
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(()),
+                Err(e) => return Err(e.to_string()),
+                Ok(()) => {}
+            }
+        }
+        out.flush().or_else(|e| {
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                Ok(())
+            } else {
+                Err(e.to_string())
+            }
+        })
+    });
+    let one = |text: &str| -> Result<(), String> {
         let t = text.trim();
         // binutils reads every address as hex, with or without 0x.
         let addr = u64::from_str_radix(t.trim_start_matches("0x").trim_start_matches("0X"), 16)
             .map_err(|_| format!("'{t}' is not a hex address"))?;
-        let text = sparkles_symbolize::binutils::format(addr, &module.frames(addr), &options);
-        match out.write_all(text.as_bytes()) {
-            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.to_string()),
-            _ => Ok(()),
-        }
+        // A writer that stopped (broken pipe) ends the reading too.
+        tx.send((addr, module.frames(addr)))
+            .map_err(|_| String::new())
     };
-    if addrs.is_empty() {
-        for line in std::io::stdin().lock().lines() {
+    let read = if addrs.is_empty() {
+        std::io::stdin().lock().lines().try_for_each(|line| {
             let line = line.map_err(|e| e.to_string())?;
-            if !line.trim().is_empty() {
-                one(&line)?;
+            if line.trim().is_empty() {
+                Ok(())
+            } else {
+                one(&line)
             }
-        }
+        })
     } else {
-        for a in addrs {
-            one(a)?;
+        addrs.iter().try_for_each(|a| one(a))
+    };
+    drop(tx);
+    let written = writer
+        .join()
+        .unwrap_or_else(|_| Err("the output thread panicked".into()));
+    match read {
+        // The writer stopped first: its result is the command's.
+        Err(e) if e.is_empty() => written,
+        Err(e) => {
+            written?;
+            Err(e)
         }
+        Ok(()) => written,
     }
-    out.flush().or_else(|e| {
-        if e.kind() == std::io::ErrorKind::BrokenPipe {
-            Ok(())
-        } else {
-            Err(e.to_string())
-        }
-    })
 }
 
 /// Runs the command line `args` (the first is the program name); returns the exit status.

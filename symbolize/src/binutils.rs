@@ -3,7 +3,17 @@
 
 use std::fmt::Write;
 
-use crate::Frame;
+use crate::{Frame, Module};
+
+/// The frames binutils addr2line prints for `addr`: [`Module::frames`] with the innermost
+/// row's discriminator.
+pub fn frames(module: &Module, addr: u64) -> Vec<Frame> {
+    let mut out = module.frames(addr);
+    if let Some(first) = out.first_mut() {
+        first.discriminator = module.discriminator(addr);
+    }
+    out
+}
 
 /// The flags of binutils addr2line that shape its output.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

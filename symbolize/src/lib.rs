@@ -52,7 +52,8 @@ pub struct Frame {
     pub line: Option<u32>,
     /// Whether this frame was inlined into the next one.
     pub inlined: bool,
-    /// The line row's discriminator, for the innermost frame, where nonzero.
+    /// The line row's discriminator, for the innermost frame, where nonzero: filled by
+    /// [`binutils::frames`] only ([`Module::discriminator`] reads it).
     pub discriminator: Option<u32>,
     /// The address's offset from the symbol's start, when the name comes from a symbol
     /// table (ELF, kallsyms, a perf map) and not from DWARF.
@@ -111,6 +112,33 @@ impl SymbolEntry {
     }
 }
 
+/// A module's line-row discriminators, read on first use; `Send` and `Sync`.
+#[derive(Debug, Clone)]
+pub struct Discriminators(Arc<Tables>);
+
+impl Discriminators {
+    /// The discriminator of the line row holding `addr`, where nonzero (see
+    /// [`Module::discriminator`]).
+    pub fn get(&self, addr: u64) -> Option<u32> {
+        let tables = &self.0;
+        let table = tables.discriminators.get_or_init(|| {
+            map_file(&tables.dwarf_path)
+                .ok()
+                .and_then(|m| {
+                    object::File::parse(&*m)
+                        .ok()
+                        .map(|f| read_discriminators(&f))
+                })
+                .unwrap_or_default()
+        });
+        let i = table.partition_point(|d| d.0 <= addr);
+        i.checked_sub(1)
+            .map(|i| table[i])
+            .filter(|d| addr < d.1)
+            .map(|d| d.2)
+    }
+}
+
 /// An ELF module's symbolization data: its tables, shared by every worker that names
 /// addresses in it, and this worker's DWARF reader.
 pub struct Module {
@@ -128,8 +156,9 @@ struct Tables {
     /// The module's GNU build id.
     build_id: Option<Vec<u8>>,
     symbols: Vec<SymbolEntry>,
-    /// `(start, end, discriminator)` of line rows with a nonzero discriminator, sorted.
-    discriminators: Vec<(u64, u64, u32)>,
+    /// `(start, end, discriminator)` of line rows with a nonzero discriminator, sorted:
+    /// read from every line program on first use (only binutils's format prints them).
+    discriminators: std::sync::OnceLock<Vec<(u64, u64, u32)>>,
     /// PT_LOAD segments.
     segments: Vec<Segment>,
     /// What the names come from.
@@ -232,25 +261,35 @@ fn read_segments(file: &object::File<'_>) -> Vec<Segment> {
 /// the addr2line crate's locations do not carry them).
 fn read_discriminators(file: &object::File<'_>) -> Vec<(u64, u64, u32)> {
     use object::{Object, ObjectSection};
-    let load = |id: gimli::SectionId| -> Result<std::borrow::Cow<'_, [u8]>, gimli::Error> {
-        Ok(file
-            .section_by_name(id.name())
-            .and_then(|s| s.uncompressed_data().ok())
-            .unwrap_or(std::borrow::Cow::Borrowed(&[])))
-    };
-    let Ok(sections) = gimli::DwarfSections::load(load) else {
+    // Straight through .debug_line, program after program: no .debug_info parsing, since
+    // only rows are wanted (no file names, no units).
+    let Some(data) = file
+        .section_by_name(".debug_line")
+        .and_then(|s| s.uncompressed_data().ok())
+    else {
         return Vec::new();
     };
-    let dwarf = sections.borrow(|s| gimli::EndianSlice::new(s, gimli::RunTimeEndian::Little));
+    let endian = if file.is_little_endian() {
+        gimli::RunTimeEndian::Little
+    } else {
+        gimli::RunTimeEndian::Big
+    };
+    let address_size = if file.is_64() { 8 } else { 4 };
+    let debug_line = gimli::DebugLine::new(&data, endian);
     let mut out = Vec::new();
-    let mut units = dwarf.units();
-    while let Ok(Some(header)) = units.next() {
-        let Ok(unit) = dwarf.unit(header) else {
-            continue;
+    let mut offset = 0usize;
+    while offset < data.len() {
+        let Ok(program) =
+            debug_line.program(gimli::DebugLineOffset(offset), address_size, None, None)
+        else {
+            break;
         };
-        let Some(program) = unit.line_program.clone() else {
-            continue;
+        let header = program.header();
+        let initial = match header.format() {
+            gimli::Format::Dwarf64 => 12,
+            gimli::Format::Dwarf32 => 4,
         };
+        let next = offset + initial + header.unit_length();
         let mut rows = program.rows();
         let mut previous: Option<(u64, u32)> = None;
         while let Ok(Some((_, row))) = rows.next_row() {
@@ -261,6 +300,10 @@ fn read_discriminators(file: &object::File<'_>) -> Vec<(u64, u64, u32)> {
             }
             previous = (!row.end_sequence()).then(|| (row.address(), row.discriminator() as u32));
         }
+        if next <= offset {
+            break;
+        }
+        offset = next;
     }
     out.sort_unstable();
     out
@@ -357,7 +400,6 @@ impl Module {
         let build_id = build_id_of(&file);
         let mut debug_info = debug_info_of(&file);
         let mut symbols = read_symbols(&file);
-        let mut discriminators = read_discriminators(&file);
         let segments = read_segments(&file);
         let mut dwarf_path = path.to_path_buf();
         if debug_info != DebugInfo::Dwarf {
@@ -408,7 +450,6 @@ impl Module {
                 if linked.len() > symbols.len() {
                     symbols = linked;
                 }
-                discriminators = read_discriminators(&debug);
                 dwarf_path = candidate;
                 break;
             }
@@ -422,7 +463,7 @@ impl Module {
                 dwarf_path,
                 build_id,
                 symbols,
-                discriminators,
+                discriminators: std::sync::OnceLock::new(),
                 segments,
                 debug_info,
                 _image: None,
@@ -507,6 +548,19 @@ impl Module {
         &self.tables.path
     }
 
+    /// The discriminator of the line row holding `addr`, where nonzero. The first call
+    /// reads every line program of the module (binutils prints discriminators; profiles
+    /// do not need them, so [`Module::frames`] leaves them out).
+    pub fn discriminator(&self, addr: u64) -> Option<u32> {
+        self.discriminators().get(addr)
+    }
+
+    /// The module's discriminator table, shareable with another thread (so it can be
+    /// read while this one names addresses).
+    pub fn discriminators(&self) -> Discriminators {
+        Discriminators(Arc::clone(&self.tables))
+    }
+
     /// The function symbol covering `addr` (the innermost where several do), else, as
     /// binutils does, the nearest one before it.
     fn symbol_at(&self, addr: u64) -> Option<&SymbolEntry> {
@@ -561,15 +615,6 @@ impl Module {
                     symbol_offset: None,
                 });
             }
-        }
-        if let Some(first) = out.first_mut() {
-            let discriminators = &self.tables.discriminators;
-            let i = discriminators.partition_point(|d| d.0 <= addr);
-            first.discriminator = i
-                .checked_sub(1)
-                .map(|i| discriminators[i])
-                .filter(|d| addr < d.1)
-                .map(|d| d.2);
         }
         if let Some(last) = out.last_mut() {
             last.inlined = false;

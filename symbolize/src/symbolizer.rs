@@ -155,7 +155,8 @@ fn mapping_of(m: &sparkles_sampler::perf_data::record::Mmap<'_>) -> Mapping {
 }
 
 fn parse_hex(s: &str) -> Option<Vec<u8>> {
-    s.len().is_multiple_of(2)
+    s.len()
+        .is_multiple_of(2)
         .then(|| {
             (0..s.len())
                 .step_by(2)

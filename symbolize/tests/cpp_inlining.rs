@@ -197,7 +197,13 @@ fn agreement_with_binutils_is_measured() {
             };
             let ours: Vec<String> = addrs
                 .iter()
-                .map(|&a| format(a, &module.frames(a), &options))
+                .map(|&a| {
+                    format(
+                        a,
+                        &sparkles_symbolize::binutils::frames(&module, a),
+                        &options,
+                    )
+                })
                 .collect();
             assert_eq!(
                 theirs.len(),
