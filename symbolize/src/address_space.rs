@@ -31,6 +31,8 @@ impl Mapping {
 #[derive(Debug, Default, Clone)]
 pub struct AddressSpace {
     processes: HashMap<u32, Vec<Mapping>>,
+    /// Bumped whenever a process's mappings change (an unwinder resyncs on it).
+    generations: HashMap<u32, u64>,
 }
 
 /// The kernel's pseudo-process in MMAP records.
@@ -44,6 +46,7 @@ impl AddressSpace {
 
     /// A mapping appeared: it replaces whatever overlapped it (the kernel unmaps first).
     pub fn map(&mut self, pid: u32, m: Mapping) {
+        *self.generations.entry(pid).or_default() += 1;
         let maps = self.processes.entry(pid).or_default();
         let mut kept = Vec::with_capacity(maps.len() + 2);
         for old in maps.drain(..) {
@@ -74,6 +77,7 @@ impl AddressSpace {
 
     /// The process exec'd (a COMM record with the exec flag): its old mappings are gone.
     pub fn exec(&mut self, pid: u32) {
+        *self.generations.entry(pid).or_default() += 1;
         self.processes.remove(&pid);
     }
 
@@ -83,8 +87,19 @@ impl AddressSpace {
             return;
         }
         if let Some(maps) = self.processes.get(&parent).cloned() {
+            *self.generations.entry(pid).or_default() += 1;
             self.processes.insert(pid, maps);
         }
+    }
+
+    /// `pid`'s own mappings, by address (the kernel's are under [`KERNEL_PID`]).
+    pub fn mappings(&self, pid: u32) -> &[Mapping] {
+        self.processes.get(&pid).map_or(&[], Vec::as_slice)
+    }
+
+    /// A number that changes whenever `pid`'s mappings do.
+    pub fn generation(&self, pid: u32) -> u64 {
+        self.generations.get(&pid).copied().unwrap_or(0)
     }
 
     /// The mapping holding `addr` in `pid` (kernel addresses in the kernel's).

@@ -151,6 +151,8 @@ pub struct Module {
 struct Tables {
     /// The file loaded.
     path: PathBuf,
+    /// Its bytes, mapped once and shared with the unwinder (`.eh_frame`, `.text`).
+    image: Arc<memmap2::Mmap>,
     /// The file DWARF is read from (the module itself or its separate debug file).
     dwarf_path: PathBuf,
     /// The module's GNU build id.
@@ -394,8 +396,8 @@ impl Module {
             path: p.to_path_buf(),
             message,
         };
-        let map = map_file(path).map_err(|e| error(path, e.to_string()))?;
-        let file = object::File::parse(&*map)
+        let map = Arc::new(map_file(path).map_err(|e| error(path, e.to_string()))?);
+        let file = object::File::parse(&**map)
             .map_err(|e| error(path, format!("not an object file: {e}")))?;
         let build_id = build_id_of(&file);
         let mut debug_info = debug_info_of(&file);
@@ -460,6 +462,7 @@ impl Module {
             loader,
             tables: Arc::new(Tables {
                 path: path.to_path_buf(),
+                image: Arc::clone(&map),
                 dwarf_path,
                 build_id,
                 symbols,
@@ -509,6 +512,31 @@ impl Module {
             loader,
             tables: Arc::clone(&self.tables),
         })
+    }
+
+    /// The module file's bytes (mapped once; the unwinder reads its unwind sections from
+    /// them).
+    pub fn image(&self) -> &Arc<memmap2::Mmap> {
+        &self.tables.image
+    }
+
+    /// Whether file offset `offset` is in an executable load segment (`None`: in none).
+    pub fn executable_at(&self, offset: u64) -> Option<bool> {
+        let page = 4096u64;
+        let hits: Vec<&Segment> = self
+            .tables
+            .segments
+            .iter()
+            .filter(|s| (s.offset & !(page - 1)) <= offset && offset < s.offset + s.filesz.max(1))
+            .collect();
+        (!hits.is_empty()).then(|| hits.iter().any(|s| s.executable))
+    }
+
+    /// The ELF symbol-table name covering `addr` (a module vaddr) and the offset into it,
+    /// as perf names addresses (no DWARF, no inlining).
+    pub fn symbol(&self, addr: u64) -> Option<(&str, u64)> {
+        self.symbol_at(addr)
+            .map(|s| (s.name.as_str(), addr - s.start))
     }
 
     /// The module's GNU build id, where it has one.

@@ -370,7 +370,8 @@ impl Symbolizer {
         }
     }
 
-    fn loaded(&self, key: &ModuleKey) -> Option<&Rc<Module>> {
+    /// A module already loaded under `key`.
+    pub fn loaded(&self, key: &ModuleKey) -> Option<&Rc<Module>> {
         self.modules.get(key).and_then(|r| r.as_ref().ok())
     }
 

@@ -1,6 +1,650 @@
 //! sparkles-unwind: turns one sample (kernel callchain, user registers, user stack bytes)
-//! into a list of return addresses with framehop's DWARF CFI, frame pointers and kernel
-//! callchains.
+//! plus the address-space model into a list of frame addresses, innermost first.
 //!
-//! The crate is laid out by the workspace foundation; its contents arrive with the
-//! unwinding work (issue 7).
+//! - User frames: framehop over `.eh_frame`/`.eh_frame_hdr`/`.debug_frame` of the modules
+//!   the process maps (their bytes from the symbolizer's module cache, mapped once), with
+//!   framehop's frame-pointer fallback where a module has no rule; or frame pointers
+//!   alone (`--unwind fp`); or, where the sample carries no stack copy, the user part of
+//!   the kernel's frame-pointer callchain (`auto`, the default).
+//! - Kernel frames: the kernel part of the callchain, PERF_CONTEXT markers handled.
+//! - Every frame but the leaf (and the interrupted user IP under kernel frames) is a
+//!   return address; [`Frame::lookup`] is the call site (address minus one) so the
+//!   caller's line is named, not the next one's.
+//! - A stack that does not end at a root frame (framehop's end-of-stack rule:
+//!   `_start`, a thread's start) carries its [`Truncation`] cause, counted per cause in
+//!   [`Stats`].
+//!
+//! x86_64 and aarch64 (perf's register numbering for each).
+
+use std::collections::{BTreeMap, HashMap};
+use std::ops::{Deref, Range};
+use std::sync::Arc;
+
+use framehop::aarch64::{CacheAarch64, UnwindRegsAarch64, UnwinderAarch64};
+use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64, UnwinderX86_64};
+use framehop::{ExplicitModuleSectionInfo, Unwinder as _};
+use sparkles_sampler::perf_data::Sample;
+use sparkles_symbolize::symbolizer::Symbolizer;
+
+/// How user frames are found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// DWARF CFI over the sample's stack copy (frame pointers where a module has no rule).
+    Dwarf,
+    /// Frame pointers: over the stack copy where there is one, else the kernel's
+    /// frame-pointer callchain.
+    Fp,
+    /// DWARF where the sample carries a stack copy, else the kernel's callchain.
+    #[default]
+    Auto,
+}
+
+impl std::str::FromStr for Mode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Mode, String> {
+        match s {
+            "dwarf" => Ok(Mode::Dwarf),
+            "fp" => Ok(Mode::Fp),
+            "auto" => Ok(Mode::Auto),
+            other => Err(format!("unknown unwind mode '{other}' (dwarf, fp or auto)")),
+        }
+    }
+}
+
+/// The machine the capture was recorded on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arch {
+    /// x86_64: perf registers BP 6, SP 7, IP 8.
+    X86_64,
+    /// aarch64: perf registers x29 (fp) 29, lr 30, sp 31, pc 32.
+    Aarch64,
+}
+
+impl Arch {
+    /// From a capture's ARCH feature (`uname -m`), where known.
+    pub fn from_uname(machine: &str) -> Option<Arch> {
+        match machine {
+            "x86_64" => Some(Arch::X86_64),
+            "aarch64" | "arm64" => Some(Arch::Aarch64),
+            _ => None,
+        }
+    }
+}
+
+/// Why a stack ends before its root frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Truncation {
+    /// The walk needed stack bytes past the end of the copy the kernel took.
+    StackCopyTooShort,
+    /// The walk read outside the stack copy, below it: a corrupt frame or a wrong rule.
+    ReadOutsideStack,
+    /// The walk stopped advancing (a loop, or a frame pointer moving backwards).
+    NotAdvancing,
+    /// A return address lies in no mapping of the process.
+    AddressInNoMapping,
+    /// The sample has no stack copy and no callchain to unwind with.
+    NoCallGraph,
+    /// The sample has a stack copy but no user registers (or the wrong ABI).
+    NoRegisters,
+    /// More frames than [`MAX_FRAMES`].
+    TooDeep,
+    /// The kernel's frame-pointer callchain was used, and it does not say whether it
+    /// reached the root.
+    KernelCallchain,
+}
+
+impl Truncation {
+    /// A short, stable name (JSON, stats).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Truncation::StackCopyTooShort => "stack copy too short",
+            Truncation::ReadOutsideStack => "read outside the stack copy",
+            Truncation::NotAdvancing => "unwinding did not advance",
+            Truncation::AddressInNoMapping => "return address in no mapping",
+            Truncation::NoCallGraph => "no call graph recorded",
+            Truncation::NoRegisters => "no user registers recorded",
+            Truncation::TooDeep => "too many frames",
+            Truncation::KernelCallchain => "kernel callchain (end not known)",
+        }
+    }
+}
+
+impl std::fmt::Display for Truncation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// At most this many frames per stack.
+pub const MAX_FRAMES: usize = 512;
+
+/// One frame address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Frame {
+    /// The address as captured: the sampled instruction for the leaf, else a return
+    /// address.
+    pub addr: u64,
+    /// The address to name: `addr` for the sampled IP and the interrupted user IP,
+    /// `addr - 1` (inside the call) for return addresses.
+    pub lookup: u64,
+    /// A kernel frame.
+    pub kernel: bool,
+}
+
+/// A sample's stack.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Stack {
+    /// Innermost first.
+    pub frames: Vec<Frame>,
+    /// Why it ends early, or `None` when it reached its root.
+    pub truncated: Option<Truncation>,
+}
+
+/// Counts over the samples unwound.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Samples unwound.
+    pub samples: u64,
+    /// Of them, stacks that reached their root.
+    pub complete: u64,
+    /// Truncated stacks, per cause.
+    pub truncated: BTreeMap<Truncation, u64>,
+    /// Frames produced.
+    pub frames: u64,
+}
+
+impl Stats {
+    /// Truncated stacks over samples, percent.
+    pub fn truncated_pct(&self) -> f64 {
+        let t: u64 = self.truncated.values().sum();
+        if self.samples == 0 {
+            0.0
+        } else {
+            100.0 * t as f64 / self.samples as f64
+        }
+    }
+
+    /// One line: `N samples, M complete, causes…`.
+    pub fn summary(&self) -> String {
+        let mut s = format!(
+            "{} samples unwound, {} reached their root",
+            self.samples, self.complete
+        );
+        for (cause, n) in &self.truncated {
+            s.push_str(&format!(", {n} truncated: {cause}"));
+        }
+        s
+    }
+}
+
+/// A module section's bytes: a range of the module's mapped file (never copied), or
+/// decompressed bytes.
+#[derive(Debug, Clone)]
+pub enum Bytes {
+    /// `map[range]`.
+    Mapped(Arc<memmap2::Mmap>, Range<usize>),
+    /// Owned (a compressed section, decompressed).
+    Owned(Arc<[u8]>),
+}
+
+impl Deref for Bytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Bytes::Mapped(m, r) => &m[r.clone()],
+            Bytes::Owned(b) => b,
+        }
+    }
+}
+
+/// The unwind sections of one module file, found once per file.
+#[derive(Debug, Clone, Default)]
+struct Sections {
+    text: Option<(Range<u64>, Bytes)>,
+    eh_frame: Option<(Range<u64>, Bytes)>,
+    eh_frame_hdr: Option<(Range<u64>, Bytes)>,
+    debug_frame: Option<Bytes>,
+    got: Option<Range<u64>>,
+}
+
+fn sections_of(map: &Arc<memmap2::Mmap>) -> Sections {
+    use object::{Object, ObjectSection};
+    let Ok(file) = object::File::parse(&***map) else {
+        return Sections::default();
+    };
+    let find = |name: &str| -> Option<(Range<u64>, Bytes)> {
+        let s = file.section_by_name(name)?;
+        let range = s.address()..s.address() + s.size();
+        let bytes = match s.compressed_file_range().ok()? {
+            r if r.format == object::CompressionFormat::None => {
+                let (start, size) = s.file_range()?;
+                Bytes::Mapped(Arc::clone(map), start as usize..(start + size) as usize)
+            }
+            _ => Bytes::Owned(Arc::from(s.uncompressed_data().ok()?.into_owned())),
+        };
+        Some((range, bytes))
+    };
+    Sections {
+        text: find(".text"),
+        eh_frame: find(".eh_frame"),
+        eh_frame_hdr: find(".eh_frame_hdr"),
+        debug_frame: find(".debug_frame").map(|(_, b)| b),
+        got: file
+            .section_by_name(".got")
+            .map(|s| s.address()..s.address() + s.size()),
+    }
+}
+
+impl Sections {
+    fn info(&self) -> ExplicitModuleSectionInfo<Bytes> {
+        ExplicitModuleSectionInfo {
+            base_svma: 0,
+            text_svma: self.text.as_ref().map(|t| t.0.clone()),
+            text: self.text.as_ref().map(|t| t.1.clone()),
+            got_svma: self.got.clone(),
+            eh_frame_svma: self.eh_frame.as_ref().map(|t| t.0.clone()),
+            eh_frame: self.eh_frame.as_ref().map(|t| t.1.clone()),
+            eh_frame_hdr_svma: self.eh_frame_hdr.as_ref().map(|t| t.0.clone()),
+            eh_frame_hdr: self.eh_frame_hdr.as_ref().map(|t| t.1.clone()),
+            debug_frame: self.debug_frame.clone(),
+            stubs_svma: None,
+            stub_helper_svma: None,
+            unwind_info: None,
+            text_segment_svma: None,
+            text_segment: None,
+        }
+    }
+}
+
+/// One process's framehop unwinder and the mappings it was given.
+struct Process {
+    x86_64: UnwinderX86_64<Bytes>,
+    aarch64: UnwinderAarch64<Bytes>,
+    generation: Option<u64>,
+    added: Vec<u64>,
+}
+
+/// The unwinder of a capture: per process, framehop fed with the modules the address
+/// space maps; one rule cache across all samples.
+pub struct Unwinder {
+    mode: Mode,
+    arch: Arch,
+    processes: HashMap<u32, Process>,
+    /// Sections per module file (by its image's address: one per loaded module).
+    sections: HashMap<usize, Sections>,
+    cache_x86_64: CacheX86_64,
+    cache_aarch64: CacheAarch64,
+    /// An empty unwinder: frame pointers only.
+    fp_x86_64: UnwinderX86_64<Bytes>,
+    fp_aarch64: UnwinderAarch64<Bytes>,
+    stats: Stats,
+}
+
+impl std::fmt::Debug for Unwinder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Unwinder")
+            .field("mode", &self.mode)
+            .field("arch", &self.arch)
+            .field("processes", &self.processes.len())
+            .field("stats", &self.stats)
+            .finish()
+    }
+}
+
+const PERF_CONTEXT_HV: u64 = -32i64 as u64;
+const PERF_CONTEXT_KERNEL: u64 = -128i64 as u64;
+const PERF_CONTEXT_USER: u64 = -512i64 as u64;
+const PERF_CONTEXT_GUEST: u64 = -2048i64 as u64;
+const PERF_CONTEXT_GUEST_KERNEL: u64 = -2176i64 as u64;
+const PERF_CONTEXT_GUEST_USER: u64 = -2560i64 as u64;
+const PERF_CONTEXT_MAX: u64 = -4095i64 as u64;
+
+/// The kernel and user parts of a callchain, markers removed (guest and hypervisor
+/// entries dropped).
+pub fn split_callchain(chain: impl IntoIterator<Item = u64>) -> (Vec<u64>, Vec<u64>) {
+    let (mut kernel, mut user) = (Vec::new(), Vec::new());
+    // Entries before any marker are the kernel's, as perf reads them.
+    let mut context = PERF_CONTEXT_KERNEL;
+    for ip in chain {
+        if ip >= PERF_CONTEXT_MAX {
+            context = ip;
+            continue;
+        }
+        match context {
+            PERF_CONTEXT_KERNEL => kernel.push(ip),
+            PERF_CONTEXT_USER => user.push(ip),
+            PERF_CONTEXT_HV
+            | PERF_CONTEXT_GUEST
+            | PERF_CONTEXT_GUEST_KERNEL
+            | PERF_CONTEXT_GUEST_USER => {}
+            _ => {}
+        }
+    }
+    (kernel, user)
+}
+
+/// Reads 8-byte words of a stack copy that starts at `sp`, remembering where a read
+/// failed.
+struct StackReader<'a> {
+    sp: u64,
+    bytes: &'a [u8],
+    failed_at: Option<u64>,
+}
+
+impl StackReader<'_> {
+    fn read(&mut self, addr: u64) -> Result<u64, ()> {
+        let word = addr
+            .checked_sub(self.sp)
+            .and_then(|off| usize::try_from(off).ok())
+            .and_then(|off| self.bytes.get(off..off.checked_add(8)?))
+            .map(|b| u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]));
+        if word.is_none() {
+            self.failed_at = Some(addr);
+        }
+        word.ok_or(())
+    }
+
+    /// What a failed read means.
+    fn cause(&self, err: &framehop::Error) -> Truncation {
+        match err {
+            framehop::Error::CouldNotReadStack(addr) => {
+                let addr = self.failed_at.unwrap_or(*addr);
+                if addr >= self.sp.saturating_add(self.bytes.len() as u64)
+                    && addr < self.sp.saturating_add(1 << 24)
+                {
+                    Truncation::StackCopyTooShort
+                } else {
+                    Truncation::ReadOutsideStack
+                }
+            }
+            framehop::Error::FramepointerUnwindingMovedBackwards
+            | framehop::Error::DidNotAdvance
+            | framehop::Error::IntegerOverflow => Truncation::NotAdvancing,
+            framehop::Error::ReturnAddressIsNull => Truncation::NotAdvancing,
+        }
+    }
+}
+
+impl Unwinder {
+    /// An unwinder in `mode` for captures of `arch`.
+    pub fn new(mode: Mode, arch: Arch) -> Unwinder {
+        Unwinder {
+            mode,
+            arch,
+            processes: HashMap::new(),
+            sections: HashMap::new(),
+            cache_x86_64: CacheX86_64::new(),
+            cache_aarch64: CacheAarch64::new(),
+            fp_x86_64: UnwinderX86_64::new(),
+            fp_aarch64: UnwinderAarch64::new(),
+            stats: Stats::default(),
+        }
+    }
+
+    /// Counts so far.
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    /// Gives process `pid`'s unwinder every executable file mapping the model has for it
+    /// (again whenever its mappings changed).
+    fn sync(&mut self, symbolizer: &mut Symbolizer, pid: u32) {
+        let generation = symbolizer.address_space().generation(pid);
+        let process = self.processes.entry(pid).or_insert_with(|| Process {
+            x86_64: UnwinderX86_64::new(),
+            aarch64: UnwinderAarch64::new(),
+            generation: None,
+            added: Vec::new(),
+        });
+        if process.generation == Some(generation) {
+            return;
+        }
+        process.generation = Some(generation);
+        for start in process.added.drain(..) {
+            process.x86_64.remove_module(start);
+            process.aarch64.remove_module(start);
+        }
+        let mappings = symbolizer.address_space().mappings(pid).to_vec();
+        for m in mappings {
+            let named_file =
+                !m.path.is_empty() && !m.path.starts_with("//") && !m.path.starts_with('[');
+            if !(named_file || m.path == "[vdso]") || m.prot.is_some_and(|p| p & 4 == 0) {
+                continue;
+            }
+            let module = if m.path == "[vdso]" {
+                // The symbolizer locates vDSO addresses against the running kernel's image.
+                match symbolizer.locate(pid, m.start).place {
+                    sparkles_symbolize::symbolizer::Place::Module { key, .. } => {
+                        symbolizer.loaded(&key).cloned()
+                    }
+                    _ => None,
+                }
+            } else {
+                symbolizer.module(&m.path, m.build_id.as_deref()).ok()
+            };
+            let Some(module) = module else { continue };
+            if m.prot.is_none() && module.executable_at(m.pgoff) != Some(true) {
+                continue;
+            }
+            let Some(svma) = module.vaddr_of(m.pgoff) else {
+                continue;
+            };
+            let image = module.image();
+            let sections = self
+                .sections
+                .entry(Arc::as_ptr(image) as usize)
+                .or_insert_with(|| sections_of(image));
+            let base_avma = m.start.wrapping_sub(svma);
+            let x =
+                framehop::Module::new(m.path.clone(), m.start..m.end, base_avma, sections.info());
+            let a =
+                framehop::Module::new(m.path.clone(), m.start..m.end, base_avma, sections.info());
+            process.x86_64.add_module(x);
+            process.aarch64.add_module(a);
+            process.added.push(m.start);
+        }
+    }
+
+    /// The stack of `sample`, its addresses in process `pid` placed by `symbolizer`'s
+    /// model (fed up to the sample's time).
+    pub fn unwind(&mut self, symbolizer: &mut Symbolizer, sample: &Sample<'_>) -> Stack {
+        let stack = self.unwind_inner(symbolizer, sample);
+        self.stats.samples += 1;
+        self.stats.frames += stack.frames.len() as u64;
+        match stack.truncated {
+            None => self.stats.complete += 1,
+            Some(t) => *self.stats.truncated.entry(t).or_default() += 1,
+        }
+        stack
+    }
+
+    fn unwind_inner(&mut self, symbolizer: &mut Symbolizer, sample: &Sample<'_>) -> Stack {
+        let pid = sample.pid.unwrap_or(0);
+        let (kernel, user_chain) = match &sample.callchain {
+            Some(c) => split_callchain((0..c.len()).filter_map(|i| c.get(i))),
+            None => (Vec::new(), Vec::new()),
+        };
+        let ip = sample.ip.unwrap_or(0);
+        let in_kernel = ip >= sparkles_symbolize::symbolizer::KERNEL_HALF;
+        let mut frames: Vec<Frame> = Vec::new();
+        // The kernel part: from the callchain, else the sampled IP alone.
+        if in_kernel {
+            if kernel.is_empty() {
+                frames.push(Frame {
+                    addr: ip,
+                    lookup: ip,
+                    kernel: true,
+                });
+            } else {
+                frames.extend(kernel.iter().map(|&a| Frame {
+                    addr: a,
+                    lookup: a,
+                    kernel: true,
+                }));
+            }
+        }
+        let regs = sample.regs_user.as_ref().filter(|r| r.abi != 0);
+        let stack_copy = sample
+            .stack_user
+            .as_ref()
+            .map(|s| s.valid())
+            .filter(|s| !s.is_empty());
+        let use_copy = match self.mode {
+            Mode::Dwarf => true,
+            Mode::Fp | Mode::Auto => stack_copy.is_some(),
+        };
+        let mut truncated = None;
+        if use_copy {
+            match (regs, stack_copy) {
+                (Some(regs), Some(bytes)) => {
+                    self.sync(symbolizer, pid);
+                    truncated = self.walk(pid, regs, bytes, &mut frames);
+                }
+                (None, Some(_)) => truncated = Some(Truncation::NoRegisters),
+                _ => {
+                    if frames.is_empty() {
+                        frames.push(Frame {
+                            addr: ip,
+                            lookup: ip,
+                            kernel: false,
+                        });
+                    }
+                    truncated = Some(Truncation::NoCallGraph);
+                }
+            }
+        } else if !user_chain.is_empty() {
+            frames.extend(user_chain.iter().map(|&a| Frame {
+                addr: a,
+                lookup: a,
+                kernel: false,
+            }));
+            truncated = Some(Truncation::KernelCallchain);
+        } else if !in_kernel || (sample.callchain.is_none() && frames.len() <= 1) {
+            if !in_kernel {
+                frames.push(Frame {
+                    addr: ip,
+                    lookup: ip,
+                    kernel: false,
+                });
+            }
+            if sample.callchain.is_none() {
+                truncated = Some(Truncation::NoCallGraph);
+            }
+        }
+        // Every frame but the first of each context is a return address: name the call,
+        // not what follows it. The first kernel frame is the sampled IP; the first user
+        // frame is the interrupted user IP (a faulting instruction, or the one after a
+        // syscall), which perf and perfparser name as it is.
+        let first_user = frames.iter().position(|f| !f.kernel);
+        for (i, f) in frames.iter_mut().enumerate() {
+            if i != 0 && Some(i) != first_user {
+                f.lookup = f.addr.saturating_sub(1);
+            }
+        }
+        // A user return address in no mapping is a corrupt frame (or unnamed JIT code).
+        if truncated.is_none()
+            && frames
+                .iter()
+                .skip(1)
+                .any(|f| !f.kernel && symbolizer.address_space().lookup(pid, f.addr).is_none())
+        {
+            truncated = Some(Truncation::AddressInNoMapping);
+        }
+        if frames.len() > MAX_FRAMES {
+            frames.truncate(MAX_FRAMES);
+            truncated = Some(Truncation::TooDeep);
+        }
+        Stack { frames, truncated }
+    }
+
+    /// Walks the user stack copy from the user registers.
+    fn walk(
+        &mut self,
+        pid: u32,
+        regs: &sparkles_sampler::perf_data::sample::Regs<'_>,
+        bytes: &[u8],
+        frames: &mut Vec<Frame>,
+    ) -> Option<Truncation> {
+        let fp_only = self.mode == Mode::Fp;
+        let process = self.processes.get(&pid).filter(|_| !fp_only);
+        match self.arch {
+            Arch::X86_64 => {
+                let (Some(ip), Some(sp), Some(bp)) = (regs.get(8), regs.get(7), regs.get(6)) else {
+                    return Some(Truncation::NoRegisters);
+                };
+                let unwinder = process.map_or(&self.fp_x86_64, |p| &p.x86_64);
+                let regs = UnwindRegsX86_64::new(ip, sp, bp);
+                walk_with(
+                    unwinder,
+                    ip,
+                    sp,
+                    regs,
+                    &mut self.cache_x86_64,
+                    bytes,
+                    frames,
+                )
+            }
+            Arch::Aarch64 => {
+                let (Some(pc), Some(sp), Some(fp), Some(lr)) =
+                    (regs.get(32), regs.get(31), regs.get(29), regs.get(30))
+                else {
+                    return Some(Truncation::NoRegisters);
+                };
+                let unwinder = process.map_or(&self.fp_aarch64, |p| &p.aarch64);
+                let regs = UnwindRegsAarch64::new(lr, sp, fp);
+                walk_with(
+                    unwinder,
+                    pc,
+                    sp,
+                    regs,
+                    &mut self.cache_aarch64,
+                    bytes,
+                    frames,
+                )
+            }
+        }
+    }
+}
+
+/// framehop's walk for either architecture: frames appended, the cause returned when it
+/// ends before a root frame.
+fn walk_with<U: framehop::Unwinder>(
+    unwinder: &U,
+    pc: u64,
+    sp: u64,
+    regs: U::UnwindRegs,
+    cache: &mut U::Cache,
+    bytes: &[u8],
+    frames: &mut Vec<Frame>,
+) -> Option<Truncation> {
+    let mut reader = StackReader {
+        sp,
+        bytes,
+        failed_at: None,
+    };
+    let ended = {
+        let mut read = |a| reader.read(a);
+        let mut iter = unwinder.iter_frames(pc, regs, cache, &mut read);
+        loop {
+            match iter.next() {
+                Ok(Some(a)) => {
+                    frames.push(Frame {
+                        addr: a.address(),
+                        lookup: a.address(),
+                        kernel: false,
+                    });
+                    if frames.len() > MAX_FRAMES {
+                        break Ok(Some(Truncation::TooDeep));
+                    }
+                }
+                // A root frame, or a zero return address (a thread's first frame).
+                Ok(None) | Err(framehop::Error::ReturnAddressIsNull) => break Ok(None),
+                Err(e) => break Err(e),
+            }
+        }
+    };
+    match ended {
+        Ok(t) => t,
+        Err(e) => Some(reader.cause(&e)),
+    }
+}

@@ -1,0 +1,166 @@
+//! DWARF unwinding of a real capture: `../shared/fixtures/callchain/`'s static binary,
+//! recorded with `perf record --call-graph dwarf` on another machine. Our stacks must
+//! agree with perfparser's (another unwinder; its expected output is beside the file) for
+//! every sample it unwinds to `_start`, and reach `main` at least as often as perf 6.1
+//! does on the same file (its output with `--symfs` is beside it too). Skips, saying so,
+//! when the fixtures are absent.
+
+#![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::path::PathBuf;
+
+use sparkles_sampler::perf_data::{PerfData, Record};
+use sparkles_symbolize::symbolizer::Symbolizer;
+use sparkles_symbolize::SearchPaths;
+use sparkles_unwind::{Arch, Mode, Unwinder};
+
+fn fixtures() -> Option<PathBuf> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/callchain");
+    if dir.is_dir() {
+        Some(dir)
+    } else {
+        eprintln!("skipped: {} is absent", dir.display());
+        None
+    }
+}
+
+/// perfparser's expected output: per sample time (ns), the user frame addresses (the
+/// leaf's IP, then call sites: return addresses minus one, as `Frame::lookup`) and
+/// whether it reached `_start`.
+fn perfparser(text: &str) -> HashMap<u64, (Vec<u64>, bool)> {
+    let mut out = HashMap::new();
+    let mut current: Option<(u64, Vec<u64>, bool)> = None;
+    for line in text.lines() {
+        if !line.starts_with('\t') && !line.is_empty() {
+            if let Some((t, f, root)) = current.take() {
+                out.insert(t, (f, root));
+            }
+            // comm \t pid \t tid \t seconds.nanoseconds
+            let time = line.rsplit('\t').next().unwrap();
+            let (s, ns) = time.split_once('.').unwrap();
+            let t = s.parse::<u64>().unwrap() * 1_000_000_000 + ns.parse::<u64>().unwrap();
+            current = Some((t, Vec::new(), false));
+            continue;
+        }
+        let Some((_, frames, root)) = current.as_mut() else {
+            continue;
+        };
+        // A frame's own line: "\tADDR ADDR\t…" with both addresses equal.
+        let body = line.trim_start_matches('\t');
+        let mut words = body.split(['\t', ' ']);
+        if let (Some(a), Some(b)) = (words.next(), words.next()) {
+            if a == b && a != "0" {
+                let addr = u64::from_str_radix(a, 16).unwrap();
+                // Inlined frames repeat their physical frame's address: one frame each.
+                if addr < 0xffff_8000_0000_0000 && frames.last() != Some(&addr) {
+                    frames.push(addr);
+                }
+            }
+        }
+        if body.contains("\t_start ") {
+            *root = true;
+        }
+    }
+    if let Some((t, f, root)) = current {
+        out.insert(t, (f, root));
+    }
+    out
+}
+
+#[test]
+fn stacks_agree_with_perfparser_and_reach_main_as_often_as_perf() {
+    let Some(dir) = fixtures() else { return };
+    let packed = std::fs::read(dir.join("vector_static_gcc_v9.1.0.qzlib")).unwrap();
+    let mut binary = Vec::new();
+    flate2::read::ZlibDecoder::new(&packed[4..])
+        .read_to_end(&mut binary)
+        .unwrap();
+    let data = PerfData::open(dir.join("vector_static_gcc.dwarf.perf.data")).unwrap();
+    let mut recorded = None;
+    data.for_each_record(|e| {
+        if let Record::Mmap(m) = &e.record {
+            if m.filename.ends_with(b"vector_static_gcc_v9.1.0") {
+                recorded = Some(String::from_utf8_lossy(m.filename).into_owned());
+            }
+        }
+        Ok::<(), ()>(())
+    })
+    .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let bin = tmp.path().join(recorded.unwrap().trim_start_matches('/'));
+    std::fs::create_dir_all(bin.parent().unwrap()).unwrap();
+    std::fs::write(&bin, &binary).unwrap();
+
+    let expected = perfparser(
+        &std::fs::read_to_string(dir.join("vector_static_gcc.perfparser.expected.txt")).unwrap(),
+    );
+    let mut symbolizer = Symbolizer::for_capture(
+        &data,
+        SearchPaths {
+            symfs: Some(tmp.path().to_path_buf()),
+            ..SearchPaths::none()
+        },
+    );
+    let mut unwinder = Unwinder::new(Mode::Auto, Arch::X86_64);
+    let (mut compared, mut ours_reach_main) = (0, 0);
+    data.for_each_record(|e| {
+        symbolizer.observe(&e.record);
+        let Record::Sample(s) = &e.record else {
+            return Ok::<(), ()>(());
+        };
+        let stack = unwinder.unwind(&mut symbolizer, s);
+        let user: Vec<u64> = stack
+            .frames
+            .iter()
+            .filter(|f| !f.kernel)
+            .map(|f| f.lookup)
+            .collect();
+        let reaches_main = stack.frames.iter().any(|f| {
+            let at = symbolizer.locate(s.pid.unwrap(), f.lookup);
+            symbolizer
+                .name(&at.place)
+                .frames
+                .iter()
+                .any(|fr| fr.function.as_deref() == Some("main"))
+        });
+        ours_reach_main += usize::from(reaches_main);
+        if let Some((theirs, true)) = expected.get(&s.time.unwrap()) {
+            assert_eq!(
+                &user,
+                theirs,
+                "sample at {}: ours {:x?}, perfparser {:x?}",
+                s.time.unwrap(),
+                user,
+                theirs
+            );
+            assert_eq!(stack.truncated, None, "reached _start, so complete");
+            compared += 1;
+        }
+        Ok(())
+    })
+    .unwrap();
+    let fully = expected.values().filter(|(_, root)| *root).count();
+    assert!(fully >= 40, "perfparser unwound {fully} samples fully");
+    assert_eq!(compared, fully, "every fully unwound sample compared");
+    // perf 6.1's output on the same file: samples whose stack has main.
+    let perf =
+        std::fs::read_to_string(dir.join("vector_static_gcc.perf61-script-symfs.txt")).unwrap();
+    let perf_main = perf
+        .split("\n\n")
+        .filter(|b| {
+            b.lines().any(|l| {
+                l.split_whitespace()
+                    .nth(1)
+                    .is_some_and(|s| s == "main" || s.starts_with("main+"))
+            })
+        })
+        .count();
+    eprintln!(
+        "{compared} samples agree with perfparser; {ours_reach_main} reach main (perf 6.1: {perf_main}); {}",
+        unwinder.stats().summary()
+    );
+    assert!(ours_reach_main >= perf_main);
+    assert!(ours_reach_main >= compared * 9 / 10);
+}
