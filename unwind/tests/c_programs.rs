@@ -1,0 +1,266 @@
+//! Unwinding against perf on captures `perf record` makes here of a C program the test
+//! builds (`testdata/unwind/callchains.c`: several call depths, recursion, a call through
+//! a function pointer): with `--call-graph dwarf`, at least 98% of samples reach `main`,
+//! and the leaf function and the caller chain agree with `perf script`'s for at least 98%;
+//! a frame-pointer build walked with `--unwind fp` reaches `main` as often. Skips, saying
+//! so, without gcc or perf, or where the kernel refuses perf.
+
+#![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use sparkles_sampler::perf_data::{PerfData, Record};
+use sparkles_symbolize::symbolizer::{Place, Symbolizer};
+use sparkles_symbolize::SearchPaths;
+use sparkles_unwind::{Arch, Mode, Unwinder};
+
+fn run(dir: &Path, args: &[&str]) -> bool {
+    match Command::new(args[0])
+        .args(&args[1..])
+        .current_dir(dir)
+        .output()
+    {
+        Ok(o) if o.status.success() => true,
+        Ok(o) => {
+            eprintln!(
+                "skipped: {args:?} failed: {}",
+                String::from_utf8_lossy(&o.stderr).trim()
+            );
+            false
+        }
+        Err(e) => {
+            eprintln!("skipped: {args:?}: {e}");
+            false
+        }
+    }
+}
+
+/// Builds the program with `cflags` and records it with `perf record --call-graph
+/// CALL_GRAPH`; the capture's path.
+fn record(dir: &Path, cflags: &[&str], call_graph: &str) -> Option<PathBuf> {
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testdata/unwind/callchains.c");
+    let mut args = vec!["gcc", "-O2", "-g"];
+    args.extend_from_slice(cflags);
+    args.extend_from_slice(&["-o", "callchains", src.to_str().unwrap()]);
+    if !run(dir, &args) {
+        return None;
+    }
+    // A cycles event where the PMU counts, else the CPU clock.
+    for event in ["cycles", "cpu-clock"] {
+        if run(
+            dir,
+            &[
+                "perf",
+                "record",
+                "-q",
+                "-e",
+                event,
+                "-F",
+                "4000",
+                "--call-graph",
+                call_graph,
+                "-o",
+                "perf.data",
+                "./callchains",
+            ],
+        ) {
+            return Some(dir.join("perf.data"));
+        }
+    }
+    None
+}
+
+/// `perf script`'s user frames per sample (keyed by its microsecond time): function
+/// names, inlined entries left out.
+fn perf_stacks(dir: &Path) -> HashMap<String, Vec<String>> {
+    let out = Command::new("perf")
+        .args([
+            "script",
+            "-i",
+            "perf.data",
+            "-F",
+            "comm,tid,time,ip,sym,dso",
+        ])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut stacks = HashMap::new();
+    for block in text.split("\n\n") {
+        let mut lines = block.lines().filter(|l| !l.trim().is_empty());
+        let Some(header) = lines.next() else { continue };
+        if !header.starts_with("callchains ") {
+            continue;
+        }
+        let time = header
+            .split_whitespace()
+            .find(|w| w.ends_with(':'))
+            .unwrap()
+            .trim_end_matches(':')
+            .to_string();
+        // perf marks inlined frames "(inlined)" and repeats their physical frame's
+        // address; an "(inlined)" line with an address of its own is a frame.
+        let mut names: Vec<String> = Vec::new();
+        let mut previous = "";
+        for l in lines.filter(|l| !l.contains("[kernel.kallsyms]")) {
+            let mut words = l.split_whitespace();
+            let (Some(ip), Some(name)) = (words.next(), words.next()) else {
+                continue;
+            };
+            if !(l.contains("(inlined)") && ip == previous) {
+                names.push(name.to_string());
+            }
+            previous = ip;
+        }
+        stacks.insert(time, names);
+    }
+    stacks
+}
+
+/// Our user frames per sample of the program: symbol-table names, as perf names them.
+fn our_stacks(path: &Path, mode: Mode) -> (HashMap<String, Vec<String>>, String) {
+    let data = PerfData::open(path).unwrap();
+    let mut symbolizer = Symbolizer::for_capture(&data, SearchPaths::default());
+    let mut unwinder = Unwinder::new(mode, Arch::X86_64);
+    let mut comms: HashMap<u32, String> = HashMap::new();
+    let mut out = HashMap::new();
+    data.for_each_record(|e| {
+        symbolizer.observe(&e.record);
+        match &e.record {
+            Record::Comm { pid, comm, .. } => {
+                comms.insert(*pid, String::from_utf8_lossy(comm).into_owned());
+            }
+            Record::Sample(s) => {
+                let pid = s.pid.unwrap();
+                if comms.get(&pid).map(String::as_str) != Some("callchains") {
+                    return Ok::<(), ()>(());
+                }
+                let stack = unwinder.unwind(&mut symbolizer, s);
+                let names: Vec<String> = stack
+                    .frames
+                    .iter()
+                    .filter(|f| !f.kernel)
+                    .map(|f| match symbolizer.locate(pid, f.lookup).place {
+                        Place::Module { key, vaddr } => symbolizer
+                            .loaded(&key)
+                            .and_then(|m| m.symbol(vaddr).map(|(n, _)| n.to_string()))
+                            .unwrap_or_else(|| "[unknown]".into()),
+                        _ => "[unknown]".into(),
+                    })
+                    .collect();
+                let t = s.time.unwrap();
+                out.insert(
+                    format!("{}.{:06}", t / 1_000_000_000, (t % 1_000_000_000) / 1000),
+                    names,
+                );
+            }
+            _ => {}
+        }
+        Ok(())
+    })
+    .unwrap();
+    (out, unwinder.stats().summary())
+}
+
+/// A sample of the program's own code: its user leaf is named. Samples taken inside
+/// `execve` carry the user IP of the image being replaced (perf's), in no mapping of
+/// the new one; perf names them `[unknown]` too.
+fn in_program(names: &[String]) -> bool {
+    names.first().is_some_and(|n| n != "[unknown]")
+}
+
+#[test]
+fn dwarf_stacks_reach_main_and_agree_with_perf() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(capture) = record(tmp.path(), &[], "dwarf") else {
+        return;
+    };
+    let theirs = perf_stacks(tmp.path());
+    let (ours, stats) = our_stacks(&capture, Mode::Auto);
+    let user: Vec<(&String, &Vec<String>)> = ours.iter().filter(|(_, n)| in_program(n)).collect();
+    assert!(user.len() >= 100, "{} user samples", user.len());
+    let main = user
+        .iter()
+        .filter(|(_, n)| n.iter().any(|f| f == "main"))
+        .count();
+    let (mut compared, mut agree) = (0, 0);
+    let mut first_disagreement = None;
+    for (time, names) in &user {
+        let Some(perf) = theirs.get(*time) else {
+            continue;
+        };
+        compared += 1;
+        if perf == *names {
+            agree += 1;
+        } else if first_disagreement.is_none() {
+            first_disagreement = Some(format!("{time}: ours {names:?}, perf {perf:?}"));
+        }
+    }
+    let pct = |n: usize, of: usize| 100.0 * n as f64 / of.max(1) as f64;
+    eprintln!(
+        "dwarf: {} user samples, {:.1}% reach main, {:.1}% of {compared} agree with perf script; {stats}",
+        user.len(),
+        pct(main, user.len()),
+        pct(agree, compared)
+    );
+    assert!(
+        pct(main, user.len()) >= 98.0,
+        "{main} of {} reach main",
+        user.len()
+    );
+    assert!(
+        compared * 10 >= user.len() * 9,
+        "perf named the same samples"
+    );
+    assert!(
+        pct(agree, compared) >= 98.0,
+        "{agree} of {compared} agree; first: {}",
+        first_disagreement.unwrap_or_default()
+    );
+}
+
+#[test]
+fn frame_pointer_stacks_reach_main() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(capture) = record(tmp.path(), &["-fno-omit-frame-pointer"], "dwarf") else {
+        return;
+    };
+    // Frame pointers over the stack copy, and the kernel's frame-pointer callchain.
+    let (ours, stats) = our_stacks(&capture, Mode::Fp);
+    let user: Vec<&Vec<String>> = ours.values().filter(|n| in_program(n)).collect();
+    let main = user
+        .iter()
+        .filter(|n| n.iter().any(|f| f == "main"))
+        .count();
+    eprintln!(
+        "fp over the stack copy: {} user samples, {main} reach main; {stats}",
+        user.len()
+    );
+    assert!(
+        main * 100 >= user.len() * 98,
+        "{main} of {} reach main",
+        user.len()
+    );
+
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(capture) = record(tmp.path(), &["-fno-omit-frame-pointer"], "fp") else {
+        return;
+    };
+    let (ours, stats) = our_stacks(&capture, Mode::Auto);
+    let user: Vec<&Vec<String>> = ours.values().filter(|n| in_program(n)).collect();
+    let main = user
+        .iter()
+        .filter(|n| n.iter().any(|f| f == "main"))
+        .count();
+    eprintln!(
+        "the kernel's fp callchain: {} user samples, {main} reach main; {stats}",
+        user.len()
+    );
+    assert!(
+        main * 100 >= user.len() * 98,
+        "{main} of {} reach main",
+        user.len()
+    );
+}
