@@ -59,6 +59,22 @@ pub enum Command {
         /// Print per-type record counts to stderr at the end.
         #[arg(long)]
         stats: bool,
+        /// Unwind and name each sample's stack: a `stack` (frames innermost first) and
+        /// `truncated` (null, or why the stack ends early) added to each sample.
+        #[arg(long)]
+        stacks: bool,
+        /// How user frames are found with --stacks: `dwarf` (CFI over the stack copy),
+        /// `fp` (frame pointers), `auto` (DWARF where the sample has a stack copy, else the
+        /// kernel's callchain).
+        #[arg(long, default_value = "auto", value_parser = parse_unwind)]
+        unwind: sparkles_unwind::Mode,
+        /// Look for the capture's files under DIR (their recorded paths, then by name).
+        #[arg(long, value_name = "DIR")]
+        symfs: Option<PathBuf>,
+        /// Another directory of separate debug files, searched before /usr/lib/debug;
+        /// repeatable.
+        #[arg(long = "debug-dir", value_name = "DIR")]
+        debug_dirs: Vec<PathBuf>,
     },
     /// Sample a command (or a running process) into a perf.data file.
     Record {
@@ -125,6 +141,10 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+}
+
+fn parse_unwind(s: &str) -> Result<sparkles_unwind::Mode, String> {
+    s.parse()
 }
 
 /// Output of `sparkles script`.
@@ -417,8 +437,9 @@ fn script(
     format: ScriptFormat,
     header: bool,
     show_stats: bool,
+    stacks: Option<&crate::stacks::StackOptions>,
 ) -> Result<(), String> {
-    use sparkles_sampler::perf_data::{script, PerfData, ReadFailure};
+    use sparkles_sampler::perf_data::{script, PerfData, ReadFailure, Record};
     let data = PerfData::open(file).map_err(|e| e.to_string())?;
     for problem in &data.feature_problems {
         eprintln!("warning: {}: {problem}", file.display());
@@ -438,13 +459,49 @@ fn script(
             "feature_problems": data.feature_problems,
         }));
     }
+    if let Some(symfs) = stacks.and_then(|s| s.symfs.as_ref()) {
+        if !symfs.is_dir() {
+            return Err(format!("--symfs {}: not a directory", symfs.display()));
+        }
+    }
+    let mut namer = stacks.map(|o| crate::stacks::StackNamer::for_capture(&data, o));
+    if let Some(n) = &namer {
+        for note in &n.notes {
+            eprintln!("note: {note}");
+        }
+    }
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
-    let result = data.for_each_record(|event| match format {
-        ScriptFormat::Json => script::write_json(&mut out, event),
-        ScriptFormat::Text => script::write_text(&mut out, event),
+    let result = data.for_each_record(|event| {
+        let stack = namer.as_mut().and_then(|n| {
+            n.observe(&event.record);
+            match &event.record {
+                Record::Sample(s) => Some(n.stack(s)),
+                _ => None,
+            }
+        });
+        match (format, &stack) {
+            (ScriptFormat::Json, Some(st)) => {
+                script::write_json_with(&mut out, event, crate::stacks::json_members(st).as_bytes())
+            }
+            (ScriptFormat::Json, None) => script::write_json(&mut out, event),
+            (ScriptFormat::Text, _) => {
+                script::write_text(&mut out, event)?;
+                match &stack {
+                    Some(st) => out.write_all(crate::stacks::text_lines(st).as_bytes()),
+                    None => Ok(()),
+                }
+            }
+        }
     });
     let flushed = out.flush();
+    if let Some(n) = &namer {
+        // Unwind errors per cause and the modules that could not be used, with every run.
+        eprintln!("sparkles script: {}", n.unwind_stats().summary());
+        for why in n.unavailable() {
+            eprintln!("note: {why}");
+        }
+    }
     match result {
         Ok(stats) => {
             if show_stats {
@@ -625,7 +682,18 @@ where
             format,
             header,
             stats,
-        } => script(file, *format, *header, *stats),
+            stacks,
+            unwind,
+            symfs,
+            debug_dirs,
+        } => {
+            let options = crate::stacks::StackOptions {
+                unwind: *unwind,
+                symfs: symfs.clone(),
+                debug_dirs: debug_dirs.clone(),
+            };
+            script(file, *format, *header, *stats, stacks.then_some(&options))
+        }
     };
     match result {
         Ok(()) => 0,

@@ -33,6 +33,7 @@ pub mod profile;
 pub mod record;
 mod record_cmd;
 mod runner;
+pub mod stacks;
 pub mod stats;
 mod suite;
 pub mod table;

@@ -575,3 +575,122 @@ fn addr2line_finds_debug_files_by_build_id_in_a_debug_dir() {
         String::from_utf8_lossy(&without.stderr)
     );
 }
+
+#[test]
+fn script_stacks_unwind_and_name_each_sample() {
+    let Some(data) = fixture("callchain/vector_static_gcc.dwarf.perf.data") else {
+        return;
+    };
+    let Some(packed) = fixture("callchain/vector_static_gcc_v9.1.0.qzlib") else {
+        return;
+    };
+    // The binary where the capture recorded it, under a --symfs root.
+    let mut binary = Vec::new();
+    std::io::Read::read_to_end(
+        &mut flate2::read::ZlibDecoder::new(&std::fs::read(&packed).unwrap()[4..]),
+        &mut binary,
+    )
+    .unwrap();
+    let listing = sparkles(&["script", data.to_str().unwrap(), "--format", "json"]);
+    let recorded = String::from_utf8_lossy(&listing.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find_map(|v| {
+            let f = v["filename"].as_str()?;
+            f.ends_with("vector_static_gcc_v9.1.0")
+                .then(|| f.to_string())
+        })
+        .unwrap();
+    let symfs = tempfile::tempdir().unwrap();
+    let at = symfs.path().join(recorded.trim_start_matches('/'));
+    std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+    std::fs::write(&at, &binary).unwrap();
+
+    let out = sparkles(&[
+        "script",
+        data.to_str().unwrap(),
+        "--stacks",
+        "--format",
+        "json",
+        "--symfs",
+        symfs.path().to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let samples: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|v| v["type"] == "sample")
+        .collect();
+    assert_eq!(samples.len(), 45);
+    let mut reach_main = 0;
+    for s in &samples {
+        let stack = s["stack"].as_array().expect("every sample has a stack");
+        assert!(s.get("truncated").is_some());
+        for f in stack {
+            assert!(f["addr"].as_str().unwrap().starts_with("0x"));
+            for key in ["function", "module", "file", "line", "inlined"] {
+                assert!(f.get(key).is_some(), "{key} in {f}");
+            }
+        }
+        if stack.iter().any(|f| f["function"] == "main") {
+            reach_main += 1;
+            assert_eq!(s["truncated"], Value::Null);
+        }
+    }
+    assert!(reach_main >= 40, "{reach_main} of 45 reach main");
+    // The one in generate_n: an inlined frame with its file and line, inside main.
+    let inlined = samples
+        .iter()
+        .flat_map(|s| s["stack"].as_array().unwrap())
+        .find(|f| f["inlined"] == true)
+        .expect("an inlined frame");
+    assert!(inlined["file"].as_str().is_some() && inlined["line"].as_u64().is_some());
+    // Another machine's kernel: one [kernel] frame per run, and the reason on stderr.
+    let kernel = samples
+        .iter()
+        .find(|s| s["cpumode"] == 1)
+        .expect("a kernel sample");
+    let frames = kernel["stack"].as_array().unwrap();
+    assert_eq!(frames[0]["function"], "[kernel]");
+    assert_ne!(
+        frames.get(1).map(|f| &f["function"]),
+        Some(&Value::from("[kernel]"))
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("not the running kernel"), "{stderr}");
+    assert!(stderr.contains("samples unwound"), "{stderr}");
+
+    // Text: frames under each sample line.
+    let text = sparkles(&[
+        "script",
+        data.to_str().unwrap(),
+        "--stacks",
+        "--symfs",
+        symfs.path().to_str().unwrap(),
+    ]);
+    assert!(String::from_utf8_lossy(&text.stdout).contains(" main "));
+
+    // Bad flags: named, non-zero.
+    let bad = sparkles(&[
+        "script",
+        data.to_str().unwrap(),
+        "--stacks",
+        "--unwind",
+        "lbr",
+    ]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown unwind mode 'lbr'"));
+    let bad = sparkles(&[
+        "script",
+        data.to_str().unwrap(),
+        "--stacks",
+        "--symfs",
+        "/nonexistent/dir",
+    ]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--symfs /nonexistent/dir"));
+}

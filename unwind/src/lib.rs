@@ -91,6 +91,8 @@ pub enum Truncation {
     /// The kernel's frame-pointer callchain was used, and it does not say whether it
     /// reached the root.
     KernelCallchain,
+    /// The capture's architecture is one this unwinder does not walk.
+    UnsupportedArch,
 }
 
 impl Truncation {
@@ -105,6 +107,7 @@ impl Truncation {
             Truncation::NoRegisters => "no user registers recorded",
             Truncation::TooDeep => "too many frames",
             Truncation::KernelCallchain => "kernel callchain (end not known)",
+            Truncation::UnsupportedArch => "architecture not supported for stack walking",
         }
     }
 }
@@ -268,7 +271,7 @@ struct Process {
 /// space maps; one rule cache across all samples.
 pub struct Unwinder {
     mode: Mode,
-    arch: Arch,
+    arch: Option<Arch>,
     processes: HashMap<u32, Process>,
     /// Sections per module file (by its image's address: one per loaded module).
     sections: HashMap<usize, Sections>,
@@ -366,8 +369,10 @@ impl StackReader<'_> {
 }
 
 impl Unwinder {
-    /// An unwinder in `mode` for captures of `arch`.
-    pub fn new(mode: Mode, arch: Arch) -> Unwinder {
+    /// An unwinder in `mode` for captures of `arch` (`None`: an architecture it cannot
+    /// walk; callchains are still used, stack copies are not).
+    pub fn new(mode: Mode, arch: impl Into<Option<Arch>>) -> Unwinder {
+        let arch = arch.into();
         Unwinder {
             mode,
             arch,
@@ -568,7 +573,8 @@ impl Unwinder {
         let fp_only = self.mode == Mode::Fp;
         let process = self.processes.get(&pid).filter(|_| !fp_only);
         match self.arch {
-            Arch::X86_64 => {
+            None => Some(Truncation::UnsupportedArch),
+            Some(Arch::X86_64) => {
                 let (Some(ip), Some(sp), Some(bp)) = (regs.get(8), regs.get(7), regs.get(6)) else {
                     return Some(Truncation::NoRegisters);
                 };
@@ -584,7 +590,7 @@ impl Unwinder {
                     frames,
                 )
             }
-            Arch::Aarch64 => {
+            Some(Arch::Aarch64) => {
                 let (Some(pc), Some(sp), Some(fp), Some(lr)) =
                     (regs.get(32), regs.get(31), regs.get(29), regs.get(30))
                 else {

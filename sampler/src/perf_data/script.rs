@@ -65,6 +65,12 @@ impl<'w, W: Write> Obj<'w, W> {
 
 /// Writes one record as a JSON line.
 pub fn write_json<W: Write>(out: &mut W, e: &Event<'_>) -> io::Result<()> {
+    write_json_with(out, e, b"")
+}
+
+/// Writes one record as a JSON line, with `extra` (more `,"key":value` members, already
+/// JSON) before its closing brace: how `sparkles script --stacks` adds a sample's stack.
+pub fn write_json_with<W: Write>(out: &mut W, e: &Event<'_>, extra: &[u8]) -> io::Result<()> {
     let mut o = Obj::new(out)?;
     o.key("type")?;
     match e.record {
@@ -80,8 +86,18 @@ pub fn write_json<W: Write>(out: &mut W, e: &Event<'_>) -> io::Result<()> {
     if let Some(a) = e.attr {
         o.int("attr", a)?;
     }
+    // Records that name their own process say it below; the trailer's would repeat the
+    // key (and for the kernel's MMAP, disagree: -1 against 0).
+    let own_pid = matches!(
+        e.record,
+        Record::Mmap(_)
+            | Record::Comm { .. }
+            | Record::Fork(_)
+            | Record::Exit(_)
+            | Record::BuildId { .. }
+    );
     if let Some(s) = &e.sample_id {
-        if let (Some(pid), Some(tid)) = (s.pid, s.tid) {
+        if let (Some(pid), Some(tid), false) = (s.pid, s.tid, own_pid) {
             o.int("pid", pid as i32)?;
             o.int("tid", tid as i32)?;
         }
@@ -272,6 +288,7 @@ pub fn write_json<W: Write>(out: &mut W, e: &Event<'_>) -> io::Result<()> {
         }
         _ => {}
     }
+    o.out.write_all(extra)?;
     o.end()
 }
 

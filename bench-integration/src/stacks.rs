@@ -1,0 +1,231 @@
+//! Named stacks of a capture's samples: the unwinder's frame addresses, each named by the
+//! symbolizer (inlined frames expanded), as `sparkles script --stacks` prints them and the
+//! profile reports read them.
+
+use std::path::PathBuf;
+
+use sparkles_sampler::perf_data::{PerfData, Record, Sample};
+use sparkles_symbolize::symbolizer::Symbolizer;
+use sparkles_symbolize::SearchPaths;
+use sparkles_unwind::{Arch, Mode, Truncation, Unwinder};
+
+/// How stacks are found and named.
+#[derive(Debug, Clone, Default)]
+pub struct StackOptions {
+    /// `--unwind`.
+    pub unwind: Mode,
+    /// `--symfs`.
+    pub symfs: Option<PathBuf>,
+    /// `--debug-dir`, searched before /usr/lib/debug.
+    pub debug_dirs: Vec<PathBuf>,
+}
+
+/// One named frame.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NamedFrame {
+    /// The captured address (the sampled IP, or a return address).
+    pub addr: u64,
+    /// Function, demangled.
+    pub function: Option<String>,
+    /// The mapping's path (`[kernel.kallsyms]`, `[vdso]`, a file).
+    pub module: Option<String>,
+    /// Source file.
+    pub file: Option<String>,
+    /// Line.
+    pub line: Option<u32>,
+    /// Inlined into the next frame.
+    pub inlined: bool,
+    /// The address's offset into its symbol, where only a symbol table named it.
+    pub symbol_offset: Option<u64>,
+    /// Why it has no name (or only `[kernel]`).
+    pub missing: Option<String>,
+}
+
+/// A sample's named stack.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct NamedStack {
+    /// Innermost first.
+    pub frames: Vec<NamedFrame>,
+    /// Why it ends early.
+    pub truncated: Option<Truncation>,
+}
+
+/// The symbolizer and unwinder of one capture, fed its records in time order.
+#[derive(Debug)]
+pub struct StackNamer {
+    symbolizer: Symbolizer,
+    unwinder: Unwinder,
+    /// Notes for the user (architecture assumed, …).
+    pub notes: Vec<String>,
+}
+
+impl StackNamer {
+    /// For `data`, recorded on the machine its ARCH feature names.
+    pub fn for_capture(data: &PerfData, options: &StackOptions) -> StackNamer {
+        let mut paths = SearchPaths {
+            symfs: options.symfs.clone(),
+            ..SearchPaths::default()
+        };
+        paths
+            .debug_dirs
+            .splice(0..0, options.debug_dirs.iter().cloned());
+        let symbolizer = Symbolizer::for_capture(data, paths);
+        let mut notes = Vec::new();
+        let arch = match data.features.arch.as_deref() {
+            Some(a) => {
+                let arch = Arch::from_uname(a);
+                if arch.is_none() {
+                    notes.push(format!(
+                        "stack copies of a {a} capture are not walked: architecture not supported"
+                    ));
+                }
+                arch
+            }
+            // A capture without ARCH (sparkles writes it; pipes may lack it) is taken as
+            // this machine's, and said so.
+            None => {
+                notes.push(format!(
+                    "the capture does not name its architecture: taken as this machine's ({})",
+                    std::env::consts::ARCH
+                ));
+                Arch::from_uname(std::env::consts::ARCH)
+            }
+        };
+        if let Some(why) = symbolizer.kernel_reason() {
+            notes.push(format!("kernel addresses are not named: {why}"));
+        }
+        StackNamer {
+            symbolizer,
+            unwinder: Unwinder::new(options.unwind, arch),
+            notes,
+        }
+    }
+
+    /// Feeds a record (in time order).
+    pub fn observe(&mut self, record: &Record<'_>) {
+        self.symbolizer.observe(record);
+    }
+
+    /// The named stack of a sample.
+    pub fn stack(&mut self, sample: &Sample<'_>) -> NamedStack {
+        let pid = sample.pid.unwrap_or(0);
+        let raw = self.unwinder.unwind(&mut self.symbolizer, sample);
+        let mut frames: Vec<NamedFrame> = Vec::with_capacity(raw.frames.len() * 2);
+        for f in &raw.frames {
+            let at = self.symbolizer.locate(pid, f.lookup);
+            let named = self.symbolizer.name(&at.place);
+            if named.frames.is_empty() {
+                frames.push(NamedFrame {
+                    addr: f.addr,
+                    function: None,
+                    module: at.mapping,
+                    file: None,
+                    line: None,
+                    inlined: false,
+                    symbol_offset: None,
+                    missing: named.missing.clone(),
+                });
+                continue;
+            }
+            for n in named.frames.iter() {
+                let function = n.demangled.clone().or_else(|| n.function.clone());
+                // Kernel frames that may not be named: one `[kernel]` frame for the run.
+                if function.as_deref() == Some("[kernel]")
+                    && frames
+                        .last()
+                        .is_some_and(|p| p.function.as_deref() == Some("[kernel]"))
+                {
+                    continue;
+                }
+                frames.push(NamedFrame {
+                    addr: f.addr,
+                    function,
+                    module: at.mapping.clone(),
+                    file: n.file.clone(),
+                    line: n.line.filter(|&l| l > 0),
+                    inlined: n.inlined,
+                    symbol_offset: n.symbol_offset,
+                    missing: named.missing.clone(),
+                });
+            }
+        }
+        NamedStack {
+            frames,
+            truncated: raw.truncated,
+        }
+    }
+
+    /// The unwinder's counts.
+    pub fn unwind_stats(&self) -> &sparkles_unwind::Stats {
+        self.unwinder.stats()
+    }
+
+    /// Modules that could not be used, with the reason.
+    pub fn unavailable(&self) -> Vec<String> {
+        self.symbolizer.unavailable()
+    }
+}
+
+fn json_str(s: &str) -> String {
+    serde_json::Value::String(s.to_string()).to_string()
+}
+
+fn json_opt(s: Option<&str>) -> String {
+    s.map_or_else(|| "null".to_string(), json_str)
+}
+
+/// `,"stack":[…],"truncated":…`: the members `sparkles script --stacks` adds to a sample.
+pub fn json_members(stack: &NamedStack) -> String {
+    let mut out = String::from(",\"stack\":[");
+    for (i, f) in stack.frames.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(&format!(
+            "{{\"addr\":\"{:#x}\",\"function\":{},\"module\":{},\"file\":{},\"line\":{},\"inlined\":{}",
+            f.addr,
+            json_opt(f.function.as_deref()),
+            json_opt(f.module.as_deref()),
+            json_opt(f.file.as_deref()),
+            f.line.map_or_else(|| "null".to_string(), |l| l.to_string()),
+            f.inlined
+        ));
+        if let Some(o) = f.symbol_offset {
+            out.push_str(&format!(",\"symbol_offset\":{o}"));
+        }
+        if let Some(m) = &f.missing {
+            out.push_str(&format!(",\"missing\":{}", json_str(m)));
+        }
+        out.push('}');
+    }
+    out.push_str("],\"truncated\":");
+    out.push_str(&json_opt(stack.truncated.map(Truncation::as_str)));
+    out
+}
+
+/// The stack as text lines under a sample's line, perf script's way:
+/// `\tADDR function+0xOFF (module)`.
+pub fn text_lines(stack: &NamedStack) -> String {
+    let mut out = String::new();
+    for f in &stack.frames {
+        let name = f.function.as_deref().unwrap_or("[unknown]");
+        let offset = f
+            .symbol_offset
+            .map(|o| format!("+{o:#x}"))
+            .unwrap_or_default();
+        let place = match (&f.file, f.line) {
+            (Some(file), Some(line)) => format!(" {file}:{line}"),
+            _ => String::new(),
+        };
+        out.push_str(&format!(
+            "\t{:16x} {name}{offset}{}{place} ({})\n",
+            f.addr,
+            if f.inlined { " (inlined)" } else { "" },
+            f.module.as_deref().unwrap_or("[unknown]")
+        ));
+    }
+    if let Some(t) = stack.truncated {
+        out.push_str(&format!("\t[truncated: {t}]\n"));
+    }
+    out
+}
