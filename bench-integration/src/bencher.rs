@@ -355,6 +355,7 @@ fn profile_pass(routine: &mut dyn Routine, plan: &ProfilePlan) -> Result<Profile
         stack_bytes_saved: 0,
         notes: Vec::new(),
         error: None,
+        unwind: None,
     };
     let session = match Session::start(&plan.sampling, Target::CurrentThread, &system) {
         Ok(s) => s,

@@ -295,7 +295,17 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
     )
     .map_err(write_err)?;
 
-    let reports = runner::measure(cases, &protocol, &Progress::new());
+    let mut reports = runner::measure(cases, &protocol, &Progress::new());
+    // Every profile says how its stacks unwound (after all timing, so nothing overlaps).
+    for r in &mut reports {
+        let Some(p) = r.profile.as_mut() else { continue };
+        if let Some(capture) = &p.capture {
+            match stacks::unwind_capture(std::path::Path::new(capture), &stacks::StackOptions::default()) {
+                Ok(u) => p.unwind = Some(u),
+                Err(e) => p.notes.push(format!("stacks not unwound: {e}")),
+            }
+        }
+    }
     let mut rows: Vec<BenchRow> = reports.iter().map(|r| row_of(r, &selection)).collect();
     let compared = baseline
         .as_ref()
@@ -308,6 +318,9 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
         }
         for note in &p.notes {
             eprintln!("profile: {}: {note}", row.case);
+        }
+        if let Some(u) = &p.unwind {
+            eprintln!("profile: {}: {}", row.case, u.describe());
         }
     }
     let colour = use_colour(args.color, terminal);

@@ -60,6 +60,9 @@ pub struct ProfileSummary {
     pub notes: Vec<String>,
     /// Why no capture was made.
     pub error: Option<String>,
+    /// How the capture's stacks unwound (absent when it could not be read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unwind: Option<crate::stacks::UnwindSummary>,
 }
 
 impl ProfileSummary {

@@ -229,3 +229,78 @@ pub fn text_lines(stack: &NamedStack) -> String {
     }
     out
 }
+
+/// How well a capture's stacks unwound: what every `--profile` run reports per case.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct UnwindSummary {
+    /// Samples unwound.
+    pub samples: u64,
+    /// Samples with user frames.
+    pub user_samples: u64,
+    /// User samples whose stack reached its root (`_start`, the thread's start).
+    pub reached_root: u64,
+    /// User samples whose stack holds the harness frame that runs the case's body
+    /// (`profile_pass`): every frame of the case is in them.
+    pub reached_case: u64,
+    /// Truncated user stacks, per cause.
+    pub truncated: std::collections::BTreeMap<String, u64>,
+}
+
+impl UnwindSummary {
+    /// One line for the user.
+    pub fn describe(&self) -> String {
+        let pct = |n: u64| 100.0 * n as f64 / self.user_samples.max(1) as f64;
+        let mut s = format!(
+            "{} user samples unwound: {:.1}% reach the case, {:.1}% their thread's root",
+            self.user_samples,
+            pct(self.reached_case),
+            pct(self.reached_root)
+        );
+        for (cause, n) in &self.truncated {
+            s.push_str(&format!("; {n} truncated ({cause})"));
+        }
+        s
+    }
+}
+
+/// The harness function that runs a case's body under the sampler.
+const CASE_FRAME: &str = "sparkles_bench::bencher::profile_pass";
+
+/// Unwinds every sample of a capture and counts how far the stacks reach.
+pub fn unwind_capture(
+    path: &std::path::Path,
+    options: &StackOptions,
+) -> Result<UnwindSummary, String> {
+    let data = PerfData::open(path).map_err(|e| e.to_string())?;
+    let mut namer = StackNamer::for_capture(&data, options);
+    let mut summary = UnwindSummary::default();
+    data.for_each_record(|e| {
+        namer.observe(&e.record);
+        if let Record::Sample(s) = &e.record {
+            let stack = namer.stack(s);
+            summary.samples += 1;
+            if !stack.frames.iter().any(|f| {
+                f.module
+                    .as_deref()
+                    .is_some_and(|m| !m.starts_with("[kernel"))
+            }) {
+                return Ok::<(), ()>(());
+            }
+            summary.user_samples += 1;
+            match stack.truncated {
+                None => summary.reached_root += 1,
+                Some(t) => *summary.truncated.entry(t.as_str().to_string()).or_default() += 1,
+            }
+            if stack.frames.iter().any(|f| {
+                f.function
+                    .as_deref()
+                    .is_some_and(|n| n.starts_with(CASE_FRAME))
+            }) {
+                summary.reached_case += 1;
+            }
+        }
+        Ok(())
+    })
+    .map_err(|e| format!("{}: {e:?}", path.display()))?;
+    Ok(summary)
+}

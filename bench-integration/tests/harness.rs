@@ -340,4 +340,12 @@ fn profile_writes_a_capture_per_case() {
     assert_eq!(stats.samples, profile.samples);
     // The timing pass ran before, with nothing enabled: its samples are untouched.
     assert_eq!(row.timing.as_ref().unwrap().samples.len(), 3);
+    // Its stacks unwind through the case to the thread's root, with at most 1% errors.
+    let u = profile.unwind.as_ref().expect("the capture was unwound");
+    eprintln!("{}", u.describe());
+    assert!(u.user_samples * 10 >= u.samples * 9, "{u:?}");
+    let pct = |n: u64| 100.0 * n as f64 / u.user_samples as f64;
+    assert!(pct(u.reached_case) >= 95.0, "{u:?}");
+    assert!(pct(u.reached_root) >= 95.0, "{u:?}");
+    assert!(pct(u.truncated.values().sum()) <= 1.0, "{u:?}");
 }
