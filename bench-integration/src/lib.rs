@@ -298,9 +298,14 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
     let mut reports = runner::measure(cases, &protocol, &Progress::new());
     // Every profile says how its stacks unwound (after all timing, so nothing overlaps).
     for r in &mut reports {
-        let Some(p) = r.profile.as_mut() else { continue };
+        let Some(p) = r.profile.as_mut() else {
+            continue;
+        };
         if let Some(capture) = &p.capture {
-            match stacks::unwind_capture(std::path::Path::new(capture), &stacks::StackOptions::default()) {
+            match stacks::unwind_capture(
+                std::path::Path::new(capture),
+                &stacks::StackOptions::default(),
+            ) {
                 Ok(u) => p.unwind = Some(u),
                 Err(e) => p.notes.push(format!("stacks not unwound: {e}")),
             }
