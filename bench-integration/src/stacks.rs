@@ -128,7 +128,11 @@ impl StackNamer {
                 continue;
             }
             for n in named.frames.iter() {
-                let function = n.demangled.clone().or_else(|| n.function.clone());
+                // Names as profiles show them: Rust without hashes.
+                let function = n
+                    .function
+                    .as_deref()
+                    .map(|raw| sparkles_symbolize::demangle::for_display(raw).into_owned());
                 // Kernel frames that may not be named: one `[kernel]` frame for the run.
                 if function.as_deref() == Some("[kernel]")
                     && frames
@@ -263,8 +267,9 @@ impl UnwindSummary {
     }
 }
 
-/// The harness function that runs a case's body under the sampler.
-const CASE_FRAME: &str = "sparkles_bench::bencher::profile_pass";
+/// The harness function that runs a case's body under the sampler: its full path, or,
+/// inlined into its caller, the short name DWARF gives inlined functions.
+const CASE_FRAME: [&str; 2] = ["sparkles_bench::bencher::profile_pass", "profile_pass"];
 
 /// Unwinds every sample of a capture and counts how far the stacks reach.
 pub fn unwind_capture(
@@ -294,7 +299,7 @@ pub fn unwind_capture(
             if stack.frames.iter().any(|f| {
                 f.function
                     .as_deref()
-                    .is_some_and(|n| n.starts_with(CASE_FRAME))
+                    .is_some_and(|n| CASE_FRAME.contains(&n))
             }) {
                 summary.reached_case += 1;
             }

@@ -97,6 +97,18 @@ pub fn demangle(name: &str) -> Cow<'_, str> {
     }
 }
 
+/// A name as profiles show it: demangled, Rust names without their hash or crate
+/// disambiguators (`core::ptr::drop_in_place<T>`), as perf report prints them.
+pub fn for_display(name: &str) -> Cow<'_, str> {
+    match rustc_demangle::try_demangle(name) {
+        Ok(d) => Cow::Owned(format!("{d:#}")),
+        Err(_) => match cxx(name) {
+            Some(d) => Cow::Owned(d),
+            None => Cow::Borrowed(name),
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -112,6 +124,20 @@ mod tests {
             demangle("_ZN100_$LT$core..array..iter..iter_inner..PolymorphicIter$LT$DATA$GT$$u20$as$u20$core..ops..drop..Drop$GT$4drop17h2b51aabb97ec841dE"),
             "<core::array::iter::iter_inner::PolymorphicIter<DATA> as core::ops::drop::Drop>::drop::h2b51aabb97ec841d"
         );
+    }
+
+    #[test]
+    fn profiles_show_rust_names_without_hashes() {
+        assert_eq!(
+            for_display("_ZN4core3ptr13drop_in_place17h0123456789abcdefE"),
+            "core::ptr::drop_in_place"
+        );
+        assert_eq!(
+            for_display("_RNvNtCs1234_7mycrate3foo3bar"),
+            "mycrate::foo::bar"
+        );
+        assert_eq!(for_display("_Z3fooi"), "foo(int)");
+        assert_eq!(for_display("profile_pass"), "profile_pass");
     }
 
     #[test]

@@ -1,0 +1,197 @@
+//! Unwinding cost, and `sparkles script --stacks` against `perf script` on the same DWARF
+//! capture in the same run, reported as a ratio.
+//!
+//! - `unwind/sample_8k`: one sample's user stack (8 KiB copy, DWARF CFI through
+//!   framehop) unwound by a warm unwinder (modules added, rule cache filled): the
+//!   per-sample cost a profile pays, samples taken in turn.
+//! - `unwind/script_stacks`: `sparkles script --stacks` on the capture, output discarded.
+//! - `unwind/perf_script`: `perf script` on the same capture (it unwinds DWARF call graphs
+//!   and names every frame), output discarded.
+//!
+//! The capture: `testdata/unwind/callchains.c` built with `gcc -O2 -g` and recorded with
+//! `perf record --call-graph dwarf,8192` into `target/sparkles/bench-data/` (needs gcc and
+//! perf; without them the bench says so and measures nothing).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use clap::Parser;
+use sparkles_bench::{HarnessArgs, Suite};
+use sparkles_sampler::perf_data::bytes::U64s;
+use sparkles_sampler::perf_data::sample::{Regs, StackUser};
+use sparkles_sampler::perf_data::{PerfData, Record, Sample};
+use sparkles_symbolize::symbolizer::Symbolizer;
+use sparkles_symbolize::SearchPaths;
+use sparkles_unwind::{Arch, Mode, Unwinder};
+
+fn run(dir: &Path, program: &str, args: &[&str]) -> Result<(), String> {
+    let status = Command::new(program)
+        .args(args)
+        .current_dir(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map_err(|e| format!("{program}: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{program} {args:?} failed ({status})"))
+    }
+}
+
+/// The capture, recorded once; `rounds` lengthens the program's run.
+fn capture(dir: &Path, rounds: usize) -> Result<PathBuf, String> {
+    let path = dir.join(format!("unwind-{rounds}.perf.data"));
+    if path.is_file() {
+        return Ok(path);
+    }
+    std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/unwind/callchains.c");
+    let src = src.to_str().ok_or("source path is not UTF-8")?;
+    run(dir, "gcc", &["-O2", "-g", "-o", "callchains", src])?;
+    let tmp = path.with_extension("tmp");
+    let tmp_s = tmp.to_str().ok_or("path is not UTF-8")?.to_string();
+    let mut args = vec![
+        "record",
+        "-q",
+        "-F",
+        "4000",
+        "--call-graph",
+        "dwarf,8192",
+        "-o",
+        &tmp_s,
+        "./callchains",
+    ];
+    // Each extra argument is another 240 rounds (about 0.3 s).
+    let extra = vec!["x"; rounds];
+    args.extend(extra.iter().copied());
+    run(dir, "perf", &args)?;
+    std::fs::rename(&tmp, &path).map_err(|e| e.to_string())?;
+    Ok(path)
+}
+
+/// A sample's unwinding inputs, owned.
+struct Owned {
+    pid: u32,
+    ip: u64,
+    mask: u64,
+    regs: Vec<u8>,
+    stack: Vec<u8>,
+}
+
+/// The capture's user samples with stacks, and a symbolizer fed all its mappings.
+fn samples(path: &Path) -> Result<(Vec<Owned>, Symbolizer), String> {
+    let data = PerfData::open(path).map_err(|e| e.to_string())?;
+    let mut symbolizer = Symbolizer::for_capture(&data, SearchPaths::default());
+    let mut out = Vec::new();
+    data.for_each_record(|e| {
+        symbolizer.observe(&e.record);
+        if let Record::Sample(s) = &e.record {
+            if let (Some(r), Some(st)) = (&s.regs_user, &s.stack_user) {
+                if r.abi != 0 && st.valid().len() >= 4096 {
+                    out.push(Owned {
+                        pid: s.pid.unwrap_or(0),
+                        ip: s.ip.unwrap_or(0),
+                        mask: r.mask,
+                        regs: r.values.0.to_vec(),
+                        stack: st.valid().to_vec(),
+                    });
+                }
+            }
+        }
+        Ok::<(), ()>(())
+    })
+    .map_err(|e| format!("{e:?}"))?;
+    Ok((out, symbolizer))
+}
+
+fn as_sample(o: &Owned) -> Sample<'_> {
+    Sample {
+        pid: Some(o.pid),
+        tid: Some(o.pid),
+        ip: Some(o.ip),
+        regs_user: Some(Regs {
+            abi: 2,
+            mask: o.mask,
+            values: U64s(&o.regs),
+        }),
+        stack_user: Some(StackUser {
+            data: &o.stack,
+            dyn_size: o.stack.len() as u64,
+        }),
+        ..Sample::default()
+    }
+}
+
+fn tool(program: &Path, args: &[&str], capture: &Path) -> Result<u64, String> {
+    let out = Command::new(program)
+        .args(args)
+        .arg(capture)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .output()
+        .map_err(|e| format!("{}: {e}", program.display()))?;
+    if !out.status.success() {
+        return Err(format!("{} failed ({})", program.display(), out.status));
+    }
+    Ok(out.stdout.len() as u64)
+}
+
+fn main() {
+    let args = HarnessArgs::parse();
+    let mut suite = Suite::new("unwind");
+    suite.default_samples(8);
+    let measuring = args.bench && !args.list;
+    let dir = sparkles_bench::output::out_dir(args.out_dir.as_deref()).join("bench-data");
+    match capture(&dir, if measuring { 3 } else { 0 }) {
+        Ok(path) => {
+            suite.group("unwind", move |g| {
+                let p = path.clone();
+                // Setup on the case's own thread (the symbolizer is not Send): the samples,
+                // and a symbolizer fed all the capture's mappings.
+                g.case("sample_8k", move |bench| {
+                    let (owned, mut symbolizer) = samples(&p)?;
+                    if owned.is_empty() {
+                        return Err(format!("{}: no user samples with stacks", p.display()));
+                    }
+                    let mut unwinder = Unwinder::new(Mode::Dwarf, Arch::X86_64);
+                    // Warm: every sample once (modules added, rules cached).
+                    for o in &owned {
+                        unwinder.unwind(&mut symbolizer, &as_sample(o));
+                    }
+                    let mut i = 0usize;
+                    bench.iter(|| {
+                        let o = &owned[i % owned.len()];
+                        i += 1;
+                        unwinder.unwind(&mut symbolizer, &as_sample(o)).frames.len()
+                    });
+                    Ok(())
+                });
+                let sparkles_cli = PathBuf::from(env!("CARGO_BIN_EXE_sparkles"));
+                let p = path.clone();
+                g.case("script_stacks", move |bench| {
+                    bench.try_iter(|| tool(&sparkles_cli, &["script", "--stacks"], &p))
+                });
+                let p = path.clone();
+                g.case("perf_script", move |bench| {
+                    bench.try_iter(|| tool(Path::new("perf"), &["script", "-i"], &p))
+                });
+            });
+        }
+        Err(why) => eprintln!("unwind: no capture, nothing to measure: {why}"),
+    }
+    let outcome = sparkles_bench::run_or_exit(suite, &args);
+    if let Some(m) = outcome.median("unwind/sample_8k") {
+        println!("unwind/sample_8k: {:.2} µs per sample", m * 1e6);
+    }
+    if let (Some(ours), Some(perf)) = (
+        outcome.median("unwind/script_stacks"),
+        outcome.median("unwind/perf_script"),
+    ) {
+        println!(
+            "unwind/script_stacks: {:.1}x faster than perf script",
+            perf / ours
+        );
+    }
+    std::process::exit(if outcome.all_ok() { 0 } else { 1 });
+}
