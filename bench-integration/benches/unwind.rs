@@ -4,6 +4,8 @@
 //! - `unwind/sample_8k`: one sample's user stack (8 KiB copy, DWARF CFI through
 //!   framehop) unwound by a warm unwinder (modules added, rule cache filled): the
 //!   per-sample cost a profile pays, samples taken in turn.
+//! - `unwind/sample_8k_hot`: the deepest sample unwound over and over, its bytes in
+//!   cache: the walk alone, without the memory traffic of fresh samples.
 //! - `unwind/script_stacks`: `sparkles script --stacks` on the capture, output discarded.
 //! - `unwind/perf_script`: `perf script` on the same capture (it unwinds DWARF call graphs
 //!   and names every frame), output discarded.
@@ -167,6 +169,31 @@ fn main() {
                     });
                     Ok(())
                 });
+                let p = path.clone();
+                // The walk alone: one sample over and over, its bytes in cache.
+                g.case("sample_8k_hot", move |bench| {
+                    let (owned, mut symbolizer) = samples(&p)?;
+                    let deepest = owned
+                        .iter()
+                        .max_by_key(|o| {
+                            let mut u = Unwinder::new(Mode::Dwarf, Arch::X86_64);
+                            u.unwind(&mut symbolizer, &as_sample(o)).frames.len()
+                        })
+                        .ok_or_else(|| format!("{}: no user samples with stacks", p.display()))?;
+                    let mut unwinder = Unwinder::new(Mode::Dwarf, Arch::X86_64);
+                    let frames = unwinder
+                        .unwind(&mut symbolizer, &as_sample(deepest))
+                        .frames
+                        .len();
+                    eprintln!("unwind/sample_8k_hot: the deepest stack, {frames} frames");
+                    bench.iter(|| {
+                        unwinder
+                            .unwind(&mut symbolizer, &as_sample(deepest))
+                            .frames
+                            .len()
+                    });
+                    Ok::<(), String>(())
+                });
                 let sparkles_cli = PathBuf::from(env!("CARGO_BIN_EXE_sparkles"));
                 let p = path.clone();
                 g.case("script_stacks", move |bench| {
@@ -181,8 +208,10 @@ fn main() {
         Err(why) => eprintln!("unwind: no capture, nothing to measure: {why}"),
     }
     let outcome = sparkles_bench::run_or_exit(suite, &args);
-    if let Some(m) = outcome.median("unwind/sample_8k") {
-        println!("unwind/sample_8k: {:.2} µs per sample", m * 1e6);
+    for case in ["unwind/sample_8k", "unwind/sample_8k_hot"] {
+        if let Some(m) = outcome.median(case) {
+            println!("{case}: {:.2} µs per sample", m / 1e3);
+        }
     }
     if let (Some(ours), Some(perf)) = (
         outcome.median("unwind/script_stacks"),

@@ -471,7 +471,7 @@ impl Unwinder {
         };
         let ip = sample.ip.unwrap_or(0);
         let in_kernel = ip >= sparkles_symbolize::symbolizer::KERNEL_HALF;
-        let mut frames: Vec<Frame> = Vec::new();
+        let mut frames: Vec<Frame> = Vec::with_capacity(64);
         // The kernel part: from the callchain, else the sampled IP alone.
         if in_kernel {
             if kernel.is_empty() {
@@ -547,13 +547,15 @@ impl Unwinder {
             }
         }
         // A user return address in no mapping is a corrupt frame (or unnamed JIT code).
-        if truncated.is_none()
-            && frames
-                .iter()
-                .skip(1)
-                .any(|f| !f.kernel && symbolizer.address_space().lookup(pid, f.addr).is_none())
-        {
-            truncated = Some(Truncation::AddressInNoMapping);
+        if truncated.is_none() {
+            let maps = symbolizer.address_space().mappings(pid);
+            let mapped = |a: u64| {
+                let i = maps.partition_point(|m| m.start <= a);
+                i > 0 && a < maps[i - 1].end
+            };
+            if frames.iter().skip(1).any(|f| !f.kernel && !mapped(f.addr)) {
+                truncated = Some(Truncation::AddressInNoMapping);
+            }
         }
         if frames.len() > MAX_FRAMES {
             frames.truncate(MAX_FRAMES);
