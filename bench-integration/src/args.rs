@@ -168,6 +168,11 @@ pub struct HarnessArgs {
     #[arg(long, value_name = "BYTES", default_value_t = 8192)]
     pub profile_stack: u32,
 
+    /// How profile stacks are unwound: `dwarf`, `fp` (frame pointers; for builds with
+    /// `-C force-frame-pointers=yes`) or `auto` (DWARF where a sample has a stack copy).
+    #[arg(long, value_name = "MODE", default_value = "auto", value_parser = parse_unwind)]
+    pub profile_unwind: sparkles_unwind::Mode,
+
     /// Folder for every file the run writes (default: target/sparkles/ of the target
     /// folder the bench binary was built into).
     #[arg(long, value_name = "DIR")]
@@ -183,6 +188,10 @@ pub enum ColorChoice {
     Always,
     /// Never.
     Never,
+}
+
+fn parse_unwind(s: &str) -> Result<sparkles_unwind::Mode, String> {
+    s.parse()
 }
 
 fn parse_duration(text: &str) -> Result<Duration, String> {

@@ -302,10 +302,11 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
             continue;
         };
         if let Some(capture) = &p.capture {
-            match stacks::unwind_capture(
-                std::path::Path::new(capture),
-                &stacks::StackOptions::default(),
-            ) {
+            let options = stacks::StackOptions {
+                unwind: args.profile_unwind,
+                ..stacks::StackOptions::default()
+            };
+            match stacks::unwind_capture(std::path::Path::new(capture), &options) {
                 Ok(u) => p.unwind = Some(u),
                 Err(e) => p.notes.push(format!("stacks not unwound: {e}")),
             }

@@ -88,8 +88,8 @@ pub enum Truncation {
     NoRegisters,
     /// More frames than [`MAX_FRAMES`].
     TooDeep,
-    /// The kernel's frame-pointer callchain was used, and it does not say whether it
-    /// reached the root.
+    /// The kernel's frame-pointer callchain was used, and it ended in a function that is
+    /// not a thread's root (`_start`, libc's thread start, Rust's `thread_start`).
     KernelCallchain,
     /// The capture's architecture is one this unwinder does not walk.
     UnsupportedArch,
@@ -106,7 +106,7 @@ impl Truncation {
             Truncation::NoCallGraph => "no call graph recorded",
             Truncation::NoRegisters => "no user registers recorded",
             Truncation::TooDeep => "too many frames",
-            Truncation::KernelCallchain => "kernel callchain (end not known)",
+            Truncation::KernelCallchain => "kernel callchain ended before the thread's root",
             Truncation::UnsupportedArch => "architecture not supported for stack walking",
         }
     }
@@ -324,6 +324,35 @@ pub fn split_callchain(chain: impl IntoIterator<Item = u64>) -> (Vec<u64>, Vec<u
         }
     }
     (kernel, user)
+}
+
+/// Functions a thread's stack starts in: the process's entry and libc's thread start
+/// (`clone3` calls `start_thread`), and Rust's thread entry.
+const ROOTS: [&str; 9] = [
+    "_start",
+    "__libc_start_main",
+    "__libc_start_call_main",
+    "start_thread",
+    "clone",
+    "clone3",
+    "__clone",
+    "__clone3",
+    "__GI___clone3",
+];
+
+/// Whether the ELF symbol covering `addr` of `pid` is a thread's root function.
+fn is_root(symbolizer: &mut Symbolizer, pid: u32, addr: u64) -> bool {
+    let sparkles_symbolize::symbolizer::Place::Module { key, vaddr } =
+        symbolizer.locate(pid, addr).place
+    else {
+        return false;
+    };
+    let Some((name, _)) = symbolizer.loaded(&key).and_then(|m| m.symbol(vaddr)) else {
+        return false;
+    };
+    let name = name.split('@').next().unwrap_or(name);
+    ROOTS.contains(&name)
+        || sparkles_symbolize::demangle::for_display(name).ends_with("::thread_start")
 }
 
 /// Reads 8-byte words of a stack copy that starts at `sp`, remembering where a read
@@ -560,6 +589,23 @@ impl Unwinder {
         if frames.len() > MAX_FRAMES {
             frames.truncate(MAX_FRAMES);
             truncated = Some(Truncation::TooDeep);
+        }
+        // A walk that stopped with an error, or the kernel's frame-pointer walk (which
+        // never says), is complete when its outermost frame is a thread's root function.
+        if matches!(
+            truncated,
+            Some(
+                Truncation::KernelCallchain
+                    | Truncation::NotAdvancing
+                    | Truncation::ReadOutsideStack
+                    | Truncation::StackCopyTooShort
+            )
+        ) && frames
+            .last()
+            .filter(|f| !f.kernel)
+            .is_some_and(|f| is_root(symbolizer, pid, f.lookup))
+        {
+            truncated = None;
         }
         Stack { frames, truncated }
     }
