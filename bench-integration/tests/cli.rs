@@ -7,6 +7,9 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
+#[path = "../../testdata/support/callchain_fixture.rs"]
+mod callchain_fixture;
+
 fn sparkles(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_sparkles"))
         .args(args)
@@ -581,30 +584,12 @@ fn script_stacks_unwind_and_name_each_sample() {
     let Some(data) = fixture("callchain/vector_static_gcc.dwarf.perf.data") else {
         return;
     };
-    let Some(packed) = fixture("callchain/vector_static_gcc_v9.1.0.qzlib") else {
+    let Some(dir) = callchain_fixture::callchain_dir() else {
         return;
     };
     // The binary where the capture recorded it, under a --symfs root.
-    let mut binary = Vec::new();
-    std::io::Read::read_to_end(
-        &mut flate2::read::ZlibDecoder::new(&std::fs::read(&packed).unwrap()[4..]),
-        &mut binary,
-    )
-    .unwrap();
-    let listing = sparkles(&["script", data.to_str().unwrap(), "--format", "json"]);
-    let recorded = String::from_utf8_lossy(&listing.stdout)
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .find_map(|v| {
-            let f = v["filename"].as_str()?;
-            f.ends_with("vector_static_gcc_v9.1.0")
-                .then(|| f.to_string())
-        })
-        .unwrap();
     let symfs = tempfile::tempdir().unwrap();
-    let at = symfs.path().join(recorded.trim_start_matches('/'));
-    std::fs::create_dir_all(at.parent().unwrap()).unwrap();
-    std::fs::write(&at, &binary).unwrap();
+    callchain_fixture::place_binary(&dir, symfs.path());
 
     let out = sparkles(&[
         "script",

@@ -6,49 +6,24 @@
 #![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
 
 use std::collections::HashMap;
-use std::io::Read;
-use std::path::PathBuf;
 
 use sparkles_sampler::perf_data::{PerfData, Record};
 use sparkles_symbolize::symbolizer::{Place, Symbolizer};
 use sparkles_symbolize::SearchPaths;
 
-fn fixtures() -> Option<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/callchain");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!("skipped: {} is absent", dir.display());
-        None
-    }
-}
+#[path = "../../testdata/support/callchain_fixture.rs"]
+mod callchain_fixture;
 
 #[test]
 fn user_samples_of_a_static_binary_are_named_as_perf_names_them() {
-    let Some(dir) = fixtures() else { return };
-    // Qt's qCompress: a 4-byte big-endian size, then zlib.
-    let packed = std::fs::read(dir.join("vector_static_gcc_v9.1.0.qzlib")).unwrap();
-    let mut binary = Vec::new();
-    flate2::read::ZlibDecoder::new(&packed[4..])
-        .read_to_end(&mut binary)
-        .unwrap();
+    let Some(dir) = callchain_fixture::callchain_dir() else {
+        return;
+    };
     // The binary goes where the capture recorded it, under a --symfs root.
-    let data = PerfData::open(dir.join("vector_static_gcc.dwarf.perf.data")).unwrap();
-    let mut recorded = None;
-    data.for_each_record(|e| {
-        if let Record::Mmap(m) = &e.record {
-            if m.filename.ends_with(b"vector_static_gcc_v9.1.0") {
-                recorded = Some(String::from_utf8_lossy(m.filename).into_owned());
-            }
-        }
-        Ok::<(), ()>(())
-    })
-    .unwrap();
-    let recorded = recorded.expect("the capture maps the binary");
     let tmp = tempfile::tempdir().unwrap();
-    let bin_path = tmp.path().join(recorded.trim_start_matches('/'));
-    std::fs::create_dir_all(bin_path.parent().unwrap()).unwrap();
-    std::fs::write(&bin_path, &binary).unwrap();
+    let bin_path = callchain_fixture::place_binary(&dir, tmp.path());
+    let binary = std::fs::read(&bin_path).unwrap();
+    let data = PerfData::open(dir.join("vector_static_gcc.dwarf.perf.data")).unwrap();
     let mut symbolizer = Symbolizer::for_capture(
         &data,
         SearchPaths {

@@ -243,18 +243,23 @@ fn the_vdso_is_named_for_a_capture_of_the_running_kernel() {
     };
     // A process with the vDSO mapped at some address, as an MMAP record says.
     let base = 0x7fff_0000_0000u64;
-    let mut s = Symbolizer::new(SearchPaths::none());
-    s.address_space().map(
-        7,
-        sparkles_symbolize::address_space::Mapping {
-            start: base,
-            end: base + image.len() as u64,
-            pgoff: 0,
-            path: "[vdso]".into(),
-            build_id: None,
-            prot: None,
-        },
-    );
+    let vdso_mapped = |local: Result<(), String>| {
+        let mut s = Symbolizer::new(SearchPaths::none());
+        s.set_local(local);
+        s.address_space().map(
+            7,
+            sparkles_symbolize::address_space::Mapping {
+                start: base,
+                end: base + image.len() as u64,
+                pgoff: 0,
+                path: "[vdso]".into(),
+                build_id: None,
+                prot: None,
+            },
+        );
+        s
+    };
+    let mut s = vdso_mapped(Ok(()));
     let at = s.locate(7, base + sym.address() + 1);
     assert!(
         matches!(
@@ -273,21 +278,9 @@ fn the_vdso_is_named_for_a_capture_of_the_running_kernel() {
         "{named:?}"
     );
     // A capture from another kernel does not get this one's vDSO.
-    let mut other = Symbolizer::new(SearchPaths::none());
-    other.set_local(Err(
+    let mut other = vdso_mapped(Err(
         "the capture's kernel (5.4.0) is not the running kernel".into(),
     ));
-    other.address_space().map(
-        7,
-        sparkles_symbolize::address_space::Mapping {
-            start: base,
-            end: base + image.len() as u64,
-            pgoff: 0,
-            path: "[vdso]".into(),
-            build_id: None,
-            prot: None,
-        },
-    );
     let at = other.locate(7, base + sym.address() + 1);
     assert!(
         matches!(&at.place, Place::Unknown(why) if why.contains("5.4.0")),

@@ -8,23 +8,14 @@
 #![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
 
 use std::collections::HashMap;
-use std::io::Read;
-use std::path::PathBuf;
 
 use sparkles_sampler::perf_data::{PerfData, Record};
 use sparkles_symbolize::symbolizer::Symbolizer;
 use sparkles_symbolize::SearchPaths;
 use sparkles_unwind::{Arch, Mode, Unwinder};
 
-fn fixtures() -> Option<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/callchain");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!("skipped: {} is absent", dir.display());
-        None
-    }
-}
+#[path = "../../testdata/support/callchain_fixture.rs"]
+mod callchain_fixture;
 
 /// perfparser's expected output: per sample time (ns), the user frame addresses (the
 /// leaf's IP, then call sites: return addresses minus one, as `Frame::lookup`) and
@@ -71,27 +62,12 @@ fn perfparser(text: &str) -> HashMap<u64, (Vec<u64>, bool)> {
 
 #[test]
 fn stacks_agree_with_perfparser_and_reach_main_as_often_as_perf() {
-    let Some(dir) = fixtures() else { return };
-    let packed = std::fs::read(dir.join("vector_static_gcc_v9.1.0.qzlib")).unwrap();
-    let mut binary = Vec::new();
-    flate2::read::ZlibDecoder::new(&packed[4..])
-        .read_to_end(&mut binary)
-        .unwrap();
-    let data = PerfData::open(dir.join("vector_static_gcc.dwarf.perf.data")).unwrap();
-    let mut recorded = None;
-    data.for_each_record(|e| {
-        if let Record::Mmap(m) = &e.record {
-            if m.filename.ends_with(b"vector_static_gcc_v9.1.0") {
-                recorded = Some(String::from_utf8_lossy(m.filename).into_owned());
-            }
-        }
-        Ok::<(), ()>(())
-    })
-    .unwrap();
+    let Some(dir) = callchain_fixture::callchain_dir() else {
+        return;
+    };
     let tmp = tempfile::tempdir().unwrap();
-    let bin = tmp.path().join(recorded.unwrap().trim_start_matches('/'));
-    std::fs::create_dir_all(bin.parent().unwrap()).unwrap();
-    std::fs::write(&bin, &binary).unwrap();
+    callchain_fixture::place_binary(&dir, tmp.path());
+    let data = PerfData::open(dir.join("vector_static_gcc.dwarf.perf.data")).unwrap();
 
     let expected = perfparser(
         &std::fs::read_to_string(dir.join("vector_static_gcc.perfparser.expected.txt")).unwrap(),
