@@ -148,7 +148,8 @@ impl StackNamer {
                     file: n.file.clone(),
                     line: n.line.filter(|&l| l > 0),
                     inlined: n.inlined,
-                    symbol_offset: n.symbol_offset,
+                    // Named at the call (addr - 1): the offset of `addr` itself.
+                    symbol_offset: n.symbol_offset.map(|o| o + (f.addr - f.lookup)),
                     missing: named.missing.clone(),
                 });
             }

@@ -654,9 +654,10 @@ impl Module {
                 .as_deref()
                 .is_some_and(|n| n.starts_with("_Z") || n.starts_with("_R"));
             if !linkage {
-                // binutils takes the symbol only when it starts where the DWARF function
-                // does; a GCC `.cold` part is a symbol inside a function that starts
-                // elsewhere, so the DWARF name stays.
+                // binutils's settled name for the function is the symbol that starts
+                // where it does; the symbol covering the address stands in for that (the
+                // addr2line crate gives no function start). A GCC `.cold` part is a symbol
+                // inside a function that starts elsewhere, so the DWARF name stays.
                 if let Some(sym) = self.symbol_at(addr).filter(|s| !s.name.contains(".cold")) {
                     last.demangled = Some(demangle::demangle(&sym.name).into_owned());
                     last.function = Some(sym.name.clone());

@@ -50,8 +50,10 @@ impl SearchPaths {
 
     /// Where the file a capture recorded as `path` may be, in the order tried: under
     /// `--symfs` (its recorded path, then, when a build id will check it, its file name),
-    /// else the path itself; then perf's build-id cache; then a debug directory's
-    /// separate debug file (symbols and lines, no code).
+    /// else the path itself; then perf's build-id cache. (A debug directory's separate
+    /// debug file is no stand-in: `objcopy --only-keep-debug` leaves its load segments
+    /// without file contents, so no mapped offset can be placed in it. It serves the
+    /// binary's names once the binary is found.)
     pub fn binary_candidates(&self, path: &str, build_id: Option<&[u8]>) -> Vec<PathBuf> {
         let mut out = Vec::new();
         let relative = path.trim_start_matches('/');
@@ -70,7 +72,6 @@ impl SearchPaths {
             if let Some(cache) = &self.build_id_cache {
                 out.push(cache.join(&tail).join("elf"));
             }
-            out.extend(self.debug_by_build_id(build_id.unwrap_or_default()));
         }
         out.dedup();
         out
@@ -94,6 +95,17 @@ impl SearchPaths {
     pub fn debug_link_candidates(&self, path: &Path, link: &str) -> Vec<PathBuf> {
         let dir = path.parent().unwrap_or(Path::new("."));
         let abs = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+        // A file found under --symfs lives, for the debug directories, at its path in the
+        // recorded file system.
+        let abs = match &self.symfs {
+            Some(root) => {
+                let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.clone());
+                abs.strip_prefix(&root)
+                    .map(|p| Path::new("/").join(p))
+                    .unwrap_or(abs)
+            }
+            None => abs,
+        };
         let mut out = vec![dir.join(link), dir.join(".debug").join(link)];
         for root in self.debug_roots() {
             out.push(root.join(abs.strip_prefix("/").unwrap_or(&abs)).join(link));
@@ -132,8 +144,6 @@ mod tests {
                 "/sym/opt/app/bin/tool",
                 "/sym/tool",
                 "/home/u/.debug/.build-id/ab/cdef/elf",
-                "/sym/usr/lib/debug/.build-id/ab/cdef.debug",
-                "/usr/lib/debug/.build-id/ab/cdef.debug",
             ]
             .map(PathBuf::from)
         );

@@ -118,8 +118,11 @@ pub struct Symbolizer {
     paths: SearchPaths,
     /// Build ids the capture recorded, by path.
     capture_build_ids: HashMap<String, Vec<u8>>,
-    /// Loaded modules by key, and the keys a path resolved to.
-    modules: HashMap<ModuleKey, Result<Rc<Module>, Unavailable>>,
+    /// Loaded modules by key (a module found by path is under its build id too).
+    modules: HashMap<ModuleKey, Rc<Module>>,
+    /// Why a (recorded path, build id) gave no module: whether a file is found depends on
+    /// the path, so failures are not shared by build id.
+    failures: HashMap<(String, Option<Vec<u8>>), Unavailable>,
     /// Whether kernel (and vDSO, and /tmp perf map) names may be given: the capture ran
     /// on this machine's running kernel.
     local: Result<(), String>,
@@ -174,6 +177,7 @@ impl Symbolizer {
             paths,
             capture_build_ids: HashMap::new(),
             modules: HashMap::new(),
+            failures: HashMap::new(),
             local: Ok(()),
             perf_maps: HashMap::new(),
             perf_map_dir: PathBuf::from("/tmp"),
@@ -246,30 +250,44 @@ impl Symbolizer {
             None => ModuleKey::Path(path.to_string()),
         };
         if let Some(found) = self.modules.get(&key) {
-            return found.clone();
+            return Ok(Rc::clone(found));
         }
-        let loaded = self.load(path, build_id.as_deref()).map(Rc::new);
-        self.stats.modules_loaded += usize::from(loaded.is_ok());
-        // Found by path, the file's own build id names it too: a place's key is always
-        // the build id where the module has one.
-        if let Ok(m) = &loaded {
-            if let Some(id) = m.build_id() {
-                self.modules
-                    .entry(ModuleKey::BuildId(id.to_vec()))
-                    .or_insert_with(|| Ok(Rc::clone(m)));
+        let failure = (path.to_string(), build_id.clone());
+        if let Some(why) = self.failures.get(&failure) {
+            return Err(why.clone());
+        }
+        match self.load(path, build_id.as_deref()) {
+            Ok(m) => {
+                let m = Rc::new(m);
+                self.stats.modules_loaded += 1;
+                // Found by path, the file's own build id names it too: a place's key is
+                // always the build id where the module has one.
+                if let Some(id) = m.build_id() {
+                    self.modules
+                        .insert(ModuleKey::BuildId(id.to_vec()), Rc::clone(&m));
+                }
+                self.modules.insert(key, Rc::clone(&m));
+                Ok(m)
+            }
+            Err(why) => {
+                self.failures.insert(failure, why.clone());
+                Err(why)
             }
         }
-        self.modules.insert(key, loaded.clone());
-        loaded
     }
 
     fn load(&self, path: &str, build_id: Option<&[u8]>) -> Result<Module, Unavailable> {
         let tried = self.paths.binary_candidates(path, build_id);
         let mut mismatch = None;
+        let mut unreadable = None;
         for file in tried.iter().filter(|p| p.is_file()) {
+            // A file that is not readable ELF: try the next place, say why if none does.
             let module = match Module::open_in(file, &self.paths) {
                 Ok(m) => m,
-                Err(e) => return Err(Unavailable::Load(e.to_string())),
+                Err(e) => {
+                    unreadable.get_or_insert(Unavailable::Load(e.to_string()));
+                    continue;
+                }
             };
             match (build_id, module.build_id()) {
                 (Some(want), got) if got != Some(want) => {
@@ -283,7 +301,7 @@ impl Symbolizer {
                 _ => return Ok(module),
             }
         }
-        Err(mismatch.unwrap_or(Unavailable::NotFound {
+        Err(mismatch.or(unreadable).unwrap_or(Unavailable::NotFound {
             path: path.to_string(),
             tried,
         }))
@@ -291,7 +309,11 @@ impl Symbolizer {
 
     fn vdso(&mut self) -> Result<Rc<Module>, Unavailable> {
         if let Some(found) = self.modules.get(&ModuleKey::Vdso) {
-            return found.clone();
+            return Ok(Rc::clone(found));
+        }
+        let failure = ("[vdso]".to_string(), None);
+        if let Some(why) = self.failures.get(&failure) {
+            return Err(why.clone());
         }
         let loaded = match &self.local {
             Ok(()) => crate::vdso::running()
@@ -299,7 +321,14 @@ impl Symbolizer {
                 .map_err(|e| Unavailable::Load(e.to_string())),
             Err(why) => Err(Unavailable::Other(format!("[vdso]: {why}"))),
         };
-        self.modules.insert(ModuleKey::Vdso, loaded.clone());
+        match &loaded {
+            Ok(m) => {
+                self.modules.insert(ModuleKey::Vdso, Rc::clone(m));
+            }
+            Err(why) => {
+                self.failures.insert(failure, why.clone());
+            }
+        }
         loaded
     }
 
@@ -372,7 +401,7 @@ impl Symbolizer {
 
     /// A module already loaded under `key`.
     pub fn loaded(&self, key: &ModuleKey) -> Option<&Rc<Module>> {
-        self.modules.get(key).and_then(|r| r.as_ref().ok())
+        self.modules.get(key)
     }
 
     /// Names one place (cached).
@@ -518,11 +547,7 @@ impl Symbolizer {
 
     /// Modules that could not be used, with the reason (for a profile's notes).
     pub fn unavailable(&self) -> Vec<String> {
-        let mut out: Vec<String> = self
-            .modules
-            .values()
-            .filter_map(|r| r.as_ref().err().map(ToString::to_string))
-            .collect();
+        let mut out: Vec<String> = self.failures.values().map(ToString::to_string).collect();
         out.sort();
         out
     }

@@ -7,24 +7,40 @@ use crate::{Module, SearchPaths, SymbolizeError};
 
 /// This process's mapped vDSO image, copied out of memory.
 pub fn live_image() -> Option<Vec<u8>> {
+    live_image_or_why().ok()
+}
+
+/// This process's mapped vDSO image, or why it cannot be read.
+pub fn live_image_or_why() -> Result<Vec<u8>, String> {
     // SAFETY: getauxval only reads the auxiliary vector.
     let base = unsafe { libc::getauxval(libc::AT_SYSINFO_EHDR) } as usize;
     if base == 0 {
-        return None;
+        return Err("this process has no vDSO (no AT_SYSINFO_EHDR)".into());
     }
-    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
-    let line = maps.lines().find(|l| l.ends_with("[vdso]"))?;
-    let (range, _) = line.split_once(' ')?;
-    let (start, end) = range.split_once('-')?;
-    let (start, end) = (
-        usize::from_str_radix(start, 16).ok()?,
-        usize::from_str_radix(end, 16).ok()?,
-    );
-    if start != base || end <= start {
-        return None;
+    let maps =
+        std::fs::read_to_string("/proc/self/maps").map_err(|e| format!("/proc/self/maps: {e}"))?;
+    let range = maps
+        .lines()
+        .find(|l| l.ends_with("[vdso]"))
+        .and_then(|l| l.split_once(' '))
+        .and_then(|(range, _)| range.split_once('-'))
+        .and_then(|(s, e)| {
+            Some((
+                usize::from_str_radix(s, 16).ok()?,
+                usize::from_str_radix(e, 16).ok()?,
+            ))
+        });
+    match range {
+        Some((start, end)) if start == base && end > start => {
+            // SAFETY: [start, end) is this process's vDSO mapping, readable and never
+            // unmapped.
+            Ok(unsafe { std::slice::from_raw_parts(start as *const u8, end - start) }.to_vec())
+        }
+        Some((start, _)) => Err(format!(
+            "/proc/self/maps puts [vdso] at {start:#x}, AT_SYSINFO_EHDR at {base:#x}"
+        )),
+        None => Err("/proc/self/maps lists no [vdso]".into()),
     }
-    // SAFETY: [start, end) is this process's vDSO mapping, readable and never unmapped.
-    Some(unsafe { std::slice::from_raw_parts(start as *const u8, end - start) }.to_vec())
 }
 
 /// The kernel's own copy of the 64-bit vDSO for `release`, if installed.
@@ -38,11 +54,11 @@ pub fn kernel_copy(release: &str) -> Option<std::path::PathBuf> {
 /// The running kernel's vDSO as a module named `[vdso]`.
 pub fn running() -> Result<Module, SymbolizeError> {
     let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    let live = live_image();
+    let live = live_image_or_why();
     if let Some(path) = kernel_copy(release.trim()) {
         if let Ok(m) = Module::open_in(&path, &SearchPaths::none()) {
             // The installed copy must be the image the kernel maps.
-            let live_id = live.as_deref().and_then(|b| {
+            let live_id = live.as_deref().ok().and_then(|b| {
                 use object::Object;
                 object::File::parse(b)
                     .ok()
@@ -53,9 +69,9 @@ pub fn running() -> Result<Module, SymbolizeError> {
             }
         }
     }
-    let image = live.ok_or_else(|| SymbolizeError::Load {
+    let image = live.map_err(|message| SymbolizeError::Load {
         path: "[vdso]".into(),
-        message: "this process has no vDSO mapped (AT_SYSINFO_EHDR)".into(),
+        message,
     })?;
     Module::from_image("[vdso]", &image)
 }

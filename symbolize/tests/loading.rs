@@ -178,6 +178,18 @@ fn found_by_build_id_in_the_perf_cache_and_debug_directories() {
     let m = s.module("/gone/plain", Some(&id)).unwrap();
     assert_eq!(m.path(), elf);
     assert_eq!(names_of_main(&m, main), want);
+
+    // A recorded path holding something that is not ELF: the next place is tried.
+    let junk = tmp.path().join("junk");
+    std::fs::write(&junk, b"not an ELF file").unwrap();
+    let m = s.module(junk.to_str().unwrap(), Some(&id)).unwrap();
+    assert_eq!(m.path(), elf);
+
+    // A failure belongs to its path: the same build id found at another path loads.
+    let mut s = Symbolizer::new(SearchPaths::none());
+    assert!(s.module("/gone/plain", Some(&id)).is_err());
+    let found = s.module(plain.to_str().unwrap(), Some(&id)).unwrap();
+    assert_eq!(found.path(), plain);
 }
 
 #[test]

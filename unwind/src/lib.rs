@@ -84,7 +84,7 @@ pub enum Truncation {
     AddressInNoMapping,
     /// The sample has no stack copy and no callchain to unwind with.
     NoCallGraph,
-    /// The sample has a stack copy but no user registers (or the wrong ABI).
+    /// The sample has a stack copy but no 64-bit user registers.
     NoRegisters,
     /// More frames than [`MAX_FRAMES`].
     TooDeep,
@@ -220,8 +220,14 @@ fn sections_of(map: &Arc<memmap2::Mmap>) -> Sections {
         let range = s.address()..s.address() + s.size();
         let bytes = match s.compressed_file_range().ok()? {
             r if r.format == object::CompressionFormat::None => {
+                // A section header pointing past the file (a corrupt or truncated ELF)
+                // gives no section, not a panic.
                 let (start, size) = s.file_range()?;
-                Bytes::Mapped(Arc::clone(map), start as usize..(start + size) as usize)
+                let end = start.checked_add(size)?;
+                if end > map.len() as u64 {
+                    return None;
+                }
+                Bytes::Mapped(Arc::clone(map), start as usize..end as usize)
             }
             _ => Bytes::Owned(Arc::from(s.uncompressed_data().ok()?.into_owned())),
         };
@@ -517,52 +523,58 @@ impl Unwinder {
                 }));
             }
         }
-        let regs = sample.regs_user.as_ref().filter(|r| r.abi != 0);
+        // PERF_SAMPLE_REGS_ABI_64 is 2; a 32-bit task's registers (ABI 1) are not walked
+        // as 64-bit ones.
+        let regs = sample.regs_user.as_ref().filter(|r| r.abi == 2);
         let stack_copy = sample
             .stack_user
             .as_ref()
             .map(|s| s.valid())
             .filter(|s| !s.is_empty());
-        let use_copy = match self.mode {
+        let wants_copy = match self.mode {
             Mode::Dwarf => true,
             Mode::Fp | Mode::Auto => stack_copy.is_some(),
         };
+        // Why the stack copy cannot be walked, when one is wanted and it cannot.
+        let cannot_walk = if !wants_copy {
+            None
+        } else if stack_copy.is_none() {
+            Some(Truncation::NoCallGraph)
+        } else if regs.is_none() {
+            Some(Truncation::NoRegisters)
+        } else if self.arch.is_none() {
+            Some(Truncation::UnsupportedArch)
+        } else {
+            None
+        };
         let mut truncated = None;
-        if use_copy {
-            match (regs, stack_copy) {
-                (Some(regs), Some(bytes)) => {
-                    self.sync(symbolizer, pid);
-                    truncated = self.walk(pid, regs, bytes, &mut frames);
-                }
-                (None, Some(_)) => truncated = Some(Truncation::NoRegisters),
-                _ => {
-                    if frames.is_empty() {
-                        frames.push(Frame {
-                            addr: ip,
-                            lookup: ip,
-                            kernel: false,
-                        });
-                    }
-                    truncated = Some(Truncation::NoCallGraph);
-                }
+        match (regs, stack_copy) {
+            (Some(regs), Some(bytes)) if wants_copy && cannot_walk.is_none() => {
+                self.sync(symbolizer, pid);
+                truncated = self.walk(pid, regs, bytes, &mut frames);
             }
-        } else if !user_chain.is_empty() {
-            frames.extend(user_chain.iter().map(|&a| Frame {
-                addr: a,
-                lookup: a,
-                kernel: false,
-            }));
-            truncated = Some(Truncation::KernelCallchain);
-        } else if !in_kernel || (sample.callchain.is_none() && frames.len() <= 1) {
-            if !in_kernel {
-                frames.push(Frame {
-                    addr: ip,
-                    lookup: ip,
+            // The kernel's frame-pointer walk of the user stack, where it made one.
+            _ if !user_chain.is_empty() => {
+                frames.extend(user_chain.iter().map(|&a| Frame {
+                    addr: a,
+                    lookup: a,
                     kernel: false,
-                });
+                }));
+                truncated = Some(Truncation::KernelCallchain);
             }
-            if sample.callchain.is_none() {
-                truncated = Some(Truncation::NoCallGraph);
+            // Nothing to walk with: the sampled user IP alone, and why. A kernel sample
+            // whose callchain has no user part (a kernel thread) is complete.
+            _ => {
+                if !in_kernel {
+                    frames.push(Frame {
+                        addr: ip,
+                        lookup: ip,
+                        kernel: false,
+                    });
+                }
+                if !(in_kernel && sample.callchain.is_some()) {
+                    truncated = Some(cannot_walk.unwrap_or(Truncation::NoCallGraph));
+                }
             }
         }
         // Every frame but the first of each context is a return address: name the call,

@@ -240,3 +240,38 @@ fn callchain_markers_split_kernel_and_user_frames() {
     assert!(s.frames[..2].iter().all(|f| f.kernel));
     assert_eq!(s.truncated, Some(Truncation::KernelCallchain));
 }
+
+#[test]
+fn samples_that_cannot_be_walked_keep_their_callchain_and_say_why() {
+    let user = -512i64 as u64;
+    let chain = words(&[user, 0x40_0100, 0x40_1000]);
+    let (mask, regs) = x86_64_regs(0x40_0100, SP, SP + 0x10);
+    let copy = stack(0x40, &[]);
+    let with = |abi: u64, callchain: bool| Sample {
+        pid: Some(PID),
+        ip: Some(0x40_0100),
+        callchain: callchain.then_some(U64s(&chain)),
+        regs_user: Some(Regs {
+            abi,
+            mask,
+            values: U64s(&regs),
+        }),
+        stack_user: Some(StackUser {
+            data: &copy,
+            dyn_size: copy.len() as u64,
+        }),
+        ..Sample::default()
+    };
+    // An architecture the unwinder does not walk: the kernel's user callchain instead.
+    let s = Unwinder::new(Mode::Auto, None).unwind(&mut space(), &with(2, true));
+    assert_eq!(addrs(&s), [(0x40_0100, 0x40_0100), (0x40_1000, 0x40_0fff)]);
+    assert_eq!(s.truncated, Some(Truncation::KernelCallchain));
+    // No callchain either: the sampled IP alone, and the reason.
+    let s = Unwinder::new(Mode::Auto, None).unwind(&mut space(), &with(2, false));
+    assert_eq!(addrs(&s), [(0x40_0100, 0x40_0100)]);
+    assert_eq!(s.truncated, Some(Truncation::UnsupportedArch));
+    // A 32-bit task's registers (ABI 1) are not walked as 64-bit ones.
+    let s = Unwinder::new(Mode::Auto, Arch::X86_64).unwind(&mut space(), &with(1, false));
+    assert_eq!(addrs(&s), [(0x40_0100, 0x40_0100)]);
+    assert_eq!(s.truncated, Some(Truncation::NoRegisters));
+}
