@@ -356,6 +356,7 @@ fn profile_pass(routine: &mut dyn Routine, plan: &ProfilePlan) -> Result<Profile
         notes: Vec::new(),
         error: None,
         unwind: None,
+        top: Vec::new(),
     };
     let session = match Session::start(&plan.sampling, Target::CurrentThread, &system) {
         Ok(s) => s,

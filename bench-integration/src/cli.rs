@@ -76,6 +76,31 @@ pub enum Command {
         #[arg(long = "debug-dir", value_name = "DIR")]
         debug_dirs: Vec<PathBuf>,
     },
+    /// A profile of any perf.data file (ours or `perf record`'s): stacks unwound, named
+    /// and aggregated into the `functions` and `symbols` views, a flamegraph, or JSON.
+    Report {
+        /// The perf.data file.
+        file: PathBuf,
+        /// `table` (both views), `json` (`sparkles.profile/1`), `folded` (stacks for
+        /// flamegraph tools), `svg` (a flamegraph).
+        #[arg(long, value_enum, default_value = "table")]
+        format: ReportFormat,
+        /// Write here (whole, or not at all) instead of standard output.
+        #[arg(short = 'o', long = "output", value_name = "OUT")]
+        output: Option<PathBuf>,
+        /// Rows per view in the table.
+        #[arg(long, default_value_t = 20)]
+        top: usize,
+        /// How user frames are found: `dwarf`, `fp`, `auto`.
+        #[arg(long, default_value = "auto", value_parser = parse_unwind)]
+        unwind: sparkles_unwind::Mode,
+        /// Look for the capture's files under DIR.
+        #[arg(long, value_name = "DIR")]
+        symfs: Option<PathBuf>,
+        /// Another directory of separate debug files; repeatable.
+        #[arg(long = "debug-dir", value_name = "DIR")]
+        debug_dirs: Vec<PathBuf>,
+    },
     /// Sample a command (or a running process) into a perf.data file.
     Record {
         /// Event to sample (any spelling `sparkles event` takes); default: cycles at the
@@ -145,6 +170,58 @@ pub enum Command {
 
 fn parse_unwind(s: &str) -> Result<sparkles_unwind::Mode, String> {
     s.parse()
+}
+
+/// Output of `sparkles report`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReportFormat {
+    /// Both flat views, the hot lines, notes.
+    Table,
+    /// `sparkles.profile/1`.
+    Json,
+    /// Folded stacks: `root;…;leaf weight` lines.
+    Folded,
+    /// A flamegraph SVG.
+    Svg,
+}
+
+fn report_command(
+    file: &std::path::Path,
+    format: ReportFormat,
+    output: Option<&std::path::Path>,
+    top: usize,
+    options: &sparkles_report::stacks::StackOptions,
+) -> Result<(), String> {
+    use sparkles_report::{flame, profile};
+    if let Some(symfs) = options.symfs.as_ref().filter(|d| !d.is_dir()) {
+        return Err(format!("--symfs {}: not a directory", symfs.display()));
+    }
+    let case = file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let (p, folded) = profile::profile_capture(file, &case, options)?;
+    // Everything is made before anything is written.
+    let bytes = match format {
+        ReportFormat::Table => profile::table(&p, top).into_bytes(),
+        ReportFormat::Json => {
+            let mut j = serde_json::to_vec_pretty(&p).map_err(|e| e.to_string())?;
+            j.push(b'\n');
+            j
+        }
+        ReportFormat::Folded => folded.text().into_bytes(),
+        ReportFormat::Svg => flame::svg(&p, &folded)?.into_bytes(),
+    };
+    match output {
+        Some(path) => profile::write_atomic(path, &bytes),
+        None => {
+            let mut out = std::io::stdout().lock();
+            match out.write_all(&bytes).and_then(|()| out.flush()) {
+                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.to_string()),
+                _ => Ok(()),
+            }
+        }
+    }
 }
 
 /// Output of `sparkles script`.
@@ -437,7 +514,7 @@ fn script(
     format: ScriptFormat,
     header: bool,
     show_stats: bool,
-    stacks: Option<&crate::stacks::StackOptions>,
+    stacks: Option<&sparkles_report::stacks::StackOptions>,
 ) -> Result<(), String> {
     use sparkles_sampler::perf_data::{script, PerfData, ReadFailure, Record};
     let data = PerfData::open(file).map_err(|e| e.to_string())?;
@@ -464,7 +541,7 @@ fn script(
             return Err(format!("--symfs {}: not a directory", symfs.display()));
         }
     }
-    let mut namer = stacks.map(|o| crate::stacks::StackNamer::for_capture(&data, o));
+    let mut namer = stacks.map(|o| sparkles_report::stacks::StackNamer::for_capture(&data, o));
     if let Some(n) = &namer {
         for note in &n.notes {
             eprintln!("note: {note}");
@@ -481,14 +558,16 @@ fn script(
             }
         });
         match (format, &stack) {
-            (ScriptFormat::Json, Some(st)) => {
-                script::write_json_with(&mut out, event, crate::stacks::json_members(st).as_bytes())
-            }
+            (ScriptFormat::Json, Some(st)) => script::write_json_with(
+                &mut out,
+                event,
+                sparkles_report::stacks::json_members(st).as_bytes(),
+            ),
             (ScriptFormat::Json, None) => script::write_json(&mut out, event),
             (ScriptFormat::Text, _) => {
                 script::write_text(&mut out, event)?;
                 match &stack {
-                    Some(st) => out.write_all(crate::stacks::text_lines(st).as_bytes()),
+                    Some(st) => out.write_all(sparkles_report::stacks::text_lines(st).as_bytes()),
                     None => Ok(()),
                 }
             }
@@ -677,6 +756,25 @@ where
             compact: !*no_compact,
             command: command.clone(),
         }),
+        Command::Report {
+            file,
+            format,
+            output,
+            top,
+            unwind,
+            symfs,
+            debug_dirs,
+        } => report_command(
+            file,
+            *format,
+            output.as_deref(),
+            *top,
+            &sparkles_report::stacks::StackOptions {
+                unwind: *unwind,
+                symfs: symfs.clone(),
+                debug_dirs: debug_dirs.clone(),
+            },
+        ),
         Command::Script {
             file,
             format,
@@ -687,7 +785,7 @@ where
             symfs,
             debug_dirs,
         } => {
-            let options = crate::stacks::StackOptions {
+            let options = sparkles_report::stacks::StackOptions {
                 unwind: *unwind,
                 symfs: symfs.clone(),
                 debug_dirs: debug_dirs.clone(),

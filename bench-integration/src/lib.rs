@@ -33,7 +33,6 @@ pub mod profile;
 pub mod record;
 mod record_cmd;
 mod runner;
-pub mod stacks;
 pub mod stats;
 mod suite;
 pub mod table;
@@ -259,6 +258,7 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
         eprintln!("note: metric {id} unavailable: {why}");
     }
 
+    let mut profile_note = String::new();
     let mut protocol = Protocol {
         min_time: args.bench_min_time,
         samples,
@@ -271,6 +271,7 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
     };
     if args.profile.is_some() {
         let (sampling, note) = profile_sampling(args)?;
+        profile_note = note.clone();
         protocol.profile = Some((sampling, args.profile_time, out_dir.join("profile")));
         eprintln!("profile: {note}");
         if let Some(warning) = debug_info_warning() {
@@ -296,20 +297,22 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
     .map_err(write_err)?;
 
     let mut reports = runner::measure(cases, &protocol, &Progress::new());
-    // Every profile says how its stacks unwound (after all timing, so nothing overlaps).
+    // Every profile is unwound, named and aggregated after all timing (nothing overlaps
+    // it): its top functions, how its stacks unwound, and the case's artifacts beside the
+    // capture (flamegraph.svg, folded.txt, profile.json).
     for r in &mut reports {
+        let case = r.name.clone();
         let Some(p) = r.profile.as_mut() else {
             continue;
         };
-        if let Some(capture) = &p.capture {
-            let options = stacks::StackOptions {
-                unwind: args.profile_unwind,
-                ..stacks::StackOptions::default()
-            };
-            match stacks::unwind_capture(std::path::Path::new(capture), &options) {
-                Ok(u) => p.unwind = Some(u),
-                Err(e) => p.notes.push(format!("stacks not unwound: {e}")),
-            }
+        if let Some(capture) = p.capture.clone() {
+            report_profile(
+                &case,
+                std::path::Path::new(&capture),
+                p,
+                args,
+                &profile_note,
+            );
         }
     }
     let mut rows: Vec<BenchRow> = reports.iter().map(|r| row_of(r, &selection)).collect();
@@ -409,6 +412,54 @@ fn row_of(report: &CaseReport, selection: &Selection) -> BenchRow {
         metrics,
         comparison: None,
         profile: report.profile.clone(),
+    }
+}
+
+/// Unwinds, names and aggregates one case's capture; writes its artifacts beside it.
+fn report_profile(
+    case: &str,
+    capture: &std::path::Path,
+    summary: &mut profile::ProfileSummary,
+    args: &HarnessArgs,
+    event_note: &str,
+) {
+    use sparkles_report::{flame, profile as report, stacks};
+    let options = stacks::StackOptions {
+        unwind: args.profile_unwind,
+        ..stacks::StackOptions::default()
+    };
+    let mut unwind = stacks::UnwindSummary::default();
+    let (mut p, folded) =
+        match report::profile_capture_with(capture, case, &options, |s| unwind.add(s)) {
+            Ok(done) => done,
+            Err(e) => {
+                summary.notes.push(format!("no profile: {e}"));
+                return;
+            }
+        };
+    p.event_note = Some(event_note.to_string()).filter(|n| !n.is_empty());
+    summary.unwind = Some(unwind);
+    summary.top = p
+        .functions
+        .iter()
+        .take(5)
+        .map(|e| profile::HotFunction {
+            name: e.name.clone(),
+            self_pct: e.self_pct,
+            total_pct: e.total_pct,
+        })
+        .collect();
+    let dir = capture.parent().unwrap_or(std::path::Path::new("."));
+    let json = serde_json::to_vec_pretty(&p).map_err(|e| e.to_string());
+    let written = json
+        .and_then(|j| report::write_atomic(&dir.join("profile.json"), &j))
+        .and_then(|()| report::write_atomic(&dir.join("folded.txt"), folded.text().as_bytes()))
+        .and_then(|()| flame::svg(&p, &folded))
+        .and_then(|svg| report::write_atomic(&dir.join("flamegraph.svg"), svg.as_bytes()));
+    if let Err(e) = written {
+        summary
+            .notes
+            .push(format!("profile artifacts not written: {e}"));
     }
 }
 

@@ -62,7 +62,21 @@ pub struct ProfileSummary {
     pub error: Option<String>,
     /// How the capture's stacks unwound (absent when it could not be read).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub unwind: Option<crate::stacks::UnwindSummary>,
+    pub unwind: Option<sparkles_report::stacks::UnwindSummary>,
+    /// The five hottest functions by self (the `functions` view).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub top: Vec<HotFunction>,
+}
+
+/// One of a case's hottest functions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HotFunction {
+    /// Its name.
+    pub name: String,
+    /// Self, percent of the capture's weight.
+    pub self_pct: f64,
+    /// Total, percent.
+    pub total_pct: f64,
 }
 
 impl ProfileSummary {

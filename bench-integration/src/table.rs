@@ -106,12 +106,26 @@ pub fn render(rows: &[BenchRow], metrics: &[MetricDescriptor], colour: bool) -> 
         header.extend(["baseline", "change", "95% CI", "verdict"].map(String::from));
     }
     let mut body: Vec<Vec<Cell>> = Vec::new();
+    // Lines printed under a row: a profiled case's hottest functions.
+    let mut under: Vec<Vec<String>> = Vec::new();
     let mut failures = Vec::new();
     for row in rows {
         let Some(t) = row.timing.as_ref().filter(|_| row.ok).map(|t| &t.summary) else {
             failures.push(row);
             continue;
         };
+        under.push(
+            row.profile
+                .iter()
+                .flat_map(|p| &p.top)
+                .map(|h| {
+                    format!(
+                        "    {:>5.1}% self {:>5.1}% total  {}\n",
+                        h.self_pct, h.total_pct, h.name
+                    )
+                })
+                .collect(),
+        );
         let mut cells: Vec<Cell> = vec![
             row.case.clone().into(),
             format_ns(t.median).into(),
@@ -186,8 +200,11 @@ pub fn render(rows: &[BenchRow], metrics: &[MetricDescriptor], colour: bool) -> 
         out.push('\n');
     };
     line(header.into_iter().map(Cell::from).collect(), &mut out, true);
-    for cells in body {
+    for (cells, extra) in body.into_iter().zip(under) {
         line(cells, &mut out, false);
+        for e in extra {
+            out.push_str(&e);
+        }
     }
     for row in failures {
         let message = row.error.as_deref().unwrap_or("failed");

@@ -2,5 +2,14 @@
 //! folded stacks, flamegraph SVGs, memory-level and NUMA tables, baseline diffs, and JSON
 //! and pprof export.
 //!
-//! The crate is laid out by the workspace foundation; its contents arrive with the
-//! reports work (issue 8).
+//! - [`stacks`]: a capture's samples unwound and named (the symbolizer and unwinder fed
+//!   its records in time order).
+//! - [`profile`]: flat profiles (`functions` and `symbols` views, lines, modules) and
+//!   folded stacks, `sparkles.profile/1` JSON.
+//! - [`flame`]: flamegraph SVGs through inferno.
+//! - [`names`]: names that survive a rebuild.
+
+pub mod flame;
+pub mod names;
+pub mod profile;
+pub mod stacks;

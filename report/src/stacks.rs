@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use sparkles_sampler::perf_data::{PerfData, Record, Sample};
-use sparkles_symbolize::symbolizer::Symbolizer;
+use sparkles_symbolize::symbolizer::{Place, Symbolizer};
 use sparkles_symbolize::SearchPaths;
 use sparkles_unwind::{Arch, Mode, Truncation, Unwinder};
 
@@ -35,6 +35,9 @@ pub struct NamedFrame {
     pub line: Option<u32>,
     /// Inlined into the next frame.
     pub inlined: bool,
+    /// The ELF symbol (or kallsyms or perf-map name) containing the address: what
+    /// `perf report` names the physical frame by, whatever was inlined into it.
+    pub symbol: Option<String>,
     /// The address's offset into its symbol, where only a symbol table named it.
     pub symbol_offset: Option<u64>,
     /// Why it has no name (or only `[kernel]`).
@@ -114,6 +117,18 @@ impl StackNamer {
         for f in &raw.frames {
             let at = self.symbolizer.locate(pid, f.lookup);
             let named = self.symbolizer.name(&at.place);
+            let symbol = match &at.place {
+                Place::Module { key, vaddr } => self
+                    .symbolizer
+                    .loaded(key)
+                    .and_then(|m| m.symbol(*vaddr))
+                    .map(|(n, _)| sparkles_symbolize::demangle::for_display(n).into_owned()),
+                _ => named
+                    .frames
+                    .last()
+                    .and_then(|n| n.function.as_deref())
+                    .map(|n| sparkles_symbolize::demangle::for_display(n).into_owned()),
+            };
             if named.frames.is_empty() {
                 frames.push(NamedFrame {
                     addr: f.addr,
@@ -122,6 +137,7 @@ impl StackNamer {
                     file: None,
                     line: None,
                     inlined: false,
+                    symbol,
                     symbol_offset: None,
                     missing: named.missing.clone(),
                 });
@@ -148,6 +164,7 @@ impl StackNamer {
                     file: n.file.clone(),
                     line: n.line.filter(|&l| l > 0),
                     inlined: n.inlined,
+                    symbol: symbol.clone(),
                     // Named at the call (addr - 1): the offset of `addr` itself.
                     symbol_offset: n.symbol_offset.map(|o| o + (f.addr - f.lookup)),
                     missing: named.missing.clone(),
@@ -272,41 +289,29 @@ impl UnwindSummary {
 /// inlined into its caller, the short name DWARF gives inlined functions.
 const CASE_FRAME: [&str; 2] = ["sparkles_bench::bencher::profile_pass", "profile_pass"];
 
-/// Unwinds every sample of a capture and counts how far the stacks reach.
-pub fn unwind_capture(
-    path: &std::path::Path,
-    options: &StackOptions,
-) -> Result<UnwindSummary, String> {
-    let data = PerfData::open(path).map_err(|e| e.to_string())?;
-    let mut namer = StackNamer::for_capture(&data, options);
-    let mut summary = UnwindSummary::default();
-    data.for_each_record(|e| {
-        namer.observe(&e.record);
-        if let Record::Sample(s) = &e.record {
-            let stack = namer.stack(s);
-            summary.samples += 1;
-            if !stack.frames.iter().any(|f| {
-                f.module
-                    .as_deref()
-                    .is_some_and(|m| !m.starts_with("[kernel"))
-            }) {
-                return Ok::<(), ()>(());
-            }
-            summary.user_samples += 1;
-            match stack.truncated {
-                None => summary.reached_root += 1,
-                Some(t) => *summary.truncated.entry(t.as_str().to_string()).or_default() += 1,
-            }
-            if stack.frames.iter().any(|f| {
-                f.function
-                    .as_deref()
-                    .is_some_and(|n| CASE_FRAME.contains(&n))
-            }) {
-                summary.reached_case += 1;
-            }
+impl UnwindSummary {
+    /// Counts one sample's stack.
+    pub fn add(&mut self, stack: &NamedStack) {
+        self.samples += 1;
+        let user = stack.frames.iter().any(|f| {
+            f.module
+                .as_deref()
+                .is_some_and(|m| !m.starts_with("[kernel"))
+        });
+        if !user {
+            return;
         }
-        Ok(())
-    })
-    .map_err(|e| format!("{}: {e:?}", path.display()))?;
-    Ok(summary)
+        self.user_samples += 1;
+        match stack.truncated {
+            None => self.reached_root += 1,
+            Some(t) => *self.truncated.entry(t.as_str().to_string()).or_default() += 1,
+        }
+        if stack.frames.iter().any(|f| {
+            f.function
+                .as_deref()
+                .is_some_and(|n| CASE_FRAME.contains(&n))
+        }) {
+            self.reached_case += 1;
+        }
+    }
 }

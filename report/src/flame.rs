@@ -1,0 +1,44 @@
+//! Flamegraph SVGs through inferno: titled with the case, event, sample and lost counts,
+//! searchable, frames coloured by kind.
+
+use crate::profile::{Folded, Kind, Profile};
+
+/// The colour of a kind: the user's code blue-green, std/core/alloc orange, libc and
+/// other libraries yellow, the kernel red, unnamed grey.
+fn colour(kind: Kind) -> inferno::flamegraph::color::Color {
+    let (r, g, b) = match kind {
+        Kind::User => (80, 180, 200),
+        Kind::Std => (240, 150, 60),
+        Kind::Library => (225, 205, 70),
+        Kind::Kernel => (220, 80, 70),
+        Kind::Unknown => (170, 170, 170),
+    };
+    inferno::flamegraph::color::Color { r, g, b }
+}
+
+/// The flamegraph of a profile's folded stacks, as SVG text.
+pub fn svg(profile: &Profile, folded: &Folded) -> Result<String, String> {
+    let mut palette = inferno::flamegraph::color::PaletteMap::default();
+    for (name, kind) in &folded.kinds {
+        palette.insert(name, colour(*kind));
+    }
+    let mut options = inferno::flamegraph::Options::default();
+    options.title = format!(
+        "{}: {}, {} samples, {} lost",
+        profile.case, profile.event, profile.samples, profile.lost
+    );
+    options.subtitle = Some(format!(
+        "user code blue, std orange, libraries yellow, kernel red; unwinding {} ({:.1}% truncated)",
+        profile.unwinding.mode, profile.unwinding.truncated_pct
+    ));
+    options.count_name = "weight".into();
+    options.palette_map = Some(&mut palette);
+    let text = folded.text();
+    let mut out = Vec::new();
+    if text.is_empty() {
+        return Err("no samples: nothing to draw".into());
+    }
+    inferno::flamegraph::from_lines(&mut options, text.lines(), &mut out)
+        .map_err(|e| format!("flamegraph: {e}"))?;
+    String::from_utf8(out).map_err(|e| format!("flamegraph: {e}"))
+}

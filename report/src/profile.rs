@@ -1,0 +1,517 @@
+//! Flat profiles: a capture's named stacks aggregated, weighted by sample period as perf
+//! weights them, into two views (`functions`: the innermost frame, inlined functions
+//! their own; `symbols`: the containing ELF symbol, as `perf report --no-children`
+//! counts), per source line and per module, with folded stacks for flamegraphs.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use sparkles_sampler::perf_data::{PerfData, Record};
+
+use crate::names::normalize;
+use crate::stacks::{NamedFrame, NamedStack, StackNamer, StackOptions};
+
+/// What a frame's code is, for colours and for reading a profile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    /// The program's own code (and its dependencies' crates).
+    User,
+    /// Rust's std, core and alloc.
+    Std,
+    /// libc and other shared libraries, the vDSO.
+    Library,
+    /// The kernel.
+    Kernel,
+    /// Nothing named it.
+    Unknown,
+}
+
+/// Which kind a named frame is.
+pub fn kind_of(f: &NamedFrame) -> Kind {
+    let module = f.module.as_deref().unwrap_or("");
+    let name = f.function.as_deref().unwrap_or("");
+    if module.starts_with("[kernel") || name == "[kernel]" {
+        Kind::Kernel
+    } else if f.function.is_none() {
+        Kind::Unknown
+    } else if f.file.as_deref().is_some_and(|p| p.starts_with("/rustc/"))
+        || [
+            "std::", "core::", "alloc::", "<std::", "<core::", "<alloc::",
+        ]
+        .iter()
+        .any(|p| name.starts_with(p))
+    {
+        Kind::Std
+    } else if module == "[vdso]" || module.ends_with(".so") || module.contains(".so.") {
+        Kind::Library
+    } else {
+        Kind::User
+    }
+}
+
+/// One row of a flat view.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    /// Function or symbol name, normalized (no Rust hash, no clone suffixes).
+    pub name: String,
+    /// Its module (the mapping's path).
+    pub module: Option<String>,
+    /// Source file, where one file holds it.
+    pub file: Option<String>,
+    /// Its hottest line, where known.
+    pub line: Option<u32>,
+    /// Weight where it is the innermost frame (sample periods summed).
+    #[serde(rename = "self")]
+    pub self_: u64,
+    /// Weight of the samples it is anywhere in (once per sample, recursion or not).
+    pub total: u64,
+    /// `self` over all samples' weight, percent.
+    pub self_pct: f64,
+    /// `total` over all samples' weight, percent.
+    pub total_pct: f64,
+    /// Samples where it is the innermost frame.
+    pub self_samples: u64,
+    /// What its code is.
+    pub kind: Kind,
+}
+
+/// One source line of a hot function.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LineEntry {
+    /// The function.
+    pub function: String,
+    /// Source file.
+    pub file: String,
+    /// Line.
+    pub line: u32,
+    /// Weight of samples whose innermost frame is this line.
+    #[serde(rename = "self")]
+    pub self_: u64,
+    /// Percent of all samples' weight.
+    pub self_pct: f64,
+}
+
+/// How the profile's stacks unwound.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Unwinding {
+    /// `dwarf`, `fp` or `auto`.
+    pub mode: String,
+    /// Samples unwound.
+    pub samples: u64,
+    /// Stacks that ended before their thread's root, per cause.
+    pub truncated: BTreeMap<String, u64>,
+    /// Truncated stacks over samples, percent.
+    pub truncated_pct: f64,
+}
+
+/// A flat profile of one capture (`sparkles.profile/1`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Profile {
+    /// `sparkles.profile/1`.
+    pub schema: String,
+    /// The case (or the file) profiled.
+    pub case: String,
+    /// The event sampled.
+    pub event: String,
+    /// Why that event and not the one asked for, where a fallback happened.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_note: Option<String>,
+    /// Samples.
+    pub samples: u64,
+    /// Samples and records the kernel dropped (LOST_SAMPLES and LOST).
+    pub lost: u64,
+    /// All samples' weight (periods summed).
+    pub weight: u64,
+    /// Innermost frame as self, inlined functions their own rows; by self, descending.
+    pub functions: Vec<Entry>,
+    /// The containing ELF symbol as self (`perf report --no-children`); by self.
+    pub symbols: Vec<Entry>,
+    /// Lines of the hottest functions; by self.
+    pub lines: Vec<LineEntry>,
+    /// Modules by self.
+    pub modules: Vec<Entry>,
+    /// How the stacks unwound.
+    pub unwinding: Unwinding,
+    /// Modules that could not be used for names, each with the reason.
+    pub notes: Vec<String>,
+}
+
+/// Folded stacks (`root;…;leaf weight`), the flamegraph's input.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Folded {
+    /// Stack line to weight, sorted.
+    pub stacks: BTreeMap<String, u64>,
+    /// Each function's kind, for colours.
+    pub kinds: HashMap<String, Kind>,
+}
+
+impl Folded {
+    /// The text form: one `stack weight` line each.
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        for (stack, w) in &self.stacks {
+            out.push_str(stack);
+            out.push(' ');
+            out.push_str(&w.to_string());
+            out.push('\n');
+        }
+        out
+    }
+}
+
+#[derive(Default)]
+struct Counts {
+    self_: u64,
+    total: u64,
+    self_samples: u64,
+    module: Option<String>,
+    file: Option<String>,
+    kind: Option<Kind>,
+    /// Self weight per line, for the hottest.
+    lines: HashMap<u32, u64>,
+}
+
+impl Counts {
+    fn note(&mut self, f: &NamedFrame) {
+        if self.module.is_none() {
+            self.module = f.module.clone();
+        }
+        if self.file.is_none() {
+            self.file = f.file.clone();
+        }
+        self.kind.get_or_insert_with(|| kind_of(f));
+    }
+}
+
+/// Accumulates named stacks.
+#[derive(Default)]
+pub struct Builder {
+    samples: u64,
+    weight: u64,
+    functions: HashMap<String, Counts>,
+    symbols: HashMap<String, Counts>,
+    modules: HashMap<String, Counts>,
+    lines: HashMap<(String, String, u32), u64>,
+    folded: Folded,
+}
+
+impl std::fmt::Debug for Builder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Builder")
+            .field("samples", &self.samples)
+            .field("weight", &self.weight)
+            .finish()
+    }
+}
+
+fn function_name(f: &NamedFrame) -> String {
+    match &f.function {
+        Some(n) => normalize(n),
+        None => match &f.module {
+            Some(m) => format!("[unknown] ({m})"),
+            None => "[unknown]".to_string(),
+        },
+    }
+}
+
+fn symbol_name(f: &NamedFrame) -> String {
+    match &f.symbol {
+        Some(n) => normalize(n),
+        None => function_name(f),
+    }
+}
+
+impl Builder {
+    /// A new, empty profile.
+    pub fn new() -> Builder {
+        Builder::default()
+    }
+
+    /// Adds one sample's stack (innermost first) with its weight.
+    pub fn add(&mut self, frames: &[NamedFrame], truncated: bool, weight: u64) {
+        self.samples += 1;
+        self.weight += weight;
+        let Some(leaf) = frames.first() else {
+            return;
+        };
+        // functions: every frame a row of its own, inlined ones included.
+        let names: Vec<String> = frames.iter().map(function_name).collect();
+        let leaf_name = &names[0];
+        let c = self.functions.entry(leaf_name.clone()).or_default();
+        c.self_ += weight;
+        c.self_samples += 1;
+        c.note(leaf);
+        if let Some(line) = leaf.line {
+            *c.lines.entry(line).or_default() += weight;
+            if let Some(file) = &leaf.file {
+                *self
+                    .lines
+                    .entry((leaf_name.clone(), file.clone(), line))
+                    .or_default() += weight;
+            }
+        }
+        let mut seen: HashSet<&str> = HashSet::new();
+        for (f, n) in frames.iter().zip(&names) {
+            if seen.insert(n) {
+                let c = self.functions.entry(n.clone()).or_default();
+                c.total += weight;
+                c.note(f);
+            }
+        }
+        // symbols: one row per physical frame (its containing symbol).
+        let physical: Vec<(&NamedFrame, String)> = frames
+            .iter()
+            .filter(|f| !f.inlined)
+            .map(|f| (f, symbol_name(f)))
+            .collect();
+        if let Some((f, s)) = physical.first() {
+            let c = self.symbols.entry(s.clone()).or_default();
+            c.self_ += weight;
+            c.self_samples += 1;
+            c.note(f);
+        }
+        let mut seen: HashSet<&str> = HashSet::new();
+        for (f, s) in &physical {
+            if seen.insert(s) {
+                let c = self.symbols.entry(s.clone()).or_default();
+                c.total += weight;
+                c.note(f);
+            }
+        }
+        // modules: the leaf's.
+        let module = leaf.module.clone().unwrap_or_else(|| "[unknown]".into());
+        let c = self.modules.entry(module.clone()).or_default();
+        c.self_ += weight;
+        c.self_samples += 1;
+        c.module = Some(module);
+        c.kind.get_or_insert_with(|| kind_of(leaf));
+        // folded: root first; kernel frames marked as perf marks them.
+        let mut stack = String::new();
+        if truncated {
+            stack.push_str("[truncated];");
+        }
+        for (f, n) in frames.iter().zip(&names).rev() {
+            let kind = kind_of(f);
+            let label = if kind == Kind::Kernel {
+                format!("{n}_[k]")
+            } else {
+                n.clone()
+            };
+            // ';' separates frames and ' ' the weight: neither may be in a name.
+            let label = label.replace(';', ":");
+            self.folded.kinds.entry(label.clone()).or_insert(kind);
+            stack.push_str(&label);
+            stack.push(';');
+        }
+        stack.pop();
+        *self.folded.stacks.entry(stack).or_default() += weight;
+    }
+
+    fn rows(&self, map: &HashMap<String, Counts>) -> Vec<Entry> {
+        let pct = |w: u64| 100.0 * w as f64 / self.weight.max(1) as f64;
+        let mut rows: Vec<Entry> = map
+            .iter()
+            .map(|(name, c)| Entry {
+                name: name.clone(),
+                module: c.module.clone(),
+                file: c.file.clone(),
+                line: c
+                    .lines
+                    .iter()
+                    .max_by_key(|(line, w)| (**w, std::cmp::Reverse(**line)))
+                    .map(|(l, _)| *l),
+                self_: c.self_,
+                total: c.total,
+                self_pct: pct(c.self_),
+                total_pct: pct(c.total),
+                self_samples: c.self_samples,
+                kind: c.kind.unwrap_or(Kind::Unknown),
+            })
+            .collect();
+        rows.sort_by(|a, b| {
+            b.self_
+                .cmp(&a.self_)
+                .then(b.total.cmp(&a.total))
+                .then(a.name.cmp(&b.name))
+        });
+        rows
+    }
+
+    /// The profile, and its folded stacks.
+    pub fn finish(
+        self,
+        case: &str,
+        event: &str,
+        lost: u64,
+        unwinding: Unwinding,
+    ) -> (Profile, Folded) {
+        let functions = self.rows(&self.functions);
+        let symbols = self.rows(&self.symbols);
+        let mut modules = self.rows(&self.modules);
+        modules.retain(|m| m.self_ > 0);
+        // Lines of the ten hottest functions.
+        let hot: HashSet<&str> = functions.iter().take(10).map(|e| e.name.as_str()).collect();
+        let pct = |w: u64| 100.0 * w as f64 / self.weight.max(1) as f64;
+        let mut lines: Vec<LineEntry> = self
+            .lines
+            .iter()
+            .filter(|((f, _, _), _)| hot.contains(f.as_str()))
+            .map(|((function, file, line), w)| LineEntry {
+                function: function.clone(),
+                file: file.clone(),
+                line: *line,
+                self_: *w,
+                self_pct: pct(*w),
+            })
+            .collect();
+        lines.sort_by(|a, b| b.self_.cmp(&a.self_).then(a.line.cmp(&b.line)));
+        let profile = Profile {
+            schema: "sparkles.profile/1".into(),
+            case: case.into(),
+            event: event.into(),
+            event_note: None,
+            samples: self.samples,
+            lost,
+            weight: self.weight,
+            functions,
+            symbols,
+            lines,
+            modules,
+            unwinding,
+            notes: Vec::new(),
+        };
+        (profile, self.folded)
+    }
+}
+
+/// The event a capture sampled: its EVENT_DESC name, else its attr's type and config.
+pub fn event_name(data: &PerfData) -> String {
+    match data.attrs.first() {
+        Some(a) => match &a.name {
+            Some(n) if !n.is_empty() => n.clone(),
+            _ => format!("type {} config {:#x}", a.attr.type_, a.attr.config),
+        },
+        None => "unknown event".into(),
+    }
+}
+
+/// Unwinds, names and aggregates every sample of a capture.
+pub fn profile_capture(
+    path: &Path,
+    case: &str,
+    options: &StackOptions,
+) -> Result<(Profile, Folded), String> {
+    profile_capture_with(path, case, options, |_| {})
+}
+
+/// [`profile_capture`], showing each sample's named stack to `observe` too.
+pub fn profile_capture_with(
+    path: &Path,
+    case: &str,
+    options: &StackOptions,
+    mut observe: impl FnMut(&NamedStack),
+) -> Result<(Profile, Folded), String> {
+    let data = PerfData::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut namer = StackNamer::for_capture(&data, options);
+    let mut builder = Builder::new();
+    let mut lost = 0u64;
+    data.for_each_record(|e| {
+        namer.observe(&e.record);
+        match &e.record {
+            Record::Sample(s) => {
+                let stack = namer.stack(s);
+                observe(&stack);
+                builder.add(
+                    &stack.frames,
+                    stack.truncated.is_some(),
+                    s.period.unwrap_or(1).max(1),
+                );
+            }
+            Record::Lost { lost: n, .. } | Record::LostSamples { lost: n, .. } => lost += n,
+            _ => {}
+        }
+        Ok::<(), ()>(())
+    })
+    .map_err(|e| format!("{}: {e:?}", path.display()))?;
+    let stats = namer.unwind_stats();
+    let unwinding = Unwinding {
+        mode: match options.unwind {
+            sparkles_unwind::Mode::Dwarf => "dwarf",
+            sparkles_unwind::Mode::Fp => "fp",
+            sparkles_unwind::Mode::Auto => "auto",
+        }
+        .into(),
+        samples: stats.samples,
+        truncated: stats
+            .truncated
+            .iter()
+            .map(|(k, v)| (k.as_str().to_string(), *v))
+            .collect(),
+        truncated_pct: stats.truncated_pct(),
+    };
+    let (mut profile, folded) = builder.finish(case, &event_name(&data), lost, unwinding);
+    profile.notes = namer.notes.clone();
+    profile.notes.extend(namer.unavailable());
+    Ok((profile, folded))
+}
+
+/// The profile as a table: the top `n` of both views.
+pub fn table(p: &Profile, n: usize) -> String {
+    let mut out = format!(
+        "{}: {}, {} samples, {} lost; unwinding {}: {:.1}% truncated\n",
+        p.case, p.event, p.samples, p.lost, p.unwinding.mode, p.unwinding.truncated_pct
+    );
+    for (title, rows) in [("functions", &p.functions), ("symbols", &p.symbols)] {
+        out.push_str(&format!(
+            "\n{title}\n{:>7} {:>7}  name\n",
+            "self%", "total%"
+        ));
+        for e in rows.iter().take(n) {
+            out.push_str(&format!(
+                "{:>6.2}% {:>6.2}%  {}{}\n",
+                e.self_pct,
+                e.total_pct,
+                e.name,
+                e.module
+                    .as_deref()
+                    .map(|m| format!("  ({})", m.rsplit('/').next().unwrap_or(m)))
+                    .unwrap_or_default()
+            ));
+        }
+    }
+    if !p.lines.is_empty() {
+        out.push_str(&format!("\nlines\n{:>7}  line\n", "self%"));
+        for l in p.lines.iter().take(n) {
+            out.push_str(&format!(
+                "{:>6.2}%  {}:{}  {}\n",
+                l.self_pct, l.file, l.line, l.function
+            ));
+        }
+    }
+    for note in &p.notes {
+        out.push_str(&format!("note: {note}\n"));
+    }
+    out
+}
+
+/// Writes `bytes` to `path` whole or not at all: a temporary file beside it, renamed over
+/// it, so a failed run never leaves a half-written report or clobbers the last good one.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    std::fs::write(&tmp, bytes)
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            format!("{}: {e}", path.display())
+        })
+}
