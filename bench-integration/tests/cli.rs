@@ -679,3 +679,75 @@ fn script_stacks_unwind_and_name_each_sample() {
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--symfs /nonexistent/dir"));
 }
+
+#[test]
+fn report_profiles_any_capture_in_each_format() {
+    let Some(data) = fixture("callchain/vector_static_gcc.dwarf.perf.data") else {
+        return;
+    };
+    let Some(dir) = callchain_fixture::callchain_dir() else {
+        return;
+    };
+    let symfs = tempfile::tempdir().unwrap();
+    callchain_fixture::place_binary(&dir, symfs.path());
+    let file = data.to_str().unwrap();
+    let root = symfs.path().to_str().unwrap();
+    let table = sparkles(&["report", file, "--symfs", root, "--top", "5"]);
+    assert!(
+        table.status.success(),
+        "{}",
+        String::from_utf8_lossy(&table.stderr)
+    );
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(
+        text.contains("functions") && text.contains("symbols"),
+        "{text}"
+    );
+    // This capture's hottest function (perf agrees: its golden's top user symbol).
+    assert!(text.contains("__cos_fma"), "{text}");
+
+    let json = sparkles(&["report", file, "--symfs", root, "--format", "json"]);
+    let v: Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(v["schema"], "sparkles.profile/1");
+    assert_eq!(v["samples"], 45);
+    let folded = sparkles(&["report", file, "--symfs", root, "--format", "folded"]);
+    assert!(String::from_utf8_lossy(&folded.stdout).contains("main;"));
+
+    // -o writes the SVG whole; a failed run leaves it as it was.
+    let out = symfs.path().join("flame.svg");
+    let svg = sparkles(&[
+        "report",
+        file,
+        "--symfs",
+        root,
+        "--format",
+        "svg",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        svg.status.success(),
+        "{}",
+        String::from_utf8_lossy(&svg.stderr)
+    );
+    let written = std::fs::read_to_string(&out).unwrap();
+    assert!(written.trim_end().ends_with("</svg>"));
+    let failed = sparkles(&[
+        "report",
+        "/nonexistent/perf.data",
+        "--format",
+        "svg",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(!failed.status.success());
+    assert!(String::from_utf8_lossy(&failed.stderr).contains("/nonexistent/perf.data"));
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), written);
+    // Unknown formats and flags: named, non-zero.
+    let bad = sparkles(&["report", file, "--format", "pdf"]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("pdf"));
+    let bad = sparkles(&["report", file, "--symfs", "/nonexistent/dir"]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--symfs /nonexistent/dir"));
+}

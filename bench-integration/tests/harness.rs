@@ -348,4 +348,24 @@ fn profile_writes_a_capture_per_case() {
     assert!(pct(u.reached_case) >= 95.0, "{u:?}");
     assert!(pct(u.reached_root) >= 95.0, "{u:?}");
     assert!(pct(u.truncated.values().sum()) <= 1.0, "{u:?}");
+    // The case's artifacts beside its capture, and its hottest functions in its row.
+    let dir = capture.parent().unwrap();
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("profile.json")).unwrap()).unwrap();
+    assert_eq!(json["schema"], "sparkles.profile/1");
+    assert_eq!(json["case"], "spin/loop");
+    assert_eq!(json["samples"].as_u64(), Some(profile.samples));
+    let svg = std::fs::read_to_string(dir.join("flamegraph.svg")).unwrap();
+    assert!(svg.contains("spin/loop: ") && svg.trim_end().ends_with("</svg>"));
+    let folded = std::fs::read_to_string(dir.join("folded.txt")).unwrap();
+    let weight: u64 = folded
+        .lines()
+        .map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(Some(weight), json["weight"].as_u64());
+    assert_eq!(profile.top.len(), 5);
+    assert!(profile
+        .top
+        .windows(2)
+        .all(|w| w[0].self_pct >= w[1].self_pct));
 }
