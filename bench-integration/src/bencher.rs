@@ -357,6 +357,7 @@ fn profile_pass(routine: &mut dyn Routine, plan: &ProfilePlan) -> Result<Profile
         error: None,
         unwind: None,
         top: Vec::new(),
+        movers: Vec::new(),
     };
     let session = match Session::start(&plan.sampling, Target::CurrentThread, &system) {
         Ok(s) => s,

@@ -101,6 +101,24 @@ pub enum Command {
         #[arg(long = "debug-dir", value_name = "DIR")]
         debug_dirs: Vec<PathBuf>,
     },
+    /// The hot-function diff of two profiles: each function's share before and now, the
+    /// change, and whether it is outside the sampling noise.
+    Diff {
+        /// The baseline: a perf.data file or a `profile.json`.
+        base: PathBuf,
+        /// The new run: a perf.data file or a `profile.json`.
+        new: PathBuf,
+        /// `table` (movers most significant first), `json` (`sparkles.diff/1`), `svg` (a
+        /// differential flamegraph; a profile.json needs its folded.txt beside it).
+        #[arg(long, value_enum, default_value = "table")]
+        format: DiffFormat,
+        /// Write here (whole, or not at all) instead of standard output.
+        #[arg(short = 'o', long = "output", value_name = "OUT")]
+        output: Option<PathBuf>,
+        /// Rows in the table.
+        #[arg(long, default_value_t = 20)]
+        top: usize,
+    },
     /// Sample a command (or a running process) into a perf.data file.
     Record {
         /// Event to sample (any spelling `sparkles event` takes); default: cycles at the
@@ -211,6 +229,95 @@ fn report_command(
         }
         ReportFormat::Folded => folded.text().into_bytes(),
         ReportFormat::Svg => flame::svg(&p, &folded)?.into_bytes(),
+    };
+    match output {
+        Some(path) => profile::write_atomic(path, &bytes),
+        None => {
+            let mut out = std::io::stdout().lock();
+            match out.write_all(&bytes).and_then(|()| out.flush()) {
+                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.to_string()),
+                _ => Ok(()),
+            }
+        }
+    }
+}
+
+/// Output of `sparkles diff`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DiffFormat {
+    /// Movers, most significant first.
+    Table,
+    /// `sparkles.diff/1`.
+    Json,
+    /// A differential flamegraph.
+    Svg,
+}
+
+/// A profile and its folded stacks from a perf.data file or a profile.json (with the
+/// folded.txt beside it, when there is one).
+fn load_profile(
+    path: &std::path::Path,
+) -> Result<
+    (
+        sparkles_report::profile::Profile,
+        Option<sparkles_report::profile::Folded>,
+    ),
+    String,
+> {
+    use sparkles_report::profile;
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    if bytes.starts_with(b"PERFILE2") {
+        let case = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let (p, f) = profile::profile_capture(
+            path,
+            &case,
+            &sparkles_report::stacks::StackOptions::default(),
+        )?;
+        return Ok((p, Some(f)));
+    }
+    let p: profile::Profile = serde_json::from_slice(&bytes).map_err(|e| {
+        format!(
+            "{}: neither a perf.data file nor a sparkles.profile/1 document: {e}",
+            path.display()
+        )
+    })?;
+    let folded = path
+        .parent()
+        .map(|d| d.join("folded.txt"))
+        .and_then(|f| std::fs::read_to_string(f).ok())
+        .and_then(|t| profile::Folded::parse(&t).ok());
+    Ok((p, folded))
+}
+
+fn diff_command(
+    base: &std::path::Path,
+    new: &std::path::Path,
+    format: DiffFormat,
+    output: Option<&std::path::Path>,
+    top: usize,
+) -> Result<(), String> {
+    use sparkles_report::{diff, profile};
+    let (b, bf) = load_profile(base)?;
+    let (n, nf) = load_profile(new)?;
+    let d = diff::diff(&format!("{} -> {}", b.case, n.case), &b, &n);
+    let bytes = match format {
+        DiffFormat::Table => diff::table(&d, top).into_bytes(),
+        DiffFormat::Json => {
+            let mut j = serde_json::to_vec_pretty(&d).map_err(|e| e.to_string())?;
+            j.push(b'\n');
+            j
+        }
+        DiffFormat::Svg => match (bf, nf) {
+            (Some(bf), Some(nf)) => diff::svg(&d, &bf, &nf)?.into_bytes(),
+            _ => {
+                return Err(
+                    "--format svg needs folded stacks: give perf.data files, or profile.json files with their folded.txt beside them".into(),
+                )
+            }
+        },
     };
     match output {
         Some(path) => profile::write_atomic(path, &bytes),
@@ -756,6 +863,13 @@ where
             compact: !*no_compact,
             command: command.clone(),
         }),
+        Command::Diff {
+            base,
+            new,
+            format,
+            output,
+            top,
+        } => diff_command(base, new, *format, output.as_deref(), *top),
         Command::Report {
             file,
             format,

@@ -41,7 +41,7 @@ pub mod tier0;
 
 use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use clap::Parser;
@@ -305,14 +305,55 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
         let Some(p) = r.profile.as_mut() else {
             continue;
         };
-        if let Some(capture) = p.capture.clone() {
-            report_profile(
-                &case,
-                std::path::Path::new(&capture),
-                p,
-                args,
-                &profile_note,
-            );
+        let Some(capture) = p.capture.clone() else {
+            continue;
+        };
+        let capture = PathBuf::from(capture);
+        let Some((profile, folded)) = report_profile(&case, &capture, p, args, &profile_note)
+        else {
+            continue;
+        };
+        let dir = capture.parent().unwrap_or(Path::new(".")).to_path_buf();
+        let slug = dir
+            .file_name()
+            .map(|n| n.to_os_string())
+            .unwrap_or_default();
+        // With --save-baseline, the profile is saved with the rows; with --baseline, the
+        // baseline's is diffed against it.
+        if let Some(save) = &save_path {
+            let keep = save
+                .parent()
+                .unwrap_or(Path::new("."))
+                .join("profile")
+                .join(&slug);
+            let saved = std::fs::create_dir_all(&keep)
+                .map_err(|e| format!("{}: {e}", keep.display()))
+                .and_then(|()| std::fs::read(dir.join("profile.json")).map_err(|e| e.to_string()))
+                .and_then(|j| {
+                    sparkles_report::profile::write_atomic(&keep.join("profile.json"), &j)
+                })
+                .and_then(|()| {
+                    sparkles_report::profile::write_atomic(
+                        &keep.join("folded.txt"),
+                        folded.text().as_bytes(),
+                    )
+                });
+            if let Err(e) = saved {
+                p.notes
+                    .push(format!("profile not saved with the baseline: {e}"));
+            }
+        }
+        if let Some(base) = &baseline {
+            let from = base
+                .path
+                .parent()
+                .unwrap_or(Path::new("."))
+                .join("profile")
+                .join(&slug);
+            match diff_against(&case, &from, &profile, &folded, &dir) {
+                Ok(movers) => p.movers = movers,
+                Err(e) => p.notes.push(e),
+            }
         }
     }
     let mut rows: Vec<BenchRow> = reports.iter().map(|r| row_of(r, &selection)).collect();
@@ -415,6 +456,38 @@ fn row_of(report: &CaseReport, selection: &Selection) -> BenchRow {
     }
 }
 
+/// The hot-symbol diff of a case's profile against the baseline's saved in `from`:
+/// diff.json and diff.svg beside the case's capture, and its three top movers.
+fn diff_against(
+    case: &str,
+    from: &Path,
+    profile: &sparkles_report::profile::Profile,
+    folded: &sparkles_report::profile::Folded,
+    dir: &Path,
+) -> Result<Vec<sparkles_report::diff::Mover>, String> {
+    use sparkles_report::{diff, profile as report};
+    let base_json = from.join("profile.json");
+    let Ok(bytes) = std::fs::read(&base_json) else {
+        return Err(format!(
+            "no profile diff: {} is absent (save the baseline with --profile)",
+            base_json.display()
+        ));
+    };
+    let base: report::Profile = serde_json::from_slice(&bytes)
+        .map_err(|e| format!("no profile diff: {}: {e}", base_json.display()))?;
+    let d = diff::diff(case, &base, profile);
+    let json = serde_json::to_vec_pretty(&d).map_err(|e| e.to_string())?;
+    report::write_atomic(&dir.join("diff.json"), &json)?;
+    let base_folded = std::fs::read_to_string(from.join("folded.txt"))
+        .map_err(|e| e.to_string())
+        .and_then(|t| report::Folded::parse(&t));
+    match base_folded.and_then(|b| diff::svg(&d, &b, folded)) {
+        Ok(svg) => report::write_atomic(&dir.join("diff.svg"), svg.as_bytes())?,
+        Err(e) => return Err(format!("diff.svg not written: {e}")),
+    }
+    Ok(d.movers.into_iter().take(3).collect())
+}
+
 /// Unwinds, names and aggregates one case's capture; writes its artifacts beside it.
 fn report_profile(
     case: &str,
@@ -422,7 +495,10 @@ fn report_profile(
     summary: &mut profile::ProfileSummary,
     args: &HarnessArgs,
     event_note: &str,
-) {
+) -> Option<(
+    sparkles_report::profile::Profile,
+    sparkles_report::profile::Folded,
+)> {
     use sparkles_report::{flame, profile as report, stacks};
     let options = stacks::StackOptions {
         unwind: args.profile_unwind,
@@ -434,13 +510,16 @@ fn report_profile(
             Ok(done) => done,
             Err(e) => {
                 summary.notes.push(format!("no profile: {e}"));
-                return;
+                return None;
             }
         };
     p.event_note = Some(event_note.to_string()).filter(|n| !n.is_empty());
     summary.unwind = Some(unwind);
+    // Under the row: the hottest symbols (what perf report lists first), whose names are
+    // the case's own code; inlined std helpers (`lt`, `copy<u64>`) stay in profile.json's
+    // `functions` view.
     summary.top = p
-        .functions
+        .symbols
         .iter()
         .take(5)
         .map(|e| profile::HotFunction {
@@ -461,6 +540,7 @@ fn report_profile(
             .notes
             .push(format!("profile artifacts not written: {e}"));
     }
+    Some((p, folded))
 }
 
 /// The sampling a `--profile` run uses: the event asked for, else the default chain.

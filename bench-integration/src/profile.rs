@@ -63,9 +63,12 @@ pub struct ProfileSummary {
     /// How the capture's stacks unwound (absent when it could not be read).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unwind: Option<sparkles_report::stacks::UnwindSummary>,
-    /// The five hottest functions by self (the `functions` view).
+    /// The five hottest symbols by self (the `symbols` view).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub top: Vec<HotFunction>,
+    /// Against the baseline's profile: the three most significant movers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub movers: Vec<sparkles_report::diff::Mover>,
 }
 
 /// One of a case's hottest functions.

@@ -124,6 +124,16 @@ pub fn render(rows: &[BenchRow], metrics: &[MetricDescriptor], colour: bool) -> 
                         h.self_pct, h.total_pct, h.name
                     )
                 })
+                .chain(row.profile.iter().flat_map(|p| &p.movers).map(|m| {
+                    format!(
+                        "    {:>+5.1}pp {} ({:.1}% -> {:.1}%)  {}\n",
+                        m.change_pp,
+                        if m.significant { "moved" } else { "noise" },
+                        m.base_pct,
+                        m.new_pct,
+                        m.name
+                    )
+                }))
                 .collect(),
         );
         let mut cells: Vec<Cell> = vec![

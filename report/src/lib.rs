@@ -9,6 +9,7 @@
 //! - [`flame`]: flamegraph SVGs through inferno.
 //! - [`names`]: names that survive a rebuild.
 
+pub mod diff;
 pub mod flame;
 pub mod names;
 pub mod profile;

@@ -148,6 +148,19 @@ pub struct Folded {
 }
 
 impl Folded {
+    /// Reads the text form back (kinds are not kept in it).
+    pub fn parse(text: &str) -> Result<Folded, String> {
+        let mut f = Folded::default();
+        for (i, line) in text.lines().enumerate() {
+            let (stack, w) = line
+                .rsplit_once(' ')
+                .and_then(|(s, w)| Some((s, w.parse::<u64>().ok()?)))
+                .ok_or_else(|| format!("line {}: not `stack weight`", i + 1))?;
+            *f.stacks.entry(stack.to_string()).or_default() += w;
+        }
+        Ok(f)
+    }
+
     /// The text form: one `stack weight` line each.
     pub fn text(&self) -> String {
         let mut out = String::new();

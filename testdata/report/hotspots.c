@@ -3,6 +3,12 @@
  * report tests against perf report. Built with gcc -O2 -g; about half a second. */
 #include <stdio.h>
 
+/* The work `two` does per round: a test plants a regression by building with
+ * -DTWO_UNITS=6 (three times the work). */
+#ifndef TWO_UNITS
+#define TWO_UNITS 2
+#endif
+
 volatile unsigned long sink;
 
 static inline __attribute__((always_inline)) unsigned long work(unsigned long n, unsigned long x) {
@@ -12,7 +18,7 @@ static inline __attribute__((always_inline)) unsigned long work(unsigned long n,
 
 __attribute__((noinline)) static unsigned long eight(unsigned long x) { return work(8, x) + 1; }
 __attribute__((noinline)) static unsigned long four(unsigned long x) { return work(4, x) + 2; }
-__attribute__((noinline)) static unsigned long two(unsigned long x) { return work(2, x) + 3; }
+__attribute__((noinline)) static unsigned long two(unsigned long x) { return work(TWO_UNITS, x) + 3; }
 __attribute__((noinline)) static unsigned long one(unsigned long x) { return work(1, x) + 4; }
 
 int main(int argc, char **argv) {
