@@ -751,3 +751,55 @@ fn report_profiles_any_capture_in_each_format() {
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--symfs /nonexistent/dir"));
 }
+
+#[test]
+fn diff_compares_profiles_and_names_bad_input() {
+    let Some(data) = fixture("callchain/vector_static_gcc.dwarf.perf.data") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let file = data.to_str().unwrap();
+    // A capture against itself: every share equal, nothing significant.
+    let json = sparkles(&["diff", file, file, "--format", "json"]);
+    assert!(
+        json.status.success(),
+        "{}",
+        String::from_utf8_lossy(&json.stderr)
+    );
+    let v: Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(v["schema"], "sparkles.diff/1");
+    let movers = v["movers"].as_array().unwrap();
+    assert!(!movers.is_empty());
+    assert!(movers
+        .iter()
+        .all(|m| m["significant"] == false && m["change_pp"] == 0.0));
+    // profile.json documents work as inputs too, and the table says the verdicts.
+    let profile = tmp.path().join("profile.json");
+    let report = sparkles(&[
+        "report",
+        file,
+        "--format",
+        "json",
+        "-o",
+        profile.to_str().unwrap(),
+    ]);
+    assert!(report.status.success());
+    let table = sparkles(&["diff", profile.to_str().unwrap(), file]);
+    assert!(
+        table.status.success(),
+        "{}",
+        String::from_utf8_lossy(&table.stderr)
+    );
+    assert!(String::from_utf8_lossy(&table.stdout).contains("noise"));
+    // A differential flamegraph from two captures.
+    let svg = sparkles(&["diff", file, file, "--format", "svg"]);
+    assert!(String::from_utf8_lossy(&svg.stdout)
+        .trim_end()
+        .ends_with("</svg>"));
+    // Input that is neither: named.
+    let junk = tmp.path().join("junk.txt");
+    std::fs::write(&junk, "hello").unwrap();
+    let bad = sparkles(&["diff", junk.to_str().unwrap(), file]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("junk.txt: neither a perf.data file nor"));
+}

@@ -369,3 +369,76 @@ fn profile_writes_a_capture_per_case() {
         .windows(2)
         .all(|w| w[0].self_pct >= w[1].self_pct));
 }
+
+#[test]
+fn a_profiled_baseline_gives_each_case_a_hot_function_diff() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let suite = || {
+        let mut suite = Suite::new("profdiff");
+        suite.case("spin", |b| {
+            b.iter(|| {
+                let mut x = 1u64;
+                for i in 0..1000u64 {
+                    x = std::hint::black_box(x.wrapping_mul(i | 1));
+                }
+                x
+            })
+        });
+        suite
+    };
+    let flags = |extra: &[&str]| {
+        let mut f = vec![
+            "--bench",
+            "--bench-min-time",
+            "1ms",
+            "--samples",
+            "3",
+            "--profile",
+            "--profile-time",
+            "300ms",
+            "--profile-event",
+            "cpu-clock",
+            "--out-dir",
+            dir.path().to_str().unwrap(),
+        ];
+        f.extend_from_slice(extra);
+        f.into_iter().map(String::from).collect::<Vec<_>>()
+    };
+    let first = run(
+        suite(),
+        &flags(&["--save-baseline", "main"])
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+    if let Some(e) = first.rows[0]
+        .profile
+        .as_ref()
+        .and_then(|p| p.error.as_ref())
+    {
+        eprintln!("skipped: the sampler could not start here: {e}");
+        return;
+    }
+    let kept = dir.path().join("baselines/main/profile/spin");
+    assert!(kept.join("profile.json").is_file() && kept.join("folded.txt").is_file());
+    let second = run(
+        suite(),
+        &flags(&["--baseline", "main"])
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+    let p = second.rows[0].profile.as_ref().unwrap();
+    assert!(!p.movers.is_empty(), "{p:?}");
+    // The same code: no significant mover.
+    assert!(p.movers.iter().all(|m| !m.significant), "{:?}", p.movers);
+    let case = dir.path().join("profile/spin");
+    let diff: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(case.join("diff.json")).unwrap()).unwrap();
+    assert_eq!(diff["schema"], "sparkles.diff/1");
+    assert!(std::fs::read_to_string(case.join("diff.svg"))
+        .unwrap()
+        .trim_end()
+        .ends_with("</svg>"));
+}
