@@ -82,7 +82,7 @@ pub enum Command {
         /// The perf.data file.
         file: PathBuf,
         /// `table` (both views), `json` (`sparkles.profile/1`), `folded` (stacks for
-        /// flamegraph tools), `svg` (a flamegraph).
+        /// flamegraph tools), `svg` (a flamegraph), `pprof` (gzipped profile.proto).
         #[arg(long, value_enum, default_value = "table")]
         format: ReportFormat,
         /// Write here (whole, or not at all) instead of standard output.
@@ -201,6 +201,8 @@ pub enum ReportFormat {
     Folded,
     /// A flamegraph SVG.
     Svg,
+    /// A gzipped profile.proto for `go tool pprof`, Pyroscope, Parca.
+    Pprof,
 }
 
 fn report_command(
@@ -229,6 +231,7 @@ fn report_command(
         }
         ReportFormat::Folded => folded.text().into_bytes(),
         ReportFormat::Svg => flame::svg(&p, &folded)?.into_bytes(),
+        ReportFormat::Pprof => sparkles_report::pprof::gzipped(&p, &folded)?,
     };
     match output {
         Some(path) => profile::write_atomic(path, &bytes),

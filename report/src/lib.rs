@@ -8,9 +8,12 @@
 //!   folded stacks, `sparkles.profile/1` JSON.
 //! - [`flame`]: flamegraph SVGs through inferno.
 //! - [`names`]: names that survive a rebuild.
+//! - [`diff`]: the hot-function diff of two profiles.
+//! - [`pprof`]: gzipped profile.proto export.
 
 pub mod diff;
 pub mod flame;
 pub mod names;
+pub mod pprof;
 pub mod profile;
 pub mod stacks;

@@ -143,6 +143,8 @@ pub struct Profile {
 pub struct Folded {
     /// Stack line to weight, sorted.
     pub stacks: BTreeMap<String, u64>,
+    /// Stack line to its number of samples.
+    pub samples: BTreeMap<String, u64>,
     /// Each function's kind, for colours.
     pub kinds: HashMap<String, Kind>,
 }
@@ -319,6 +321,7 @@ impl Builder {
             stack.push(';');
         }
         stack.pop();
+        *self.folded.samples.entry(stack.clone()).or_default() += 1;
         *self.folded.stacks.entry(stack).or_default() += weight;
     }
 
