@@ -1,0 +1,146 @@
+//! Report generation end to end (decode, unwind, symbolize, aggregate, SVG) from a
+//! capture of at least 100,000 samples with DWARF stacks, against `perf report --stdio`
+//! and against `perf script | inferno-collapse-perf | inferno-flamegraph` on the same
+//! file, medians in the same run, reported as ratios.
+//!
+//! - `report/sparkles_svg`: `sparkles report FILE --format svg`, output discarded.
+//! - `report/perf_report`: `perf report -i FILE --stdio`, output discarded.
+//! - `report/perf_inferno`: `perf script -i FILE | inferno-collapse-perf |
+//!   inferno-flamegraph`, where `cargo install inferno` put the two tools.
+//!
+//! The capture: `testdata/unwind/callchains.c` built with `gcc -O2 -g` and recorded with
+//! `perf record -F 20000 --call-graph dwarf,2048` into `target/sparkles/bench-data/`
+//! (smoke mode: a short one). Needs gcc and perf; without them it says so.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use clap::Parser;
+use sparkles_bench::{HarnessArgs, Suite};
+
+fn run(dir: &Path, program: &str, args: &[&str]) -> Result<(), String> {
+    let status = Command::new(program)
+        .args(args)
+        .current_dir(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map_err(|e| format!("{program}: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{program} {args:?} failed ({status})"))
+    }
+}
+
+/// The capture, recorded once: `rounds` extra arguments lengthen the program's run.
+fn capture(dir: &Path, rounds: usize) -> Result<PathBuf, String> {
+    let path = dir.join(format!("report-{rounds}.perf.data"));
+    if path.is_file() {
+        return Ok(path);
+    }
+    std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/unwind/callchains.c");
+    let src = src.to_str().ok_or("source path is not UTF-8")?;
+    run(dir, "gcc", &["-O2", "-g", "-o", "callchains", src])?;
+    let tmp = path.with_extension("tmp");
+    let tmp_s = tmp.to_str().ok_or("path is not UTF-8")?.to_string();
+    let extra = vec!["x"; rounds];
+    let mut args = vec![
+        "record",
+        "-q",
+        "-F",
+        "20000",
+        "--call-graph",
+        "dwarf,2048",
+        "-o",
+        &tmp_s,
+        "./callchains",
+    ];
+    args.extend(extra.iter().copied());
+    run(dir, "perf", &args)?;
+    std::fs::rename(&tmp, &path).map_err(|e| e.to_string())?;
+    Ok(path)
+}
+
+/// Runs a shell pipeline; the bytes it printed.
+fn shell(script: &str) -> Result<u64, String> {
+    let out = Command::new("sh")
+        .args(["-c", script])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .output()
+        .map_err(|e| e.to_string())?;
+    if !out.status.success() {
+        return Err(format!("`{script}` failed ({})", out.status));
+    }
+    Ok(out.stdout.len() as u64)
+}
+
+fn samples_in(path: &Path) -> Result<u64, String> {
+    let data = sparkles_sampler::perf_data::PerfData::open(path).map_err(|e| e.to_string())?;
+    let stats = data
+        .for_each_record(|_| Ok::<(), ()>(()))
+        .map_err(|e| format!("{e:?}"))?;
+    Ok(stats.samples)
+}
+
+fn main() {
+    let args = HarnessArgs::parse();
+    let mut suite = Suite::new("report");
+    suite.default_samples(3);
+    let measuring = args.bench && !args.list;
+    let dir = sparkles_bench::output::out_dir(args.out_dir.as_deref()).join("bench-data");
+    let inferno = std::env::var_os("HOME")
+        .map(|h| PathBuf::from(h).join(".cargo/bin"))
+        .filter(|b| {
+            b.join("inferno-collapse-perf").is_file() && b.join("inferno-flamegraph").is_file()
+        });
+    match capture(&dir, if measuring { 20 } else { 0 }) {
+        Ok(path) => {
+            let n = samples_in(&path).unwrap_or(0);
+            eprintln!("report: {} ({n} samples)", path.display());
+            if measuring && n < 100_000 {
+                eprintln!("report: warning: fewer than 100,000 samples ({n})");
+            }
+            let file = path.to_string_lossy().into_owned();
+            suite.group("report", |g| {
+                let sparkles = env!("CARGO_BIN_EXE_sparkles").to_string();
+                let f = file.clone();
+                g.case("sparkles_svg", move |bench| {
+                    bench.try_iter(|| shell(&format!("'{sparkles}' report '{f}' --format svg")))
+                });
+                let f = file.clone();
+                g.case("perf_report", move |bench| {
+                    bench.try_iter(|| shell(&format!("perf report -i '{f}' --stdio 2>/dev/null")))
+                });
+                match &inferno {
+                    Some(bin) => {
+                        let f = file.clone();
+                        let bin = bin.display().to_string();
+                        g.case("perf_inferno", move |bench| {
+                            bench.try_iter(|| {
+                                shell(&format!(
+                                    "perf script -i '{f}' 2>/dev/null | '{bin}/inferno-collapse-perf' | '{bin}/inferno-flamegraph'"
+                                ))
+                            })
+                        });
+                    }
+                    None => eprintln!(
+                        "report: inferno's tools are not installed (cargo install inferno): no perf_inferno case"
+                    ),
+                }
+            });
+        }
+        Err(why) => eprintln!("report: no capture, nothing to measure: {why}"),
+    }
+    let outcome = sparkles_bench::run_or_exit(suite, &args);
+    if let Some(ours) = outcome.median("report/sparkles_svg") {
+        for peer in ["report/perf_report", "report/perf_inferno"] {
+            if let Some(p) = outcome.median(peer) {
+                println!("report/sparkles_svg: {:.1}x faster than {peer}", p / ours);
+            }
+        }
+    }
+    std::process::exit(if outcome.all_ok() { 0 } else { 1 });
+}
