@@ -96,7 +96,7 @@ fn main() {
         .filter(|b| {
             b.join("inferno-collapse-perf").is_file() && b.join("inferno-flamegraph").is_file()
         });
-    match capture(&dir, if measuring { 20 } else { 0 }) {
+    match capture(&dir, if measuring { 60 } else { 0 }) {
         Ok(path) => {
             let n = samples_in(&path).unwrap_or(0);
             eprintln!("report: {} ({n} samples)", path.display());

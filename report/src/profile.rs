@@ -5,6 +5,9 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
+use std::rc::Rc;
+
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use serde::{Deserialize, Serialize};
 use sparkles_sampler::perf_data::{PerfData, Record};
@@ -181,35 +184,50 @@ struct Counts {
     self_: u64,
     total: u64,
     self_samples: u64,
-    module: Option<String>,
-    file: Option<String>,
+    module: Option<Rc<str>>,
+    file: Option<Rc<str>>,
     kind: Option<Kind>,
     /// Self weight per line, for the hottest.
     lines: HashMap<u32, u64>,
 }
 
 impl Counts {
-    fn note(&mut self, f: &NamedFrame) {
+    fn note(&mut self, f: &NamedFrame, kind: Kind) {
         if self.module.is_none() {
             self.module = f.module.clone();
         }
         if self.file.is_none() {
             self.file = f.file.clone();
         }
-        self.kind.get_or_insert_with(|| kind_of(f));
+        self.kind.get_or_insert(kind);
     }
 }
+
+/// A frame's names as profiles key it, worked out once per distinct name.
+#[derive(Clone)]
+struct Keys {
+    function: Rc<str>,
+    symbol: Rc<str>,
+    kind: Kind,
+    /// Its label in folded stacks.
+    folded: Rc<str>,
+}
+
+/// What a frame's keys depend on: its function, symbol and module as given.
+type FrameId = (Option<Rc<str>>, Option<Rc<str>>, Option<Rc<str>>);
 
 /// Accumulates named stacks.
 #[derive(Default)]
 pub struct Builder {
     samples: u64,
     weight: u64,
-    functions: HashMap<String, Counts>,
-    symbols: HashMap<String, Counts>,
-    modules: HashMap<String, Counts>,
-    lines: HashMap<(String, String, u32), u64>,
+    functions: FxHashMap<Rc<str>, Counts>,
+    symbols: FxHashMap<Rc<str>, Counts>,
+    modules: FxHashMap<Rc<str>, Counts>,
+    lines: FxHashMap<(Rc<str>, Rc<str>, u32), u64>,
     folded: Folded,
+    /// Keys per (function, symbol, module) as given.
+    keys: FxHashMap<FrameId, Keys>,
 }
 
 impl std::fmt::Debug for Builder {
@@ -221,27 +239,43 @@ impl std::fmt::Debug for Builder {
     }
 }
 
-fn function_name(f: &NamedFrame) -> String {
-    match &f.function {
-        Some(n) => normalize(n),
-        None => match &f.module {
-            Some(m) => format!("[unknown] ({m})"),
-            None => "[unknown]".to_string(),
-        },
-    }
-}
-
-fn symbol_name(f: &NamedFrame) -> String {
-    match &f.symbol {
-        Some(n) => normalize(n),
-        None => function_name(f),
-    }
-}
-
 impl Builder {
     /// A new, empty profile.
     pub fn new() -> Builder {
         Builder::default()
+    }
+
+    fn keys(&mut self, f: &NamedFrame) -> Keys {
+        let id = (f.function.clone(), f.symbol.clone(), f.module.clone());
+        if let Some(k) = self.keys.get(&id) {
+            return k.clone();
+        }
+        let function: Rc<str> = match &f.function {
+            Some(n) => Rc::from(normalize(n)),
+            None => Rc::from(match &f.module {
+                Some(m) => format!("[unknown] ({m})"),
+                None => "[unknown]".to_string(),
+            }),
+        };
+        let symbol = match &f.symbol {
+            Some(n) => Rc::from(normalize(n)),
+            None => Rc::clone(&function),
+        };
+        let kind = kind_of(f);
+        // ';' separates frames and ' ' the weight: neither may be in a name. Kernel
+        // frames are marked as perf marks them.
+        let mut label = function.replace(';', ":");
+        if kind == Kind::Kernel {
+            label.push_str("_[k]");
+        }
+        let k = Keys {
+            function,
+            symbol,
+            kind,
+            folded: Rc::from(label),
+        };
+        self.keys.insert(id, k.clone());
+        k
     }
 
     /// Adds one sample's stack (innermost first) with its weight.
@@ -251,88 +285,88 @@ impl Builder {
         let Some(leaf) = frames.first() else {
             return;
         };
+        let keys: Vec<Keys> = frames.iter().map(|f| self.keys(f)).collect();
         // functions: every frame a row of its own, inlined ones included.
-        let names: Vec<String> = frames.iter().map(function_name).collect();
-        let leaf_name = &names[0];
-        let c = self.functions.entry(leaf_name.clone()).or_default();
+        let c = self
+            .functions
+            .entry(Rc::clone(&keys[0].function))
+            .or_default();
         c.self_ += weight;
         c.self_samples += 1;
-        c.note(leaf);
+        c.note(leaf, keys[0].kind);
         if let Some(line) = leaf.line {
             *c.lines.entry(line).or_default() += weight;
             if let Some(file) = &leaf.file {
                 *self
                     .lines
-                    .entry((leaf_name.clone(), file.clone(), line))
+                    .entry((Rc::clone(&keys[0].function), Rc::clone(file), line))
                     .or_default() += weight;
             }
         }
-        let mut seen: HashSet<&str> = HashSet::new();
-        for (f, n) in frames.iter().zip(&names) {
-            if seen.insert(n) {
-                let c = self.functions.entry(n.clone()).or_default();
+        let mut seen: FxHashSet<&str> = FxHashSet::default();
+        for (f, k) in frames.iter().zip(&keys) {
+            if seen.insert(&k.function) {
+                let c = self.functions.entry(Rc::clone(&k.function)).or_default();
                 c.total += weight;
-                c.note(f);
+                c.note(f, k.kind);
             }
         }
         // symbols: one row per physical frame (its containing symbol).
-        let physical: Vec<(&NamedFrame, String)> = frames
-            .iter()
-            .filter(|f| !f.inlined)
-            .map(|f| (f, symbol_name(f)))
-            .collect();
-        if let Some((f, s)) = physical.first() {
-            let c = self.symbols.entry(s.clone()).or_default();
-            c.self_ += weight;
-            c.self_samples += 1;
-            c.note(f);
-        }
-        let mut seen: HashSet<&str> = HashSet::new();
-        for (f, s) in &physical {
-            if seen.insert(s) {
-                let c = self.symbols.entry(s.clone()).or_default();
-                c.total += weight;
-                c.note(f);
+        let mut first = true;
+        let mut seen: FxHashSet<&str> = FxHashSet::default();
+        for (f, k) in frames.iter().zip(&keys).filter(|(f, _)| !f.inlined) {
+            let c = self.symbols.entry(Rc::clone(&k.symbol)).or_default();
+            if first {
+                c.self_ += weight;
+                c.self_samples += 1;
+                first = false;
             }
+            if seen.insert(&k.symbol) {
+                c.total += weight;
+            }
+            c.note(f, k.kind);
         }
         // modules: the leaf's.
-        let module = leaf.module.clone().unwrap_or_else(|| "[unknown]".into());
-        let c = self.modules.entry(module.clone()).or_default();
+        let module: Rc<str> = leaf.module.clone().unwrap_or_else(|| Rc::from("[unknown]"));
+        let c = self.modules.entry(Rc::clone(&module)).or_default();
         c.self_ += weight;
         c.self_samples += 1;
         c.module = Some(module);
-        c.kind.get_or_insert_with(|| kind_of(leaf));
-        // folded: root first; kernel frames marked as perf marks them.
-        let mut stack = String::new();
+        c.kind.get_or_insert(keys[0].kind);
+        // folded: root first.
+        let mut stack =
+            String::with_capacity(keys.iter().map(|k| k.folded.len() + 1).sum::<usize>() + 16);
         if truncated {
             stack.push_str("[truncated];");
         }
-        for (f, n) in frames.iter().zip(&names).rev() {
-            let kind = kind_of(f);
-            let label = if kind == Kind::Kernel {
-                format!("{n}_[k]")
-            } else {
-                n.clone()
-            };
-            // ';' separates frames and ' ' the weight: neither may be in a name.
-            let label = label.replace(';', ":");
-            self.folded.kinds.entry(label.clone()).or_insert(kind);
-            stack.push_str(&label);
+        for k in keys.iter().rev() {
+            if !self.folded.kinds.contains_key(&*k.folded) {
+                self.folded.kinds.insert(k.folded.to_string(), k.kind);
+            }
+            stack.push_str(&k.folded);
             stack.push(';');
         }
         stack.pop();
-        *self.folded.samples.entry(stack.clone()).or_default() += 1;
-        *self.folded.stacks.entry(stack).or_default() += weight;
+        match self.folded.samples.get_mut(&stack) {
+            Some(n) => {
+                *n += 1;
+                *self.folded.stacks.get_mut(&stack).unwrap_or(&mut 0) += weight;
+            }
+            None => {
+                self.folded.samples.insert(stack.clone(), 1);
+                self.folded.stacks.insert(stack, weight);
+            }
+        }
     }
 
-    fn rows(&self, map: &HashMap<String, Counts>) -> Vec<Entry> {
+    fn rows(&self, map: &FxHashMap<Rc<str>, Counts>) -> Vec<Entry> {
         let pct = |w: u64| 100.0 * w as f64 / self.weight.max(1) as f64;
         let mut rows: Vec<Entry> = map
             .iter()
             .map(|(name, c)| Entry {
-                name: name.clone(),
-                module: c.module.clone(),
-                file: c.file.clone(),
+                name: name.to_string(),
+                module: c.module.as_deref().map(str::to_string),
+                file: c.file.as_deref().map(str::to_string),
                 line: c
                     .lines
                     .iter()
@@ -373,10 +407,10 @@ impl Builder {
         let mut lines: Vec<LineEntry> = self
             .lines
             .iter()
-            .filter(|((f, _, _), _)| hot.contains(f.as_str()))
+            .filter(|((f, _, _), _)| hot.contains(&**f))
             .map(|((function, file, line), w)| LineEntry {
-                function: function.clone(),
-                file: file.clone(),
+                function: function.to_string(),
+                file: file.to_string(),
                 line: *line,
                 self_: *w,
                 self_pct: pct(*w),

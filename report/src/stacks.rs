@@ -3,6 +3,9 @@
 //! profile reports read them.
 
 use std::path::PathBuf;
+use std::rc::Rc;
+
+use rustc_hash::FxHashMap;
 
 use sparkles_sampler::perf_data::{PerfData, Record, Sample};
 use sparkles_symbolize::symbolizer::{Place, Symbolizer};
@@ -20,28 +23,29 @@ pub struct StackOptions {
     pub debug_dirs: Vec<PathBuf>,
 }
 
-/// One named frame.
+/// One named frame. Its strings are shared (`Rc<str>`): a profile copies the frames of
+/// each distinct address into every sample that has it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NamedFrame {
     /// The captured address (the sampled IP, or a return address).
     pub addr: u64,
     /// Function, demangled.
-    pub function: Option<String>,
+    pub function: Option<Rc<str>>,
     /// The mapping's path (`[kernel.kallsyms]`, `[vdso]`, a file).
-    pub module: Option<String>,
+    pub module: Option<Rc<str>>,
     /// Source file.
-    pub file: Option<String>,
+    pub file: Option<Rc<str>>,
     /// Line.
     pub line: Option<u32>,
     /// Inlined into the next frame.
     pub inlined: bool,
     /// The ELF symbol (or kallsyms or perf-map name) containing the address: what
     /// `perf report` names the physical frame by, whatever was inlined into it.
-    pub symbol: Option<String>,
+    pub symbol: Option<Rc<str>>,
     /// The address's offset into its symbol, where only a symbol table named it.
     pub symbol_offset: Option<u64>,
     /// Why it has no name (or only `[kernel]`).
-    pub missing: Option<String>,
+    pub missing: Option<Rc<str>>,
 }
 
 /// A sample's named stack.
@@ -58,6 +62,8 @@ pub struct NamedStack {
 pub struct StackNamer {
     symbolizer: Symbolizer,
     unwinder: Unwinder,
+    /// The named frames of each place (and return-address adjustment), built once.
+    expanded: FxHashMap<(Place, u64), Rc<[NamedFrame]>>,
     /// Notes for the user (architecture assumed, …).
     pub notes: Vec<String>,
 }
@@ -100,6 +106,7 @@ impl StackNamer {
         StackNamer {
             symbolizer,
             unwinder: Unwinder::new(options.unwind, arch),
+            expanded: FxHashMap::default(),
             notes,
         }
     }
@@ -116,41 +123,22 @@ impl StackNamer {
         let mut frames: Vec<NamedFrame> = Vec::with_capacity(raw.frames.len() * 2);
         for f in &raw.frames {
             let at = self.symbolizer.locate(pid, f.lookup);
-            let named = self.symbolizer.name(&at.place);
-            let symbol = match &at.place {
-                Place::Module { key, vaddr } => self
-                    .symbolizer
-                    .loaded(key)
-                    .and_then(|m| m.symbol(*vaddr))
-                    .map(|(n, _)| sparkles_symbolize::demangle::for_display(n).into_owned()),
-                _ => named
-                    .frames
-                    .last()
-                    .and_then(|n| n.function.as_deref())
-                    .map(|n| sparkles_symbolize::demangle::for_display(n).into_owned()),
+            let delta = f.addr - f.lookup;
+            let cacheable = !matches!(at.place, Place::Unknown(_));
+            let expanded = match self.expanded.get(&(at.place.clone(), delta)) {
+                Some(e) if cacheable => Rc::clone(e),
+                _ => {
+                    let e = self.expand(&at, delta);
+                    if cacheable {
+                        self.expanded
+                            .insert((at.place.clone(), delta), Rc::clone(&e));
+                    }
+                    e
+                }
             };
-            if named.frames.is_empty() {
-                frames.push(NamedFrame {
-                    addr: f.addr,
-                    function: None,
-                    module: at.mapping,
-                    file: None,
-                    line: None,
-                    inlined: false,
-                    symbol,
-                    symbol_offset: None,
-                    missing: named.missing.clone(),
-                });
-                continue;
-            }
-            for n in named.frames.iter() {
-                // Names as profiles show them: Rust without hashes.
-                let function = n
-                    .function
-                    .as_deref()
-                    .map(|raw| sparkles_symbolize::demangle::for_display(raw).into_owned());
+            for n in expanded.iter() {
                 // Kernel frames that may not be named: one `[kernel]` frame for the run.
-                if function.as_deref() == Some("[kernel]")
+                if n.function.as_deref() == Some("[kernel]")
                     && frames
                         .last()
                         .is_some_and(|p| p.function.as_deref() == Some("[kernel]"))
@@ -159,15 +147,7 @@ impl StackNamer {
                 }
                 frames.push(NamedFrame {
                     addr: f.addr,
-                    function,
-                    module: at.mapping.clone(),
-                    file: n.file.clone(),
-                    line: n.line.filter(|&l| l > 0),
-                    inlined: n.inlined,
-                    symbol: symbol.clone(),
-                    // Named at the call (addr - 1): the offset of `addr` itself.
-                    symbol_offset: n.symbol_offset.map(|o| o + (f.addr - f.lookup)),
-                    missing: named.missing.clone(),
+                    ..n.clone()
                 });
             }
         }
@@ -175,6 +155,61 @@ impl StackNamer {
             frames,
             truncated: raw.truncated,
         }
+    }
+
+    /// The named frames of one located address (`delta`: 1 for a return address named at
+    /// its call), address left 0.
+    fn expand(
+        &mut self,
+        at: &sparkles_symbolize::symbolizer::Located,
+        delta: u64,
+    ) -> Rc<[NamedFrame]> {
+        let shown = |n: &str| -> Rc<str> { Rc::from(sparkles_symbolize::demangle::for_display(n)) };
+        let named = self.symbolizer.name(&at.place);
+        let symbol: Option<Rc<str>> = match &at.place {
+            Place::Module { key, vaddr } => self
+                .symbolizer
+                .loaded(key)
+                .and_then(|m| m.symbol(*vaddr))
+                .map(|(n, _)| shown(n)),
+            _ => named
+                .frames
+                .last()
+                .and_then(|n| n.function.as_deref())
+                .map(shown),
+        };
+        let module: Option<Rc<str>> = at.mapping.as_deref().map(Rc::from);
+        let missing: Option<Rc<str>> = named.missing.as_deref().map(Rc::from);
+        if named.frames.is_empty() {
+            return Rc::from(vec![NamedFrame {
+                addr: 0,
+                function: None,
+                module,
+                file: None,
+                line: None,
+                inlined: false,
+                symbol,
+                symbol_offset: None,
+                missing,
+            }]);
+        }
+        named
+            .frames
+            .iter()
+            .map(|n| NamedFrame {
+                addr: 0,
+                // Names as profiles show them: Rust without hashes.
+                function: n.function.as_deref().map(shown),
+                module: module.clone(),
+                file: n.file.as_deref().map(Rc::from),
+                line: n.line.filter(|&l| l > 0),
+                inlined: n.inlined,
+                symbol: symbol.clone(),
+                // Named at the call (addr - 1): the offset of `addr` itself.
+                symbol_offset: n.symbol_offset.map(|o| o + delta),
+                missing: missing.clone(),
+            })
+            .collect()
     }
 
     /// The unwinder's counts.

@@ -114,12 +114,12 @@ fn a_planted_regression_is_the_top_significant_mover_and_reruns_are_noise() {
 fn frame(name: &str) -> NamedFrame {
     NamedFrame {
         addr: 0x1000,
-        function: Some(name.to_string()),
+        function: Some(name.into()),
         module: Some("/bin/app".into()),
         file: None,
         line: None,
         inlined: false,
-        symbol: Some(name.to_string()),
+        symbol: Some(name.into()),
         symbol_offset: None,
         missing: None,
     }

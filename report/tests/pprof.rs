@@ -14,12 +14,12 @@ use sparkles_report::stacks::NamedFrame;
 fn frame(name: &str, module: &str) -> NamedFrame {
     NamedFrame {
         addr: 0x1000,
-        function: Some(name.to_string()),
-        module: Some(module.to_string()),
+        function: Some(name.into()),
+        module: Some(module.into()),
         file: Some("src/main.rs".into()),
         line: Some(7),
         inlined: false,
-        symbol: Some(name.to_string()),
+        symbol: Some(name.into()),
         symbol_offset: None,
         missing: None,
     }

@@ -1,7 +1,7 @@
 //! The address-space model: per process, which module is mapped where, built from MMAP
 //! and MMAP2 records in time order, and how an address becomes a module-relative one.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// One mapping of a file (or anonymous memory) into a process.
 #[derive(Debug, Clone, PartialEq, Eq)]

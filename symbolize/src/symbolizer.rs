@@ -9,7 +9,7 @@
 //! lookup and segment arithmetic), and [`Symbolizer::name`] / [`Symbolizer::name_batch`]
 //! turn places into frames.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::path::PathBuf;
 use std::rc::Rc;
 
@@ -104,6 +104,9 @@ pub struct Named {
     pub missing: Option<String>,
 }
 
+/// A module, or why there is none.
+type Loaded = Result<Rc<Module>, Unavailable>;
+
 /// Where the kernel's addresses start (x86_64 and aarch64 with 48-bit user space).
 pub const KERNEL_HALF: u64 = 0xffff_8000_0000_0000;
 
@@ -130,6 +133,9 @@ pub struct Symbolizer {
     /// Where perf maps are read from (`/tmp`).
     perf_map_dir: PathBuf,
     names: HashMap<Place, Named>,
+    /// The module each file mapping resolved to, per (pid, mapping start), valid while
+    /// the process's mappings are at the generation noted.
+    by_mapping: HashMap<(u32, u64), (u64, Loaded)>,
     stats: Stats,
 }
 
@@ -175,13 +181,14 @@ impl Symbolizer {
         Symbolizer {
             space: AddressSpace::new(),
             paths,
-            capture_build_ids: HashMap::new(),
-            modules: HashMap::new(),
-            failures: HashMap::new(),
+            capture_build_ids: HashMap::default(),
+            modules: HashMap::default(),
+            failures: HashMap::default(),
             local: Ok(()),
-            perf_maps: HashMap::new(),
+            perf_maps: HashMap::default(),
             perf_map_dir: PathBuf::from("/tmp"),
-            names: HashMap::new(),
+            names: HashMap::default(),
+            by_mapping: HashMap::default(),
             stats: Stats::default(),
         }
     }
@@ -375,7 +382,18 @@ impl Symbolizer {
         } else if m.path.starts_with('[') {
             Place::Unknown(format!("{}: no file to name it from", m.path))
         } else {
-            match self.module(&m.path, m.build_id.as_deref()) {
+            // The same mapping asks for the same module: once per mapping and generation.
+            let generation = self.space.generation(pid);
+            let module = match self.by_mapping.get(&(pid, m.start)) {
+                Some((g, found)) if *g == generation => found.clone(),
+                _ => {
+                    let found = self.module(&m.path, m.build_id.as_deref());
+                    self.by_mapping
+                        .insert((pid, m.start), (generation, found.clone()));
+                    found
+                }
+            };
+            match module {
                 Ok(module) => match module.vaddr_of(m.file_offset(addr)) {
                     Some(vaddr) => Place::Module {
                         key: match module.build_id() {

@@ -16,7 +16,9 @@
 //!
 //! x86_64 and aarch64 (perf's register numbering for each).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap as HashMap;
 use std::ops::{Deref, Range};
 use std::sync::Arc;
 
@@ -411,8 +413,8 @@ impl Unwinder {
         Unwinder {
             mode,
             arch,
-            processes: HashMap::new(),
-            sections: HashMap::new(),
+            processes: HashMap::default(),
+            sections: HashMap::default(),
             cache_x86_64: CacheX86_64::new(),
             cache_aarch64: CacheAarch64::new(),
             fp_x86_64: UnwinderX86_64::new(),
