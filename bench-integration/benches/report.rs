@@ -18,50 +18,7 @@ use std::process::{Command, Stdio};
 use clap::Parser;
 use sparkles_bench::{HarnessArgs, Suite};
 
-fn run(dir: &Path, program: &str, args: &[&str]) -> Result<(), String> {
-    let status = Command::new(program)
-        .args(args)
-        .current_dir(dir)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .map_err(|e| format!("{program}: {e}"))?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!("{program} {args:?} failed ({status})"))
-    }
-}
-
-/// The capture, recorded once: `rounds` extra arguments lengthen the program's run.
-fn capture(dir: &Path, rounds: usize) -> Result<PathBuf, String> {
-    let path = dir.join(format!("report-{rounds}.perf.data"));
-    if path.is_file() {
-        return Ok(path);
-    }
-    std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/unwind/callchains.c");
-    let src = src.to_str().ok_or("source path is not UTF-8")?;
-    run(dir, "gcc", &["-O2", "-g", "-o", "callchains", src])?;
-    let tmp = path.with_extension("tmp");
-    let tmp_s = tmp.to_str().ok_or("path is not UTF-8")?.to_string();
-    let extra = vec!["x"; rounds];
-    let mut args = vec![
-        "record",
-        "-q",
-        "-F",
-        "20000",
-        "--call-graph",
-        "dwarf,2048",
-        "-o",
-        &tmp_s,
-        "./callchains",
-    ];
-    args.extend(extra.iter().copied());
-    run(dir, "perf", &args)?;
-    std::fs::rename(&tmp, &path).map_err(|e| e.to_string())?;
-    Ok(path)
-}
+mod support;
 
 /// Runs a shell pipeline; the bytes it printed.
 fn shell(script: &str) -> Result<u64, String> {
@@ -96,7 +53,7 @@ fn main() {
         .filter(|b| {
             b.join("inferno-collapse-perf").is_file() && b.join("inferno-flamegraph").is_file()
         });
-    match capture(&dir, if measuring { 60 } else { 0 }) {
+    match support::callchains_capture(&dir, "report", if measuring { 60 } else { 0 }, 20000, 2048) {
         Ok(path) => {
             let n = samples_in(&path).unwrap_or(0);
             eprintln!("report: {} ({n} samples)", path.display());

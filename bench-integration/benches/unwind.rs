@@ -26,51 +26,7 @@ use sparkles_symbolize::symbolizer::Symbolizer;
 use sparkles_symbolize::SearchPaths;
 use sparkles_unwind::{Arch, Mode, Unwinder};
 
-fn run(dir: &Path, program: &str, args: &[&str]) -> Result<(), String> {
-    let status = Command::new(program)
-        .args(args)
-        .current_dir(dir)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .map_err(|e| format!("{program}: {e}"))?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!("{program} {args:?} failed ({status})"))
-    }
-}
-
-/// The capture, recorded once; `rounds` lengthens the program's run.
-fn capture(dir: &Path, rounds: usize) -> Result<PathBuf, String> {
-    let path = dir.join(format!("unwind-{rounds}.perf.data"));
-    if path.is_file() {
-        return Ok(path);
-    }
-    std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/unwind/callchains.c");
-    let src = src.to_str().ok_or("source path is not UTF-8")?;
-    run(dir, "gcc", &["-O2", "-g", "-o", "callchains", src])?;
-    let tmp = path.with_extension("tmp");
-    let tmp_s = tmp.to_str().ok_or("path is not UTF-8")?.to_string();
-    let mut args = vec![
-        "record",
-        "-q",
-        "-F",
-        "4000",
-        "--call-graph",
-        "dwarf,8192",
-        "-o",
-        &tmp_s,
-        "./callchains",
-    ];
-    // Each extra argument is another 240 rounds (about 0.3 s).
-    let extra = vec!["x"; rounds];
-    args.extend(extra.iter().copied());
-    run(dir, "perf", &args)?;
-    std::fs::rename(&tmp, &path).map_err(|e| e.to_string())?;
-    Ok(path)
-}
+mod support;
 
 /// A sample's unwinding inputs, owned.
 struct Owned {
@@ -145,7 +101,7 @@ fn main() {
     suite.default_samples(8);
     let measuring = args.bench && !args.list;
     let dir = sparkles_bench::output::out_dir(args.out_dir.as_deref()).join("bench-data");
-    match capture(&dir, if measuring { 3 } else { 0 }) {
+    match support::callchains_capture(&dir, "unwind", if measuring { 3 } else { 0 }, 4000, 8192) {
         Ok(path) => {
             suite.group("unwind", move |g| {
                 let p = path.clone();

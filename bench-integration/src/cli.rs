@@ -233,11 +233,17 @@ fn report_command(
         ReportFormat::Svg => flame::svg(&p, &folded)?.into_bytes(),
         ReportFormat::Pprof => sparkles_report::pprof::gzipped(&p, &folded)?,
     };
+    emit(output, &bytes)
+}
+
+/// Writes a command's output: to OUT whole (or not at all), else to standard output (a
+/// reader that went away ends it quietly).
+fn emit(output: Option<&std::path::Path>, bytes: &[u8]) -> Result<(), String> {
     match output {
-        Some(path) => profile::write_atomic(path, &bytes),
+        Some(path) => sparkles_report::profile::write_atomic(path, bytes),
         None => {
             let mut out = std::io::stdout().lock();
-            match out.write_all(&bytes).and_then(|()| out.flush()) {
+            match out.write_all(bytes).and_then(|()| out.flush()) {
                 Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.to_string()),
                 _ => Ok(()),
             }
@@ -302,7 +308,7 @@ fn diff_command(
     output: Option<&std::path::Path>,
     top: usize,
 ) -> Result<(), String> {
-    use sparkles_report::{diff, profile};
+    use sparkles_report::diff;
     let (b, bf) = load_profile(base)?;
     let (n, nf) = load_profile(new)?;
     let d = diff::diff(&format!("{} -> {}", b.case, n.case), &b, &n);
@@ -322,16 +328,7 @@ fn diff_command(
             }
         },
     };
-    match output {
-        Some(path) => profile::write_atomic(path, &bytes),
-        None => {
-            let mut out = std::io::stdout().lock();
-            match out.write_all(&bytes).and_then(|()| out.flush()) {
-                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.to_string()),
-                _ => Ok(()),
-            }
-        }
-    }
+    emit(output, &bytes)
 }
 
 /// Output of `sparkles script`.

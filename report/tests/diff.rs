@@ -7,32 +7,14 @@
 #![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use sparkles_report::diff::diff;
 use sparkles_report::profile::{profile_capture, Builder, Profile, Unwinding};
 use sparkles_report::stacks::{NamedFrame, StackOptions};
 
-fn run(dir: &Path, args: &[&str]) -> bool {
-    match Command::new(args[0])
-        .args(&args[1..])
-        .current_dir(dir)
-        .output()
-    {
-        Ok(o) if o.status.success() => true,
-        Ok(o) => {
-            eprintln!(
-                "skipped: {args:?} failed: {}",
-                String::from_utf8_lossy(&o.stderr).trim()
-            );
-            false
-        }
-        Err(e) => {
-            eprintln!("skipped: {args:?}: {e}");
-            false
-        }
-    }
-}
+#[path = "../../testdata/support/commands.rs"]
+mod commands;
+use commands::{perf_record, run_in};
 
 /// Builds hotspots.c with `defines` as `bin` and records it into `out`.
 fn profile_of(dir: &Path, bin: &str, defines: &[&str], out: &str) -> Option<Profile> {
@@ -41,33 +23,10 @@ fn profile_of(dir: &Path, bin: &str, defines: &[&str], out: &str) -> Option<Prof
         let mut args = vec!["gcc", "-O2", "-g"];
         args.extend_from_slice(defines);
         args.extend_from_slice(&["-o", bin, src.to_str().unwrap()]);
-        if !run(dir, &args) {
-            return None;
-        }
+        run_in(dir, &args)?;
     }
     let program = format!("./{bin}");
-    let recorded = ["cycles", "cpu-clock"].iter().any(|event| {
-        run(
-            dir,
-            &[
-                "perf",
-                "record",
-                "-q",
-                "-e",
-                event,
-                "-F",
-                "4000",
-                "--call-graph",
-                "dwarf",
-                "-o",
-                out,
-                &program,
-            ],
-        )
-    });
-    if !recorded {
-        return None;
-    }
+    perf_record(dir, "dwarf", out, &[&program])?;
     let (p, _) = profile_capture(&dir.join(out), out, &StackOptions::default()).unwrap();
     Some(p)
 }

@@ -8,31 +8,13 @@
 #![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use sparkles_report::profile::profile_capture;
 use sparkles_report::stacks::StackOptions;
 
-fn run(dir: &Path, args: &[&str]) -> Option<String> {
-    match Command::new(args[0])
-        .args(&args[1..])
-        .current_dir(dir)
-        .output()
-    {
-        Ok(o) if o.status.success() => Some(String::from_utf8_lossy(&o.stdout).into_owned()),
-        Ok(o) => {
-            eprintln!(
-                "skipped: {args:?} failed: {}",
-                String::from_utf8_lossy(&o.stderr).trim()
-            );
-            None
-        }
-        Err(e) => {
-            eprintln!("skipped: {args:?}: {e}");
-            None
-        }
-    }
-}
+#[path = "../../testdata/support/commands.rs"]
+mod commands;
+use commands::{perf_record, run_in as run};
 
 /// Builds and records the program; the capture.
 fn capture(dir: &Path) -> Option<PathBuf> {
@@ -41,29 +23,7 @@ fn capture(dir: &Path) -> Option<PathBuf> {
         dir,
         &["gcc", "-O2", "-g", "-o", "hotspots", src.to_str().unwrap()],
     )?;
-    for event in ["cycles", "cpu-clock"] {
-        let recorded = run(
-            dir,
-            &[
-                "perf",
-                "record",
-                "-q",
-                "-e",
-                event,
-                "-F",
-                "4000",
-                "--call-graph",
-                "dwarf",
-                "-o",
-                "perf.data",
-                "./hotspots",
-            ],
-        );
-        if recorded.is_some() {
-            return Some(dir.join("perf.data"));
-        }
-    }
-    None
+    perf_record(dir, "dwarf", "perf.data", &["./hotspots"])
 }
 
 #[test]

@@ -16,26 +16,9 @@ use sparkles_symbolize::symbolizer::{Place, Symbolizer};
 use sparkles_symbolize::SearchPaths;
 use sparkles_unwind::{Arch, Mode, Unwinder};
 
-fn run(dir: &Path, args: &[&str]) -> bool {
-    match Command::new(args[0])
-        .args(&args[1..])
-        .current_dir(dir)
-        .output()
-    {
-        Ok(o) if o.status.success() => true,
-        Ok(o) => {
-            eprintln!(
-                "skipped: {args:?} failed: {}",
-                String::from_utf8_lossy(&o.stderr).trim()
-            );
-            false
-        }
-        Err(e) => {
-            eprintln!("skipped: {args:?}: {e}");
-            false
-        }
-    }
-}
+#[path = "../../testdata/support/commands.rs"]
+mod commands;
+use commands::{perf_record, run_in};
 
 /// Builds the program with `cflags` and records it with `perf record --call-graph
 /// CALL_GRAPH`; the capture's path.
@@ -44,32 +27,8 @@ fn record(dir: &Path, cflags: &[&str], call_graph: &str) -> Option<PathBuf> {
     let mut args = vec!["gcc", "-O2", "-g"];
     args.extend_from_slice(cflags);
     args.extend_from_slice(&["-o", "callchains", src.to_str().unwrap()]);
-    if !run(dir, &args) {
-        return None;
-    }
-    // A cycles event where the PMU counts, else the CPU clock.
-    for event in ["cycles", "cpu-clock"] {
-        if run(
-            dir,
-            &[
-                "perf",
-                "record",
-                "-q",
-                "-e",
-                event,
-                "-F",
-                "4000",
-                "--call-graph",
-                call_graph,
-                "-o",
-                "perf.data",
-                "./callchains",
-            ],
-        ) {
-            return Some(dir.join("perf.data"));
-        }
-    }
-    None
+    run_in(dir, &args)?;
+    perf_record(dir, call_graph, "perf.data", &["./callchains"])
 }
 
 /// `perf script`'s user frames per sample (keyed by its microsecond time): function
