@@ -63,18 +63,9 @@ pub enum Command {
         /// `truncated` (null, or why the stack ends early) added to each sample.
         #[arg(long)]
         stacks: bool,
-        /// How user frames are found with --stacks: `dwarf` (CFI over the stack copy),
-        /// `fp` (frame pointers), `auto` (DWARF where the sample has a stack copy, else the
-        /// kernel's callchain).
-        #[arg(long, default_value = "auto", value_parser = parse_unwind)]
-        unwind: sparkles_unwind::Mode,
-        /// Look for the capture's files under DIR (their recorded paths, then by name).
-        #[arg(long, value_name = "DIR")]
-        symfs: Option<PathBuf>,
-        /// Another directory of separate debug files, searched before /usr/lib/debug;
-        /// repeatable.
-        #[arg(long = "debug-dir", value_name = "DIR")]
-        debug_dirs: Vec<PathBuf>,
+        /// How --stacks finds and names frames.
+        #[command(flatten)]
+        stack_args: StackArgs,
     },
     /// A profile of any perf.data file (ours or `perf record`'s): stacks unwound, named
     /// and aggregated into the `functions` and `symbols` views, a flamegraph, or JSON.
@@ -91,15 +82,9 @@ pub enum Command {
         /// Rows per view in the table.
         #[arg(long, default_value_t = 20)]
         top: usize,
-        /// How user frames are found: `dwarf`, `fp`, `auto`.
-        #[arg(long, default_value = "auto", value_parser = parse_unwind)]
-        unwind: sparkles_unwind::Mode,
-        /// Look for the capture's files under DIR.
-        #[arg(long, value_name = "DIR")]
-        symfs: Option<PathBuf>,
-        /// Another directory of separate debug files; repeatable.
-        #[arg(long = "debug-dir", value_name = "DIR")]
-        debug_dirs: Vec<PathBuf>,
+        /// How stacks are found and named.
+        #[command(flatten)]
+        stack_args: StackArgs,
     },
     /// The hot-function diff of two profiles: each function's share before and now, the
     /// change, and whether it is outside the sampling noise.
@@ -190,6 +175,37 @@ fn parse_unwind(s: &str) -> Result<sparkles_unwind::Mode, String> {
     s.parse()
 }
 
+/// How a capture's stacks are found and named (`script --stacks`, `report`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct StackArgs {
+    /// How user frames are found: `dwarf` (CFI over the stack copy), `fp` (frame
+    /// pointers), `auto` (DWARF where the sample has a stack copy, else the kernel's
+    /// callchain).
+    #[arg(long, default_value = "auto", value_parser = parse_unwind)]
+    unwind: sparkles_unwind::Mode,
+    /// Look for the capture's files under DIR (their recorded paths, then by name).
+    #[arg(long, value_name = "DIR")]
+    symfs: Option<PathBuf>,
+    /// Another directory of separate debug files, searched before /usr/lib/debug;
+    /// repeatable.
+    #[arg(long = "debug-dir", value_name = "DIR")]
+    debug_dirs: Vec<PathBuf>,
+}
+
+impl StackArgs {
+    /// The options, or what is wrong with the flags.
+    fn options(&self) -> Result<sparkles_report::stacks::StackOptions, String> {
+        if let Some(symfs) = self.symfs.as_ref().filter(|d| !d.is_dir()) {
+            return Err(format!("--symfs {}: not a directory", symfs.display()));
+        }
+        Ok(sparkles_report::stacks::StackOptions {
+            unwind: self.unwind,
+            symfs: self.symfs.clone(),
+            debug_dirs: self.debug_dirs.clone(),
+        })
+    }
+}
+
 /// Output of `sparkles report`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ReportFormat {
@@ -213,9 +229,6 @@ fn report_command(
     options: &sparkles_report::stacks::StackOptions,
 ) -> Result<(), String> {
     use sparkles_report::{flame, profile};
-    if let Some(symfs) = options.symfs.as_ref().filter(|d| !d.is_dir()) {
-        return Err(format!("--symfs {}: not a directory", symfs.display()));
-    }
     let case = file
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -643,11 +656,6 @@ fn script(
             "feature_problems": data.feature_problems,
         }));
     }
-    if let Some(symfs) = stacks.and_then(|s| s.symfs.as_ref()) {
-        if !symfs.is_dir() {
-            return Err(format!("--symfs {}: not a directory", symfs.display()));
-        }
-    }
     let mut namer = stacks.map(|o| sparkles_report::stacks::StackNamer::for_capture(&data, o));
     if let Some(n) = &namer {
         for note in &n.notes {
@@ -875,37 +883,22 @@ where
             format,
             output,
             top,
-            unwind,
-            symfs,
-            debug_dirs,
-        } => report_command(
-            file,
-            *format,
-            output.as_deref(),
-            *top,
-            &sparkles_report::stacks::StackOptions {
-                unwind: *unwind,
-                symfs: symfs.clone(),
-                debug_dirs: debug_dirs.clone(),
-            },
-        ),
+            stack_args,
+        } => stack_args
+            .options()
+            .and_then(|options| report_command(file, *format, output.as_deref(), *top, &options)),
         Command::Script {
             file,
             format,
             header,
             stats,
             stacks,
-            unwind,
-            symfs,
-            debug_dirs,
-        } => {
-            let options = sparkles_report::stacks::StackOptions {
-                unwind: *unwind,
-                symfs: symfs.clone(),
-                debug_dirs: debug_dirs.clone(),
-            };
-            script(file, *format, *header, *stats, stacks.then_some(&options))
-        }
+            stack_args,
+        } => match stacks.then(|| stack_args.options()).transpose() {
+            // The stack flags are checked only where they are used (--stacks).
+            Ok(options) => script(file, *format, *header, *stats, options.as_ref()),
+            Err(e) => Err(e),
+        },
     };
     match result {
         Ok(()) => 0,
