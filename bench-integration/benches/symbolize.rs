@@ -91,7 +91,7 @@ fn ours_batch(bin: &Path, addrs: &[u64]) -> Result<usize, String> {
         .module(&bin.to_string_lossy(), None)
         .map_err(|e| e.to_string())?;
     let key = match module.build_id() {
-        Some(id) => ModuleKey::BuildId(id.to_vec()),
+        Some(id) => ModuleKey::BuildId(id.into()),
         None => ModuleKey::Path(bin.to_string_lossy().into_owned()),
     };
     let places: Vec<Place> = addrs

@@ -63,7 +63,9 @@ pub struct StackNamer {
     symbolizer: Symbolizer,
     unwinder: Unwinder,
     /// The named frames of each place (and return-address adjustment), built once.
-    expanded: FxHashMap<(Place, u64), Rc<[NamedFrame]>>,
+    /// The named frames of each place, built once: `[0]` named as sampled, `[1]` named at
+    /// a call (a return address minus one, whose symbol offset counts the one back).
+    expanded: FxHashMap<Place, [Option<Rc<[NamedFrame]>>; 2]>,
     /// Notes for the user (architecture assumed, …).
     pub notes: Vec<String>,
 }
@@ -123,15 +125,15 @@ impl StackNamer {
         let mut frames: Vec<NamedFrame> = Vec::with_capacity(raw.frames.len() * 2);
         for f in &raw.frames {
             let at = self.symbolizer.locate(pid, f.lookup);
-            let delta = f.addr - f.lookup;
-            let cacheable = !matches!(at.place, Place::Unknown(_));
-            let expanded = match self.expanded.get(&(at.place.clone(), delta)) {
-                Some(e) if cacheable => Rc::clone(e),
-                _ => {
-                    let e = self.expand(&at, delta);
-                    if cacheable {
-                        self.expanded
-                            .insert((at.place.clone(), delta), Rc::clone(&e));
+            let delta = usize::from(f.addr != f.lookup);
+            let cached = self.expanded.get(&at.place).and_then(|e| e[delta].clone());
+            let expanded = match cached {
+                Some(e) => e,
+                None => {
+                    let e = self.expand(&at, delta as u64);
+                    // A place nothing names is not kept: its reason may differ by mapping.
+                    if !matches!(at.place, Place::Unknown(_)) {
+                        self.expanded.entry(at.place).or_default()[delta] = Some(Rc::clone(&e));
                     }
                     e
                 }
@@ -178,7 +180,7 @@ impl StackNamer {
                 .and_then(|n| n.function.as_deref())
                 .map(shown),
         };
-        let module: Option<Rc<str>> = at.mapping.as_deref().map(Rc::from);
+        let module: Option<Rc<str>> = at.mapping.clone();
         let missing: Option<Rc<str>> = named.missing.as_deref().map(Rc::from);
         if named.frames.is_empty() {
             return Rc::from(vec![NamedFrame {

@@ -1,6 +1,8 @@
 //! The address-space model: per process, which module is mapped where, built from MMAP
 //! and MMAP2 records in time order, and how an address becomes a module-relative one.
 
+use std::rc::Rc;
+
 use rustc_hash::FxHashMap as HashMap;
 
 /// One mapping of a file (or anonymous memory) into a process.
@@ -12,10 +14,11 @@ pub struct Mapping {
     pub end: u64,
     /// File offset of `start`.
     pub pgoff: u64,
-    /// The file, `[vdso]`, `//anon`, `[kernel.kallsyms]_text`, …
-    pub path: String,
+    /// The file, `[vdso]`, `//anon`, `[kernel.kallsyms]_text`, … (shared: every address
+    /// placed in the mapping hands it on).
+    pub path: Rc<str>,
     /// Build id from an MMAP2 record of the build-id form.
-    pub build_id: Option<Vec<u8>>,
+    pub build_id: Option<Rc<[u8]>>,
     /// `PROT_*` bits where the record gave them.
     pub prot: Option<u32>,
 }
@@ -124,7 +127,7 @@ mod tests {
             start,
             end,
             pgoff,
-            path: path.to_string(),
+            path: path.into(),
             build_id: None,
             prot: Some(5),
         }
@@ -135,11 +138,11 @@ mod tests {
         let mut a = AddressSpace::new();
         a.map(1, m(0x1000, 0x5000, 0, "/lib/a.so"));
         a.map(1, m(0x2000, 0x3000, 0, "/lib/b.so"));
-        assert_eq!(a.lookup(1, 0x1800).unwrap().path, "/lib/a.so");
-        assert_eq!(a.lookup(1, 0x2800).unwrap().path, "/lib/b.so");
+        assert_eq!(a.lookup(1, 0x1800).unwrap().path, "/lib/a.so".into());
+        assert_eq!(a.lookup(1, 0x2800).unwrap().path, "/lib/b.so".into());
         let tail = a.lookup(1, 0x3800).unwrap();
         assert_eq!(
-            (tail.path.as_str(), tail.start, tail.pgoff),
+            (&*tail.path, tail.start, tail.pgoff),
             ("/lib/a.so", 0x3000, 0x2000)
         );
         assert_eq!(tail.file_offset(0x3800), 0x2800);
@@ -153,13 +156,13 @@ mod tests {
         a.fork(2, 1);
         a.exec(1);
         assert!(a.lookup(1, 0x1800).is_none());
-        assert_eq!(a.lookup(2, 0x1800).unwrap().path, "/bin/old");
+        assert_eq!(a.lookup(2, 0x1800).unwrap().path, "/bin/old".into());
         a.map(
             KERNEL_PID,
             m(0xffff_0000, u64::MAX, 0, "[kernel.kallsyms]_text"),
         );
         assert_eq!(
-            a.lookup(2, 0xffff_1000).unwrap().path,
+            &*a.lookup(2, 0xffff_1000).unwrap().path,
             "[kernel.kallsyms]_text"
         );
     }

@@ -156,7 +156,7 @@ struct Tables {
     /// The file DWARF is read from (the module itself or its separate debug file).
     dwarf_path: PathBuf,
     /// The module's GNU build id.
-    build_id: Option<Vec<u8>>,
+    build_id: Option<Arc<[u8]>>,
     symbols: Vec<SymbolEntry>,
     /// `(start, end, discriminator)` of line rows with a nonzero discriminator, sorted:
     /// read from every line program on first use (only binutils's format prints them).
@@ -464,7 +464,7 @@ impl Module {
                 path: path.to_path_buf(),
                 image: Arc::clone(&map),
                 dwarf_path,
-                build_id,
+                build_id: build_id.map(Arc::from),
                 symbols,
                 discriminators: std::sync::OnceLock::new(),
                 segments,
@@ -542,6 +542,11 @@ impl Module {
     /// The module's GNU build id, where it has one.
     pub fn build_id(&self) -> Option<&[u8]> {
         self.tables.build_id.as_deref()
+    }
+
+    /// The build id, shared (a cache key that costs no copy).
+    pub fn shared_build_id(&self) -> Option<Arc<[u8]>> {
+        self.tables.build_id.clone()
     }
 
     /// The file DWARF is read from (the module, or its separate debug file).

@@ -25,7 +25,7 @@ use crate::{Frame, Module};
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ModuleKey {
     /// A GNU build id.
-    BuildId(Vec<u8>),
+    BuildId(std::sync::Arc<[u8]>),
     /// A path (no build id known).
     Path(String),
     /// The vDSO of the running kernel.
@@ -90,7 +90,7 @@ pub enum Place {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Located {
     /// The mapping's path (`[kernel.kallsyms]`, `[vdso]`, `//anon`, a file), if mapped.
-    pub mapping: Option<String>,
+    pub mapping: Option<Rc<str>>,
     /// Where it is.
     pub place: Place,
 }
@@ -157,8 +157,8 @@ fn mapping_of(m: &sparkles_sampler::perf_data::record::Mmap<'_>) -> Mapping {
         start: m.addr,
         end: m.addr.saturating_add(m.len),
         pgoff: m.pgoff,
-        path: String::from_utf8_lossy(m.filename).into_owned(),
-        build_id: m.build_id.map(<[u8]>::to_vec),
+        path: String::from_utf8_lossy(m.filename).into(),
+        build_id: m.build_id.map(Rc::from),
         prot: m.prot,
     }
 }
@@ -253,7 +253,7 @@ impl Symbolizer {
             .map(<[u8]>::to_vec)
             .or_else(|| self.capture_build_ids.get(path).cloned());
         let key = match &build_id {
-            Some(id) => ModuleKey::BuildId(id.clone()),
+            Some(id) => ModuleKey::BuildId(id.as_slice().into()),
             None => ModuleKey::Path(path.to_string()),
         };
         if let Some(found) = self.modules.get(&key) {
@@ -269,9 +269,8 @@ impl Symbolizer {
                 self.stats.modules_loaded += 1;
                 // Found by path, the file's own build id names it too: a place's key is
                 // always the build id where the module has one.
-                if let Some(id) = m.build_id() {
-                    self.modules
-                        .insert(ModuleKey::BuildId(id.to_vec()), Rc::clone(&m));
+                if let Some(id) = m.shared_build_id() {
+                    self.modules.insert(ModuleKey::BuildId(id), Rc::clone(&m));
                 }
                 self.modules.insert(key, Rc::clone(&m));
                 Ok(m)
@@ -349,7 +348,7 @@ impl Symbolizer {
                 .is_some_and(|m| m.path.starts_with("[kernel.kallsyms]"))
         {
             return Located {
-                mapping: Some(mapping.map_or_else(|| "[kernel.kallsyms]".to_string(), |m| m.path)),
+                mapping: Some(mapping.map_or_else(|| Rc::from("[kernel.kallsyms]"), |m| m.path)),
                 place: Place::Kernel(addr),
             };
         }
@@ -359,7 +358,7 @@ impl Symbolizer {
                 place: Place::Unknown(format!("{addr:#x} is in no mapping of process {pid}")),
             };
         };
-        let place = if m.path == "[vdso]" {
+        let place = if &*m.path == "[vdso]" {
             match self.vdso() {
                 Ok(module) => match module.vaddr_of(m.file_offset(addr)) {
                     Some(vaddr) => Place::Module {
@@ -396,9 +395,9 @@ impl Symbolizer {
             match module {
                 Ok(module) => match module.vaddr_of(m.file_offset(addr)) {
                     Some(vaddr) => Place::Module {
-                        key: match module.build_id() {
-                            Some(id) => ModuleKey::BuildId(id.to_vec()),
-                            None => ModuleKey::Path(m.path.clone()),
+                        key: match module.shared_build_id() {
+                            Some(id) => ModuleKey::BuildId(id),
+                            None => ModuleKey::Path(m.path.to_string()),
                         },
                         vaddr,
                     },

@@ -396,7 +396,7 @@ fn batches_name_as_one_at_a_time_serially_and_in_parallel() {
     let mut s = Symbolizer::new(SearchPaths::none());
     let module = s.module(exe.to_str().unwrap(), None).unwrap();
     let key = match module.build_id() {
-        Some(id) => ModuleKey::BuildId(id.to_vec()),
+        Some(id) => ModuleKey::BuildId(id.into()),
         None => ModuleKey::Path(exe.to_str().unwrap().to_string()),
     };
     // Repeats and reverse order: the batch sorts and deduplicates.

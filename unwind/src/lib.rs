@@ -450,10 +450,10 @@ impl Unwinder {
         for m in mappings {
             let named_file =
                 !m.path.is_empty() && !m.path.starts_with("//") && !m.path.starts_with('[');
-            if !(named_file || m.path == "[vdso]") || m.prot.is_some_and(|p| p & 4 == 0) {
+            if !(named_file || &*m.path == "[vdso]") || m.prot.is_some_and(|p| p & 4 == 0) {
                 continue;
             }
-            let module = if m.path == "[vdso]" {
+            let module = if &*m.path == "[vdso]" {
                 // The symbolizer locates vDSO addresses against the running kernel's image.
                 match symbolizer.locate(pid, m.start).place {
                     sparkles_symbolize::symbolizer::Place::Module { key, .. } => {
@@ -477,10 +477,18 @@ impl Unwinder {
                 .entry(Arc::as_ptr(image) as usize)
                 .or_insert_with(|| sections_of(image));
             let base_avma = m.start.wrapping_sub(svma);
-            let x =
-                framehop::Module::new(m.path.clone(), m.start..m.end, base_avma, sections.info());
-            let a =
-                framehop::Module::new(m.path.clone(), m.start..m.end, base_avma, sections.info());
+            let x = framehop::Module::new(
+                m.path.to_string(),
+                m.start..m.end,
+                base_avma,
+                sections.info(),
+            );
+            let a = framehop::Module::new(
+                m.path.to_string(),
+                m.start..m.end,
+                base_avma,
+                sections.info(),
+            );
             process.x86_64.add_module(x);
             process.aarch64.add_module(a);
             process.added.push(m.start);
