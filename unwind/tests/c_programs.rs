@@ -180,46 +180,36 @@ fn dwarf_stacks_reach_main_and_agree_with_perf() {
     );
 }
 
+/// Asserts that at least 98% of the program's samples in `capture`, unwound in `mode`,
+/// reach `main`.
+fn assert_reach_main(capture: &Path, mode: Mode, what: &str) {
+    let (ours, stats) = our_stacks(capture, mode);
+    let user: Vec<&Vec<String>> = ours.values().filter(|n| in_program(n)).collect();
+    let main = user
+        .iter()
+        .filter(|n| n.iter().any(|f| f == "main"))
+        .count();
+    eprintln!(
+        "{what}: {} user samples, {main} reach main; {stats}",
+        user.len()
+    );
+    assert!(
+        main * 100 >= user.len() * 98,
+        "{what}: {main} of {} reach main",
+        user.len()
+    );
+}
+
 #[test]
 fn frame_pointer_stacks_reach_main() {
     let tmp = tempfile::tempdir().unwrap();
     let Some(capture) = record(tmp.path(), &["-fno-omit-frame-pointer"], "dwarf") else {
         return;
     };
-    // Frame pointers over the stack copy, and the kernel's frame-pointer callchain.
-    let (ours, stats) = our_stacks(&capture, Mode::Fp);
-    let user: Vec<&Vec<String>> = ours.values().filter(|n| in_program(n)).collect();
-    let main = user
-        .iter()
-        .filter(|n| n.iter().any(|f| f == "main"))
-        .count();
-    eprintln!(
-        "fp over the stack copy: {} user samples, {main} reach main; {stats}",
-        user.len()
-    );
-    assert!(
-        main * 100 >= user.len() * 98,
-        "{main} of {} reach main",
-        user.len()
-    );
-
+    assert_reach_main(&capture, Mode::Fp, "fp over the stack copy");
     let tmp = tempfile::tempdir().unwrap();
     let Some(capture) = record(tmp.path(), &["-fno-omit-frame-pointer"], "fp") else {
         return;
     };
-    let (ours, stats) = our_stacks(&capture, Mode::Auto);
-    let user: Vec<&Vec<String>> = ours.values().filter(|n| in_program(n)).collect();
-    let main = user
-        .iter()
-        .filter(|n| n.iter().any(|f| f == "main"))
-        .count();
-    eprintln!(
-        "the kernel's fp callchain: {} user samples, {main} reach main; {stats}",
-        user.len()
-    );
-    assert!(
-        main * 100 >= user.len() * 98,
-        "{main} of {} reach main",
-        user.len()
-    );
+    assert_reach_main(&capture, Mode::Auto, "the kernel's fp callchain");
 }
