@@ -168,13 +168,12 @@ impl StackNamer {
     ) -> Rc<[NamedFrame]> {
         let shown = |n: &str| -> Rc<str> { Rc::from(sparkles_symbolize::demangle::for_display(n)) };
         let named = self.symbolizer.name(&at.place);
-        let symbol: Option<Rc<str>> = match &at.place {
-            Place::Module { key, vaddr } => self
-                .symbolizer
-                .loaded(key)
-                .and_then(|m| m.symbol(*vaddr))
-                .map(|(n, _)| shown(n)),
-            _ => named
+        // The containing symbol; for the kernel, the vDSO's absence or a JIT map, the
+        // outermost name.
+        let symbol: Option<Rc<str>> = match self.symbolizer.symbol(&at.place) {
+            Some((n, _)) => Some(shown(n)),
+            None if matches!(at.place, Place::Module { .. }) => None,
+            None => named
                 .frames
                 .last()
                 .and_then(|n| n.function.as_deref())

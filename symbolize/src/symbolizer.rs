@@ -416,6 +416,15 @@ impl Symbolizer {
         }
     }
 
+    /// The ELF symbol containing a module place, and the offset into it (what perf names
+    /// an address by, whatever was inlined there).
+    pub fn symbol(&self, place: &Place) -> Option<(&str, u64)> {
+        match place {
+            Place::Module { key, vaddr } => self.loaded(key)?.symbol(*vaddr),
+            _ => None,
+        }
+    }
+
     /// A module already loaded under `key`.
     pub fn loaded(&self, key: &ModuleKey) -> Option<&Rc<Module>> {
         self.modules.get(key)

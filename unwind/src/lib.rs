@@ -350,12 +350,8 @@ const ROOTS: [&str; 9] = [
 
 /// Whether the ELF symbol covering `addr` of `pid` is a thread's root function.
 fn is_root(symbolizer: &mut Symbolizer, pid: u32, addr: u64) -> bool {
-    let sparkles_symbolize::symbolizer::Place::Module { key, vaddr } =
-        symbolizer.locate(pid, addr).place
-    else {
-        return false;
-    };
-    let Some((name, _)) = symbolizer.loaded(&key).and_then(|m| m.symbol(vaddr)) else {
+    let place = symbolizer.locate(pid, addr).place;
+    let Some((name, _)) = symbolizer.symbol(&place) else {
         return false;
     };
     let name = name.split('@').next().unwrap_or(name);

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use sparkles_sampler::perf_data::{PerfData, Record};
-use sparkles_symbolize::symbolizer::{Place, Symbolizer};
+use sparkles_symbolize::symbolizer::Symbolizer;
 use sparkles_symbolize::SearchPaths;
 use sparkles_unwind::{Arch, Mode, Unwinder};
 
@@ -101,12 +101,11 @@ fn our_stacks(path: &Path, mode: Mode) -> (HashMap<String, Vec<String>>, String)
                     .frames
                     .iter()
                     .filter(|f| !f.kernel)
-                    .map(|f| match symbolizer.locate(pid, f.lookup).place {
-                        Place::Module { key, vaddr } => symbolizer
-                            .loaded(&key)
-                            .and_then(|m| m.symbol(vaddr).map(|(n, _)| n.to_string()))
-                            .unwrap_or_else(|| "[unknown]".into()),
-                        _ => "[unknown]".into(),
+                    .map(|f| {
+                        let place = symbolizer.locate(pid, f.lookup).place;
+                        symbolizer
+                            .symbol(&place)
+                            .map_or_else(|| "[unknown]".into(), |(n, _)| n.to_string())
                     })
                     .collect();
                 let t = s.time.unwrap();
