@@ -522,14 +522,7 @@ impl Module {
 
     /// Whether file offset `offset` is in an executable load segment (`None`: in none).
     pub fn executable_at(&self, offset: u64) -> Option<bool> {
-        let page = 4096u64;
-        let hits: Vec<&Segment> = self
-            .tables
-            .segments
-            .iter()
-            .filter(|s| (s.offset & !(page - 1)) <= offset && offset < s.offset + s.filesz.max(1))
-            .collect();
-        (!hits.is_empty()).then(|| hits.iter().any(|s| s.executable))
+        self.segment_for(offset).map(|s| s.executable)
     }
 
     /// The ELF symbol-table name covering `addr` (a module vaddr) and the offset into it,
@@ -558,17 +551,19 @@ impl Module {
     /// it, chosen by page-aligned offset, the executable one first (Rust binaries built
     /// here have segments whose vaddr differs from their file offset).
     pub fn vaddr_of(&self, offset: u64) -> Option<u64> {
+        self.segment_for(offset)
+            .map(|s| offset.wrapping_sub(s.offset).wrapping_add(s.vaddr))
+    }
+
+    /// The load segment holding file offset `offset`: chosen by page-aligned offset, the
+    /// executable one first.
+    fn segment_for(&self, offset: u64) -> Option<&Segment> {
         let page = 4096u64;
-        let hit = |s: &&Segment| {
-            let start = s.offset & !(page - 1);
-            start <= offset && offset < s.offset + s.filesz.max(1)
-        };
         self.tables
             .segments
             .iter()
-            .filter(hit)
+            .filter(|s| (s.offset & !(page - 1)) <= offset && offset < s.offset + s.filesz.max(1))
             .max_by_key(|s| s.executable)
-            .map(|s| offset.wrapping_sub(s.offset).wrapping_add(s.vaddr))
     }
 
     /// Where its names and lines come from.
