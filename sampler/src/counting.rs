@@ -97,6 +97,20 @@ pub fn pass(before: &GroupRead, after: &GroupRead) -> Result<Vec<Counted>, NotCo
         .running
         .checked_sub(before.running)
         .ok_or_else(|| NotCounted::Mismatch("running time went backwards".into()))?;
+    if enabled == 0 {
+        // A per-thread group whose thread never ran while it was enabled: nothing
+        // happened on it, exactly.
+        return Ok(before
+            .values
+            .iter()
+            .map(|&(id, _)| Counted {
+                id,
+                value: 0.0,
+                estimated: false,
+                running_ratio: 1.0,
+            })
+            .collect());
+    }
     if running == 0 {
         return Err(NotCounted::NeverRan { enabled });
     }
@@ -291,6 +305,14 @@ mod tests {
             pass(&exact, &idle),
             Err(NotCounted::NeverRan { enabled: 1_000 })
         );
+        // A thread that never ran while the group was enabled counted nothing, exactly.
+        let asleep = GroupRead {
+            enabled: 9_000,
+            running: 6_000,
+            values: vec![(1, 2_500), (2, 400)],
+        };
+        let c = pass(&exact, &asleep).unwrap();
+        assert!(c.iter().all(|x| x.value == 0.0 && !x.estimated));
     }
 
     /// A fake `perf_event_mmap_page`, aligned like the kernel's.

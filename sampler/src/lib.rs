@@ -9,6 +9,7 @@
 //! - [`system`]: the settings (paranoid level, hypervisor, kptr_restrict) reasons cite.
 
 pub mod caps;
+pub mod counters;
 pub mod counting;
 pub mod error;
 pub mod events;
