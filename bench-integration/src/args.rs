@@ -123,6 +123,35 @@ pub struct HarnessArgs {
     #[arg(long, value_name = "GLOB[,GLOB...]", value_delimiter = ',')]
     pub metrics: Option<Vec<String>>,
 
+    /// Count hardware and software events in the counting pass (a perf_event counter
+    /// group; `--events` says which), and report them per iteration.
+    #[arg(long)]
+    pub perf: bool,
+
+    /// Events --perf counts (any spelling `sparkles event` takes), comma-separated;
+    /// default: cycles, instructions, branches, branch-misses, cache-references,
+    /// cache-misses, page-faults, task-clock, context-switches, cpu-migrations.
+    #[arg(long, value_name = "EVENT[,EVENT...]", value_delimiter = ',')]
+    pub events: Option<Vec<String>>,
+
+    /// Never scale: where the events do not fit on the PMU as one group that runs all the
+    /// time, leave the ones that do not out (and say which) instead of letting groups
+    /// take turns and reporting estimates.
+    #[arg(long)]
+    pub perf_exact: bool,
+
+    /// Threads the counters cover: `all` (every thread of the process, and those started
+    /// during the pass) or `self` (the case's own thread only; the one shape in which
+    /// hardware counters are read with rdpmc instead of read(2)).
+    #[arg(long, value_name = "WHICH", default_value = "all", value_parser = ["all", "self"])]
+    pub perf_threads: String,
+
+    /// Count these syscalls (names as in tracefs's syscalls:sys_enter_NAME) with
+    /// tracepoints, plus the total, as metrics syscalls:NAME and syscalls:total.
+    /// `--metrics 'syscalls:*'` alone counts the most common ones.
+    #[arg(long, value_name = "NAME[,NAME...]", value_delimiter = ',')]
+    pub syscalls: Option<Vec<String>>,
+
     /// List every metric with its class, source and availability, then exit.
     #[arg(long)]
     pub list_metrics: bool,

@@ -182,6 +182,7 @@ mod tests {
             timing: Timing::from_samples(samples),
             metrics: Default::default(),
             comparison: None,
+            counting: None,
             profile: None,
         }
     }

@@ -17,16 +17,23 @@ use std::path::PathBuf;
 
 use sparkles_sampler::session::{SamplingConfig, Session, Target};
 
+use std::sync::Arc;
+
 use crate::catalog::MetricValue;
+use crate::counters::{CountingReport, Tier, TierPlan};
 use crate::profile::ProfileSummary;
 use crate::throughput::Throughput;
 use crate::tier0::Tier0;
 
 /// Which counting tiers a counting pass opens.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct CountPlan {
     /// getrusage(2) and /proc/self/io.
     pub tier0: bool,
+    /// perf_event counters.
+    pub perf: Option<Arc<TierPlan>>,
+    /// Syscall tracepoints.
+    pub syscalls: Option<Arc<TierPlan>>,
 }
 
 /// What the scheduler asks of a case's thread.
@@ -66,8 +73,11 @@ pub(crate) enum Reply {
     Smoked,
     /// A timed sample.
     Sampled { elapsed: Duration },
-    /// Per-iteration values of the counting pass.
-    Counted { values: Vec<MetricValue> },
+    /// Per-iteration values of the counting pass, and how the perf_event tiers counted.
+    Counted {
+        values: Vec<MetricValue>,
+        report: Box<CountingReport>,
+    },
     /// The profile pass's outcome.
     Profiled(Box<ProfileSummary>),
     /// The body returned an error (`try_iter`); the case serves nothing more.
@@ -100,18 +110,28 @@ impl BatchSize {
 }
 
 /// The counting tiers open for one counting pass, bracketing only the timed regions.
+/// Nested so that each tier's own bracketing stays outside the others' regions as far as
+/// it can: tier 0 outermost, the syscall tracepoints innermost.
 struct Meter {
     tier0: Option<Tier0>,
+    perf: Option<Tier>,
+    syscalls: Option<Tier>,
 }
 
 impl Meter {
     fn idle() -> Meter {
-        Meter { tier0: None }
+        Meter {
+            tier0: None,
+            perf: None,
+            syscalls: None,
+        }
     }
 
-    fn open(plan: CountPlan) -> Meter {
+    fn open(plan: &CountPlan) -> Meter {
         Meter {
             tier0: plan.tier0.then(Tier0::open),
+            perf: plan.perf.as_ref().map(Tier::open),
+            syscalls: plan.syscalls.as_ref().map(Tier::open),
         }
     }
 
@@ -120,20 +140,45 @@ impl Meter {
         if let Some(t) = &mut self.tier0 {
             t.resume();
         }
+        if let Some(t) = &mut self.perf {
+            t.resume();
+        }
+        if let Some(t) = &mut self.syscalls {
+            t.resume();
+        }
     }
 
     #[inline]
     fn pause(&mut self) {
+        if let Some(t) = &mut self.syscalls {
+            t.pause();
+        }
+        if let Some(t) = &mut self.perf {
+            t.pause();
+        }
         if let Some(t) = &mut self.tier0 {
             t.pause();
         }
     }
 
-    fn values(&self, iterations: u64) -> Vec<MetricValue> {
-        self.tier0
+    fn values(&self, iterations: u64) -> (Vec<MetricValue>, CountingReport) {
+        let mut values = self
+            .tier0
             .as_ref()
             .map(|t| t.values(iterations))
-            .unwrap_or_default()
+            .unwrap_or_default();
+        let mut report = CountingReport::default();
+        if let Some(t) = &self.perf {
+            let (v, r) = t.finish(iterations);
+            values.extend(v);
+            report.perf = Some(r);
+        }
+        if let Some(t) = &self.syscalls {
+            let (v, r) = t.finish(iterations);
+            values.extend(v);
+            report.syscalls = Some(r);
+        }
+        (values, report)
     }
 }
 
@@ -318,11 +363,15 @@ impl Bencher {
                     Err(e) => Reply::BodyFailed(e),
                 },
                 Command::Count { iterations, plan } => {
-                    let mut meter = Meter::open(plan);
+                    let mut meter = Meter::open(&plan);
                     match routine.run(iterations, &mut meter) {
-                        Ok(_) => Reply::Counted {
-                            values: meter.values(iterations),
-                        },
+                        Ok(_) => {
+                            let (values, report) = meter.values(iterations);
+                            Reply::Counted {
+                                values,
+                                report: Box::new(report),
+                            }
+                        }
                         Err(e) => Reply::BodyFailed(e),
                     }
                 }

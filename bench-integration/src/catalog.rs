@@ -5,8 +5,12 @@
 //! selection, `--list-metrics` and the JSON rows are written against descriptors alone, so
 //! a new tier plugs in by adding descriptors and a [`Source`], never by touching them.
 
+use std::borrow::Cow;
 use std::fmt;
 
+use std::sync::Arc;
+
+use crate::counters::{self, CountingOptions, Plans};
 use crate::error::Error;
 
 /// Whether a metric is safe to headline or only explains one.
@@ -52,6 +56,10 @@ pub enum Source {
     Tier0,
     /// The `--profile` pass: samples and losses of the case's capture.
     Profile,
+    /// perf_event counters (`--perf`): hardware and software events.
+    Perf,
+    /// Syscall tracepoints (`--syscalls`).
+    Syscalls,
 }
 
 impl Source {
@@ -61,12 +69,14 @@ impl Source {
             Source::Client => "client",
             Source::Tier0 => "tier0",
             Source::Profile => "profile",
+            Source::Perf => "perf",
+            Source::Syscalls => "syscall",
         }
     }
 
     /// Whether the source is a counting tier that needs the second (counting) pass.
     pub fn needs_counting_pass(self) -> bool {
-        matches!(self, Source::Tier0)
+        matches!(self, Source::Tier0 | Source::Perf | Source::Syscalls)
     }
 }
 
@@ -83,11 +93,11 @@ pub enum Availability {
 #[derive(Debug, Clone)]
 pub struct MetricDescriptor {
     /// Stable id: the JSON key and what `--metrics` globs match.
-    pub id: &'static str,
+    pub id: Cow<'static, str>,
     /// Column label.
-    pub header: &'static str,
+    pub header: Cow<'static, str>,
     /// One line saying what it counts.
-    pub description: &'static str,
+    pub description: Cow<'static, str>,
     /// How the value is printed.
     pub format: MetricFormat,
     /// Quantitative or diagnostic.
@@ -102,21 +112,48 @@ pub struct MetricDescriptor {
 
 /// One rendered value: a metric id and its value, `None` where the tier could not produce
 /// it for this case (rendered as an em dash, serialized as null).
-pub type MetricValue = (&'static str, Option<f64>);
+pub type MetricValue = (Cow<'static, str>, Option<f64>);
 
 /// The whole catalog on this machine, in column order.
 #[derive(Debug, Clone)]
 pub struct Catalog {
     descriptors: Vec<MetricDescriptor>,
+    /// What the perf_event tiers open when their metrics are selected.
+    plans: Plans,
 }
 
 impl Catalog {
-    /// Builds the catalog from every tier's descriptors.
+    /// Builds the catalog from every tier's descriptors, the perf_event tiers with their
+    /// default events.
     pub fn probe() -> Catalog {
+        Catalog::probe_with(&CountingOptions::default()).expect("the default events always resolve")
+    }
+
+    /// Builds the catalog with the perf_event tiers counting what `options` says; an
+    /// event or syscall that does not resolve is an error naming its flag.
+    pub fn probe_with(options: &CountingOptions) -> Result<Catalog, Error> {
+        let system = sparkles_sampler::system::System::probe();
+        let resolver = sparkles_sampler::EventResolver::live()
+            .unwrap_or_else(|_| sparkles_sampler::EventResolver::empty("/"));
         let mut descriptors = crate::throughput::descriptors();
         descriptors.extend(crate::tier0::descriptors());
+        let (perf, perf_plan) = counters::perf_tier(options, &resolver, &system)?;
+        descriptors.extend(perf);
+        let (syscalls, syscall_plan) = counters::syscall_tier(options, &resolver, &system)?;
+        descriptors.extend(syscalls);
         descriptors.extend(crate::profile::descriptors());
-        Catalog { descriptors }
+        Ok(Catalog {
+            descriptors,
+            plans: Plans {
+                perf: Some(Arc::new(perf_plan)),
+                syscalls: Some(Arc::new(syscall_plan)),
+            },
+        })
+    }
+
+    /// What the perf_event tiers open.
+    pub fn plans(&self) -> &Plans {
+        &self.plans
     }
 
     /// Every descriptor, in column order.
@@ -127,23 +164,26 @@ impl Catalog {
     /// The metrics a run selects: the default-visible ones, or those matching any of
     /// `globs` (`--metrics`). A glob that matches nothing is an error naming it.
     pub fn select(&self, globs: Option<&[String]>) -> Result<Selection, Error> {
-        self.select_with(globs, false)
+        self.select_with(globs, &[])
     }
 
-    /// [`Catalog::select`], the profile columns among the defaults when `profiling`.
+    /// [`Catalog::select`], every metric of the `sources` a flag asked for (`--profile`,
+    /// `--perf`, `--syscalls`) added to the defaults or the `--metrics` choice.
     pub fn select_with(
         &self,
         globs: Option<&[String]>,
-        profiling: bool,
+        sources: &[Source],
     ) -> Result<Selection, Error> {
+        let asked = |d: &MetricDescriptor| sources.contains(&d.source);
         let chosen: Vec<MetricDescriptor> = match globs {
             None => self
                 .descriptors
                 .iter()
                 .filter(|d| match d.source {
-                    Source::Profile => profiling,
+                    _ if asked(d) => true,
+                    Source::Profile | Source::Perf | Source::Syscalls => false,
                     Source::Client => true,
-                    _ => d.default_visible,
+                    Source::Tier0 => d.default_visible,
                 })
                 .cloned()
                 .collect(),
@@ -154,7 +194,7 @@ impl Catalog {
                         flag: "--metrics",
                         message: format!("'{g}' is not a valid glob: {e}"),
                     })?;
-                    if !self.descriptors.iter().any(|d| pattern.matches(d.id)) {
+                    if !self.descriptors.iter().any(|d| pattern.matches(&d.id)) {
                         return Err(Error::Usage {
                             flag: "--metrics",
                             message: format!("'{g}' matches no metric (--list-metrics lists them)"),
@@ -164,7 +204,7 @@ impl Catalog {
                 }
                 self.descriptors
                     .iter()
-                    .filter(|d| patterns.iter().any(|p| p.matches(d.id)))
+                    .filter(|d| asked(d) || patterns.iter().any(|p| p.matches(&d.id)))
                     .cloned()
                     .collect()
             }
@@ -208,6 +248,32 @@ impl Selection {
             .iter()
             .any(|m| m.source.needs_counting_pass() && m.availability == Availability::Available)
     }
+}
+
+/// One line per reason a metric of `metrics` is unavailable, naming every metric it
+/// keeps out (so a machine without a PMU says why once, not once per hardware metric);
+/// only metrics `shown` accepts (those a user asked for) are mentioned.
+pub fn unavailable_notes(
+    metrics: &[MetricDescriptor],
+    shown: impl Fn(&MetricDescriptor) -> bool,
+) -> Vec<String> {
+    let mut by_reason: Vec<(&str, Vec<&str>)> = Vec::new();
+    for m in metrics.iter().filter(|m| shown(m)) {
+        let Availability::Unavailable(why) = &m.availability else {
+            continue;
+        };
+        match by_reason.iter_mut().find(|(w, _)| w == why) {
+            Some((_, ids)) => ids.push(&m.id),
+            None => by_reason.push((why, vec![&m.id])),
+        }
+    }
+    by_reason
+        .into_iter()
+        .map(|(why, ids)| {
+            let what = if ids.len() == 1 { "metric" } else { "metrics" };
+            format!("{what} {} unavailable: {why}", ids.join(", "))
+        })
+        .collect()
 }
 
 impl fmt::Display for Catalog {
@@ -259,7 +325,7 @@ mod tests {
     fn default_selection_includes_throughput_and_tier0_defaults() {
         let catalog = Catalog::probe();
         let sel = catalog.select(None).unwrap();
-        let ids: Vec<_> = sel.metrics().iter().map(|m| m.id).collect();
+        let ids: Vec<&str> = sel.metrics().iter().map(|m| m.id.as_ref()).collect();
         assert!(ids.contains(&"throughput.bytes_per_sec"));
         assert!(ids.contains(&"rusage.minor_faults"));
         assert!(!sel.is_filtered());
@@ -276,6 +342,136 @@ mod tests {
         let sel = catalog.select(Some(&["rusage.*".to_string()])).unwrap();
         assert_eq!(sel.metrics().len(), 4);
         assert!(sel.needs_counting_pass());
+    }
+
+    #[test]
+    fn perf_and_syscall_metrics_are_selected_by_their_perf_names() {
+        let catalog = Catalog::probe();
+        let ids = |sel: &Selection| -> Vec<String> {
+            sel.metrics().iter().map(|m| m.id.to_string()).collect()
+        };
+        // Off by default: the counting pass opens no perf_event tier unasked.
+        let sel = catalog.select(None).unwrap();
+        assert!(!sel
+            .metrics()
+            .iter()
+            .any(|m| matches!(m.source, Source::Perf | Source::Syscalls)));
+        let sel = catalog.select(Some(&["task-clock".to_string()])).unwrap();
+        assert_eq!(ids(&sel), ["task-clock"]);
+        assert!(
+            sel.needs_counting_pass() || sel.metrics()[0].availability != Availability::Available
+        );
+        let sel = catalog.select(Some(&["syscalls:*".to_string()])).unwrap();
+        let got = ids(&sel);
+        assert_eq!(got[0], "syscalls:total");
+        assert!(got.contains(&"syscalls:read".to_string()), "{got:?}");
+        assert!(sel.metrics().iter().all(|m| m.source == Source::Syscalls));
+        // --perf adds every perf metric to the defaults.
+        let sel = catalog.select_with(None, &[Source::Perf]).unwrap();
+        let got = ids(&sel);
+        for id in [
+            "cycles",
+            "instructions",
+            "task-clock",
+            "page-faults",
+            "context-switches",
+            "cpu-migrations",
+            "ipc",
+            "branch-miss-rate",
+            "llc-miss-rate",
+        ] {
+            assert!(got.contains(&id.to_string()), "{id} missing from {got:?}");
+        }
+        assert!(got.contains(&"rusage.minor_faults".to_string()));
+        let ipc = sel.metrics().iter().find(|m| m.id == "ipc").unwrap();
+        assert_eq!(ipc.class, MetricClass::Diagnostic);
+    }
+
+    #[test]
+    fn unknown_events_and_syscalls_are_errors_naming_their_flag() {
+        let options = CountingOptions {
+            events: vec!["cycles".into(), "cyclez".into()],
+            ..CountingOptions::default()
+        };
+        let err = Catalog::probe_with(&options).unwrap_err().to_string();
+        assert!(err.contains("--events") && err.contains("cyclez"), "{err}");
+        let options = CountingOptions {
+            syscalls: vec!["read".into(), "no_such_call".into()],
+            syscalls_named: true,
+            ..CountingOptions::default()
+        };
+        match Catalog::probe_with(&options) {
+            Err(e) => {
+                let e = e.to_string();
+                assert!(
+                    e.contains("--syscalls") && e.contains("no_such_call"),
+                    "{e}"
+                );
+            }
+            // Where tracepoints cannot be counted at all, every syscall metric is absent
+            // with that reason instead.
+            Ok(c) => {
+                let m = c
+                    .descriptors()
+                    .iter()
+                    .find(|m| m.id == "syscalls:no_such_call")
+                    .unwrap();
+                assert!(matches!(m.availability, Availability::Unavailable(_)));
+            }
+        }
+    }
+
+    #[test]
+    fn an_absent_pmu_is_reported_once_for_all_its_metrics() {
+        let system = sparkles_sampler::system::System {
+            kernel: None,
+            perf_event_paranoid: 2,
+            kptr_restrict: None,
+            hypervisor: true,
+            hypervisor_vendor: Some("KVM".into()),
+            is_root: true,
+            cpu_vendor: None,
+        };
+        let resolver = sparkles_sampler::EventResolver::empty("/nonexistent");
+        let attr = resolver.resolve("cycles").unwrap().remove(0);
+        // What the kernel answers a guest without a virtual PMU.
+        let why = sparkles_sampler::open::explain(
+            libc::ENOENT,
+            &attr,
+            0,
+            sparkles_sampler::open::OpenMode::Counting,
+            &system,
+        );
+        let entry = |id: &'static str, source, availability| MetricDescriptor {
+            id: id.into(),
+            header: id.into(),
+            description: "".into(),
+            format: MetricFormat::Count,
+            class: MetricClass::Quantitative,
+            source,
+            default_visible: true,
+            availability,
+        };
+        let metrics: Vec<MetricDescriptor> = ["cycles", "instructions", "branches", "ipc"]
+            .into_iter()
+            .map(|id| entry(id, Source::Perf, Availability::Unavailable(why.clone())))
+            .chain([
+                entry("task-clock", Source::Perf, Availability::Available),
+                entry(
+                    "io.syscr",
+                    Source::Tier0,
+                    Availability::Unavailable("no io".into()),
+                ),
+            ])
+            .collect();
+        let notes = unavailable_notes(&metrics, |m| m.source == Source::Perf);
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(
+            notes[0].starts_with("metrics cycles, instructions, branches, ipc unavailable: ENOENT")
+                && notes[0].contains("hypervisor"),
+            "{}",
+            notes[0]
+        );
     }
 
     #[test]

@@ -25,6 +25,7 @@ pub mod baseline;
 mod bencher;
 pub mod catalog;
 pub mod cli;
+pub mod counters;
 pub mod demo;
 pub mod environment;
 pub mod error;
@@ -54,7 +55,7 @@ pub use throughput::Throughput;
 
 use args::{ColorChoice, ListFormat};
 use bencher::CountPlan;
-use catalog::{Availability, Catalog, Selection, Source};
+use catalog::{Catalog, Selection, Source};
 use record::{BenchRow, Timing};
 use runner::{CaseReport, Progress, Protocol};
 use stats::Verdict;
@@ -127,6 +128,22 @@ pub fn run_or_exit(suite: Suite, args: &HarnessArgs) -> Outcome {
     })
 }
 
+/// What the perf_event tiers count, from `--events`, `--perf-exact`, `--perf-threads`
+/// and `--syscalls`.
+fn counting_options(args: &HarnessArgs) -> counters::CountingOptions {
+    let mut options = counters::CountingOptions::default();
+    if let Some(events) = &args.events {
+        options.events = events.clone();
+    }
+    options.exact = args.perf_exact;
+    options.calling_thread_only = args.perf_threads == "self";
+    if let Some(names) = &args.syscalls {
+        options.syscalls = names.clone();
+        options.syscalls_named = true;
+    }
+    options
+}
+
 fn matches(name: &str, pattern: &str, exact: bool) -> bool {
     if exact {
         name == pattern
@@ -149,13 +166,23 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
         cli::print_capabilities();
         return Ok(Outcome::default());
     }
-    let catalog = Catalog::probe();
+    let catalog = Catalog::probe_with(&counting_options(args))?;
     if args.list_metrics {
         print!("{catalog}");
         return Ok(Outcome::default());
     }
     let profiling = args.bench && args.profile.is_some();
-    let selection = catalog.select_with(args.metrics.as_deref(), profiling)?;
+    let mut asked = Vec::new();
+    if profiling {
+        asked.push(Source::Profile);
+    }
+    if args.perf {
+        asked.push(Source::Perf);
+    }
+    if args.syscalls.is_some() {
+        asked.push(Source::Syscalls);
+    }
+    let selection = catalog.select_with(args.metrics.as_deref(), &asked)?;
     let suite_name = suite.name().to_string();
     let samples = args.samples.or(suite.default_samples).unwrap_or(32);
     let total = suite.cases.len();
@@ -246,16 +273,10 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
         }
     }
 
-    let unavailable: Vec<_> = selection
-        .metrics()
-        .iter()
-        .filter_map(|m| match &m.availability {
-            Availability::Unavailable(why) if selection.is_filtered() => Some((m.id, why)),
-            _ => None,
-        })
-        .collect();
-    for (id, why) in unavailable {
-        eprintln!("note: metric {id} unavailable: {why}");
+    for note in catalog::unavailable_notes(selection.metrics(), |m| {
+        selection.is_filtered() || asked.contains(&m.source)
+    }) {
+        eprintln!("note: {note}");
     }
 
     let mut profile_note = String::new();
@@ -266,6 +287,16 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
         count_iterations: args.count_iterations,
         count_plan: selection.needs_counting_pass().then(|| CountPlan {
             tier0: selection.needs(Source::Tier0),
+            perf: catalog
+                .plans()
+                .perf
+                .clone()
+                .filter(|_| selection.needs(Source::Perf)),
+            syscalls: catalog
+                .plans()
+                .syscalls
+                .clone()
+                .filter(|_| selection.needs(Source::Syscalls)),
         }),
         profile: None,
     };
@@ -374,7 +405,16 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
         }
     }
     let colour = use_colour(args.color, terminal);
-    write!(out, "{}", table::render(&rows, selection.metrics(), colour)).map_err(write_err)?;
+    // The table shows a flag-selected tier's headline columns (all of them are in the
+    // JSON); --metrics shows exactly what it names.
+    let columns: Vec<_> = selection
+        .metrics()
+        .iter()
+        .filter(|m| selection.is_filtered() || m.source != Source::Perf || m.default_visible)
+        .cloned()
+        .collect();
+    write!(out, "{}", table::render(&rows, &columns, colour)).map_err(write_err)?;
+    print_counting_coverage(&rows);
     if let (Some(base), Some(compared)) = (&baseline, compared) {
         let count = |v: Verdict| {
             rows.iter()
@@ -410,6 +450,68 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
         rows,
         saved_baseline: save_path,
     })
+}
+
+/// Which threads the perf_event tiers counted, and how they read them: once for the run
+/// (from the first counted case), then for any case where threads started during its
+/// pass or something was not counted.
+fn print_counting_coverage(rows: &[BenchRow]) {
+    let tiers = |row: &BenchRow| -> Vec<(&'static str, counters::TierReport)> {
+        let Some(c) = &row.counting else {
+            return Vec::new();
+        };
+        [("perf", c.perf.clone()), ("syscalls", c.syscalls.clone())]
+            .into_iter()
+            .filter_map(|(n, t)| Some((n, t?)))
+            .collect()
+    };
+    let names = |threads: &[counters::ThreadInfo]| {
+        threads
+            .iter()
+            .map(|t| format!("{} ({})", t.tid, t.name))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if let Some(first) = rows.iter().find(|r| r.counting.is_some()) {
+        for (name, t) in tiers(first) {
+            eprintln!(
+                "counting: {name}: {} threads counted from the start of each pass ({}){}; {} group{} per thread; read with {}{}",
+                t.threads.len(),
+                names(&t.threads),
+                if t.inherit {
+                    ", and every thread they start (inherit)"
+                } else {
+                    "; threads started during a pass are not counted"
+                },
+                t.groups_per_thread,
+                if t.groups_per_thread == 1 { "" } else { "s" },
+                t.read,
+                t.read_reason
+                    .as_deref()
+                    .map(|r| format!(" (not rdpmc: {r})"))
+                    .unwrap_or_default()
+            );
+        }
+    }
+    for row in rows {
+        for (name, t) in tiers(row) {
+            if !t.threads_started.is_empty() {
+                eprintln!(
+                    "counting: {}: {name}: threads started during the pass, {}: {}",
+                    row.case,
+                    if t.inherit {
+                        "counted through inherit"
+                    } else {
+                        "not counted"
+                    },
+                    names(&t.threads_started)
+                );
+            }
+            for note in &t.notes {
+                eprintln!("counting: {}: {name}: {note}", row.case);
+            }
+        }
+    }
 }
 
 fn row_of(report: &CaseReport, selection: &Selection) -> BenchRow {
@@ -452,6 +554,7 @@ fn row_of(report: &CaseReport, selection: &Selection) -> BenchRow {
         timing,
         metrics,
         comparison: None,
+        counting: report.counting.clone(),
         profile: report.profile.clone(),
     }
 }
@@ -654,6 +757,7 @@ fn smoke(cases: Vec<suite::Case>, args: &HarnessArgs, filtered_out: usize) -> Ou
             timing: None,
             metrics: Default::default(),
             comparison: None,
+            counting: None,
             profile: None,
         })
         .collect();

@@ -13,16 +13,17 @@ pub const LOST: &str = "profile.lost";
 
 /// The profile columns.
 pub fn descriptors() -> Vec<MetricDescriptor> {
-    let entry = |id, header, description| MetricDescriptor {
-        id,
-        header,
-        description,
-        format: MetricFormat::Count,
-        class: MetricClass::Diagnostic,
-        source: Source::Profile,
-        default_visible: true,
-        availability: Availability::Available,
-    };
+    let entry =
+        |id: &'static str, header: &'static str, description: &'static str| MetricDescriptor {
+            id: id.into(),
+            header: header.into(),
+            description: description.into(),
+            format: MetricFormat::Count,
+            class: MetricClass::Diagnostic,
+            source: Source::Profile,
+            default_visible: true,
+            availability: Availability::Available,
+        };
     vec![
         entry(
             SAMPLES,
@@ -87,8 +88,8 @@ impl ProfileSummary {
     pub fn values(summary: Option<&ProfileSummary>) -> Vec<MetricValue> {
         let ok = summary.filter(|s| s.error.is_none());
         vec![
-            (SAMPLES, ok.map(|s| s.samples as f64)),
-            (LOST, ok.map(|s| (s.lost + s.lost_samples) as f64)),
+            (SAMPLES.into(), ok.map(|s| s.samples as f64)),
+            (LOST.into(), ok.map(|s| (s.lost + s.lost_samples) as f64)),
         ]
     }
 }

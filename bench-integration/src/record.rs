@@ -34,6 +34,10 @@ pub struct BenchRow {
     /// The comparison against `--baseline`, present only when one was given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comparison: Option<Comparison>,
+    /// How the perf_event counting tiers counted (threads covered, read path, estimates),
+    /// present only when one ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counting: Option<crate::counters::CountingReport>,
     /// The `--profile` pass, present only when one ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<crate::profile::ProfileSummary>,
@@ -155,6 +159,7 @@ mod tests {
             timing: Timing::from_samples(vec![3.0, 1.0, 2.0]),
             metrics: BTreeMap::from([("io.syscr".to_string(), None)]),
             comparison: None,
+            counting: None,
             profile: None,
         }
     }

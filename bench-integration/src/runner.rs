@@ -38,6 +38,8 @@ pub(crate) struct CaseReport {
     pub throughput: Option<Throughput>,
     /// Values from the counting pass.
     pub counted: Vec<MetricValue>,
+    /// How the perf_event tiers counted, where they did.
+    pub counting: Option<crate::counters::CountingReport>,
     /// The profile pass's outcome.
     pub profile: Option<ProfileSummary>,
 }
@@ -136,6 +138,7 @@ impl Running {
                 samples: Vec::new(),
                 throughput: None,
                 counted: Vec::new(),
+                counting: None,
                 profile: None,
             },
             commands: command_tx,
@@ -234,12 +237,16 @@ impl Running {
     }
 
     fn count(&mut self, protocol: &Protocol) {
-        let Some(plan) = protocol.count_plan else {
+        let Some(plan) = protocol.count_plan.clone() else {
             return;
         };
         let iterations = self.report.iterations.clamp(1, protocol.count_iterations);
         match self.request(Command::Count { iterations, plan }) {
-            Some(Reply::Counted { values }) => self.report.counted = values,
+            Some(Reply::Counted { values, report }) => {
+                self.report.counted = values;
+                self.report.counting =
+                    (report.perf.is_some() || report.syscalls.is_some()).then_some(*report);
+            }
             Some(_) => self.fail("case thread answered out of turn".to_string()),
             None => {}
         }
@@ -391,7 +398,10 @@ mod tests {
             samples: 5,
             order,
             count_iterations: 1000,
-            count_plan: Some(CountPlan { tier0: true }),
+            count_plan: Some(CountPlan {
+                tier0: true,
+                ..CountPlan::default()
+            }),
             profile: None,
         }
     }

@@ -93,7 +93,7 @@ pub fn render(rows: &[BenchRow], metrics: &[MetricDescriptor], colour: bool) -> 
         .iter()
         .filter(|m| {
             rows.iter()
-                .any(|r| r.metrics.get(m.id).copied().flatten().is_some())
+                .any(|r| r.metrics.get(m.id.as_ref()).copied().flatten().is_some())
         })
         .collect();
     let compared = rows.iter().any(|r| r.comparison.is_some());
@@ -109,6 +109,7 @@ pub fn render(rows: &[BenchRow], metrics: &[MetricDescriptor], colour: bool) -> 
     // Lines printed under a row: a profiled case's hottest functions.
     let mut under: Vec<Vec<String>> = Vec::new();
     let mut failures = Vec::new();
+    let mut lowest_ratio = f64::INFINITY;
     for row in rows {
         let Some(t) = row.timing.as_ref().filter(|_| row.ok).map(|t| &t.summary) else {
             failures.push(row);
@@ -145,7 +146,15 @@ pub fn render(rows: &[BenchRow], metrics: &[MetricDescriptor], colour: bool) -> 
             row.iterations.to_string().into(),
         ];
         for m in &shown {
-            cells.push(format_metric(row.metrics.get(m.id).copied().flatten(), m.format).into());
+            let text = format_metric(row.metrics.get(m.id.as_ref()).copied().flatten(), m.format);
+            // A scaled count is marked: the reader must not take it for a measured one.
+            match row.counting.as_ref().and_then(|c| c.estimate(&m.id)) {
+                Some(ratio) if text != "—" => {
+                    lowest_ratio = lowest_ratio.min(ratio);
+                    cells.push(format!("~{text}").into());
+                }
+                _ => cells.push(text.into()),
+            }
         }
         if compared {
             match &row.comparison {
@@ -215,6 +224,12 @@ pub fn render(rows: &[BenchRow], metrics: &[MetricDescriptor], colour: bool) -> 
         for e in extra {
             out.push_str(&e);
         }
+    }
+    if lowest_ratio.is_finite() {
+        out.push_str(&format!(
+            "~ estimate: the counters took turns on the PMU and each count is scaled from the time its group ran (lowest: {:.1}% of the time); --perf-exact counts fewer events exactly\n",
+            lowest_ratio * 100.0
+        ));
     }
     for row in failures {
         let message = row.error.as_deref().unwrap_or("failed");

@@ -22,9 +22,9 @@ pub const ELEMENTS_PER_SEC: &str = "throughput.elements_per_sec";
 pub fn descriptors() -> Vec<MetricDescriptor> {
     vec![
         MetricDescriptor {
-            id: BYTES_PER_SEC,
-            header: "B/s",
-            description: "bytes the case declared per iteration, over the timed median",
+            id: BYTES_PER_SEC.into(),
+            header: "B/s".into(),
+            description: "bytes the case declared per iteration, over the timed median".into(),
             format: MetricFormat::BytesPerSecond,
             class: MetricClass::Quantitative,
             source: Source::Client,
@@ -32,9 +32,9 @@ pub fn descriptors() -> Vec<MetricDescriptor> {
             availability: Availability::Available,
         },
         MetricDescriptor {
-            id: ELEMENTS_PER_SEC,
-            header: "elem/s",
-            description: "elements the case declared per iteration, over the timed median",
+            id: ELEMENTS_PER_SEC.into(),
+            header: "elem/s".into(),
+            description: "elements the case declared per iteration, over the timed median".into(),
             format: MetricFormat::PerSecond,
             class: MetricClass::Quantitative,
             source: Source::Client,
@@ -51,14 +51,14 @@ pub fn values(throughput: Option<Throughput>, median_ns: f64) -> Vec<MetricValue
     };
     vec![
         (
-            BYTES_PER_SEC,
+            BYTES_PER_SEC.into(),
             match throughput {
                 Some(Throughput::Bytes(n)) => rate(n),
                 _ => None,
             },
         ),
         (
-            ELEMENTS_PER_SEC,
+            ELEMENTS_PER_SEC.into(),
             match throughput {
                 Some(Throughput::Elements(n)) => rate(n),
                 _ => None,
@@ -74,10 +74,10 @@ mod tests {
     #[test]
     fn rate_is_work_over_the_median() {
         let v = values(Some(Throughput::Bytes(1000)), 500.0);
-        assert_eq!(v[0], (BYTES_PER_SEC, Some(2e9)));
-        assert_eq!(v[1], (ELEMENTS_PER_SEC, None));
+        assert_eq!(v[0], (BYTES_PER_SEC.into(), Some(2e9)));
+        assert_eq!(v[1], (ELEMENTS_PER_SEC.into(), None));
         let v = values(Some(Throughput::Elements(10)), 1e9);
-        assert_eq!(v[1], (ELEMENTS_PER_SEC, Some(10.0)));
+        assert_eq!(v[1], (ELEMENTS_PER_SEC.into(), Some(10.0)));
         assert!(values(None, 1.0).iter().all(|(_, v)| v.is_none()));
     }
 }

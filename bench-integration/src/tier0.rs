@@ -54,10 +54,14 @@ pub fn descriptors() -> Vec<MetricDescriptor> {
         }
         Ok(_) => Availability::Available,
     };
-    let entry = |id, header, description, default_visible, availability| MetricDescriptor {
-        id,
-        header,
-        description,
+    let entry = |id: &'static str,
+                 header: &'static str,
+                 description: &'static str,
+                 default_visible,
+                 availability| MetricDescriptor {
+        id: id.into(),
+        header: header.into(),
+        description: description.into(),
         format: MetricFormat::Count,
         class: MetricClass::Quantitative,
         source: Source::Tier0,
@@ -248,7 +252,7 @@ impl Tier0 {
                     let own = self.self_cost[i].saturating_mul(self.brackets);
                     acc.saturating_sub(own) as f64 / iterations as f64
                 });
-                (id, value)
+                (id.into(), value)
             })
             .collect()
     }

@@ -204,6 +204,23 @@ fn open_one(
     }
 }
 
+/// Whether `attr` can be counted here: opens it alone on the calling thread, and says
+/// why not (the kernel's refusal, explained) where it cannot.
+pub fn check(attr: &EventAttr, system: &System) -> Result<(), String> {
+    open_one(attr, gettid(), false, None)
+        .map(drop)
+        .map_err(|e| explain(errno(&e), attr, attr.precise_ip, OpenMode::Counting, system))
+}
+
+/// Threads of this process now that are not among `covered` (started since they were
+/// listed).
+pub fn started_since(covered: &[Thread]) -> Vec<Thread> {
+    threads()
+        .into_iter()
+        .filter(|t| !covered.iter().any(|c| c.tid == t.tid))
+        .collect()
+}
+
 fn errno(e: &std::io::Error) -> i32 {
     e.raw_os_error().unwrap_or(libc::EINVAL)
 }

@@ -1,0 +1,554 @@
+//! The perf_event counting tiers: hardware and software counters (`--perf`, `--events`)
+//! and syscall tracepoints (`--syscalls`, `syscalls:*`), both counted as perf_event
+//! groups over the counting pass's timed regions (sparkles_sampler::counters).
+//!
+//! Metric ids are perf's event names (`cycles`, `task-clock`, …, or the spelling given to
+//! `--events`) and `syscalls:total` / `syscalls:NAME`. Counts are per iteration. Where
+//! the events' groups shared the PMU, a count is scaled from the time its group ran and
+//! reported as an estimate with its running ratio (the row's `counting` object), never
+//! as a measured number.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use sparkles_sampler::counters::{self, Bracketed, CounterConfig, CounterSet, Coverage};
+use sparkles_sampler::events::EventResolver;
+use sparkles_sampler::system::System;
+
+use crate::catalog::{
+    Availability, MetricClass, MetricDescriptor, MetricFormat, MetricValue, Source,
+};
+use crate::error::Error;
+
+/// What `--perf` counts without `--events`: the seed's group plus the software counters
+/// that count on any machine.
+pub const DEFAULT_EVENTS: [&str; 10] = [
+    "cycles",
+    "instructions",
+    "branches",
+    "branch-misses",
+    "cache-references",
+    "cache-misses",
+    "page-faults",
+    "task-clock",
+    "context-switches",
+    "cpu-migrations",
+];
+
+/// The syscalls counted without `--syscalls`: the ones most programs spend their calls
+/// on. Tracefs names (`newfstat` is fstat(2)).
+pub const DEFAULT_SYSCALLS: [&str; 16] = [
+    "read",
+    "write",
+    "openat",
+    "close",
+    "newfstat",
+    "statx",
+    "lseek",
+    "pread64",
+    "mmap",
+    "munmap",
+    "mprotect",
+    "madvise",
+    "brk",
+    "futex",
+    "ioctl",
+    "clock_nanosleep",
+];
+
+/// Id of the total syscall count.
+pub const SYSCALLS_TOTAL: &str = "syscalls:total";
+
+/// Column headers and descriptions of perf's generic events.
+const KNOWN: [(&str, &str, &str, bool); 10] = [
+    ("cycles", "cycles", "CPU cycles per iteration", true),
+    (
+        "instructions",
+        "instr",
+        "instructions retired per iteration",
+        true,
+    ),
+    (
+        "branches",
+        "branches",
+        "branch instructions per iteration",
+        false,
+    ),
+    (
+        "branch-misses",
+        "br-miss",
+        "mispredicted branches per iteration",
+        false,
+    ),
+    (
+        "cache-references",
+        "llc-ref",
+        "last-level cache references per iteration (perf's cache-references)",
+        false,
+    ),
+    (
+        "cache-misses",
+        "llc-miss",
+        "last-level cache misses per iteration (perf's cache-misses)",
+        false,
+    ),
+    ("page-faults", "faults", "page faults per iteration", true),
+    (
+        "task-clock",
+        "task-ns",
+        "ns on a CPU per iteration (all counted threads)",
+        true,
+    ),
+    (
+        "context-switches",
+        "cs",
+        "context switches per iteration",
+        true,
+    ),
+    (
+        "cpu-migrations",
+        "migr",
+        "moves to another CPU per iteration",
+        false,
+    ),
+];
+
+/// Ratios of two counted events: (id, header, numerator, denominator, scale, description).
+const DERIVED: [(&str, &str, &str, &str, f64, MetricFormat, &str); 3] = [
+    (
+        "ipc",
+        "IPC",
+        "instructions",
+        "cycles",
+        1.0,
+        MetricFormat::Ratio,
+        "instructions per cycle",
+    ),
+    (
+        "branch-miss-rate",
+        "br-miss%",
+        "branch-misses",
+        "branches",
+        100.0,
+        MetricFormat::Percent,
+        "mispredicted branches, percent of branches",
+    ),
+    (
+        "llc-miss-rate",
+        "llc-miss%",
+        "cache-misses",
+        "cache-references",
+        100.0,
+        MetricFormat::Percent,
+        "last-level cache misses, percent of references",
+    ),
+];
+
+/// What the counting tiers count, from the command line.
+#[derive(Debug, Clone)]
+pub struct CountingOptions {
+    /// `--events`, or [`DEFAULT_EVENTS`].
+    pub events: Vec<String>,
+    /// `--perf-exact`.
+    pub exact: bool,
+    /// `--perf-threads self`.
+    pub calling_thread_only: bool,
+    /// `--syscalls`, or [`DEFAULT_SYSCALLS`].
+    pub syscalls: Vec<String>,
+    /// Whether `--syscalls` named them (unknown names are then an error, not absent).
+    pub syscalls_named: bool,
+}
+
+impl Default for CountingOptions {
+    fn default() -> Self {
+        CountingOptions {
+            events: DEFAULT_EVENTS.iter().map(|s| s.to_string()).collect(),
+            exact: false,
+            calling_thread_only: false,
+            syscalls: DEFAULT_SYSCALLS.iter().map(|s| s.to_string()).collect(),
+            syscalls_named: false,
+        }
+    }
+}
+
+/// One counting tier, resolved: what to open and which metric each event feeds.
+#[derive(Debug, Clone)]
+pub struct TierPlan {
+    /// The events to open.
+    pub config: CounterConfig,
+    /// The metric id of each event, parallel to `config.events`.
+    pub ids: Vec<String>,
+}
+
+/// Both tiers' plans, with their catalog entries.
+#[derive(Debug, Clone, Default)]
+pub struct Plans {
+    /// Hardware and software counters.
+    pub perf: Option<Arc<TierPlan>>,
+    /// Syscall tracepoints.
+    pub syscalls: Option<Arc<TierPlan>>,
+}
+
+/// A per-iteration count of `source`.
+fn descriptor(
+    id: String,
+    header: String,
+    description: String,
+    source: Source,
+    default_visible: bool,
+    availability: Availability,
+) -> MetricDescriptor {
+    MetricDescriptor {
+        id: Cow::Owned(id),
+        header: Cow::Owned(header),
+        description: Cow::Owned(description),
+        format: MetricFormat::Count,
+        class: MetricClass::Quantitative,
+        source,
+        default_visible,
+        availability,
+    }
+}
+
+/// The perf tier's catalog entries (one per event, then the derived ratios) and its plan.
+/// A spelling the events layer cannot resolve is an error naming `--events`.
+pub fn perf_tier(
+    options: &CountingOptions,
+    resolver: &EventResolver,
+    system: &System,
+) -> Result<(Vec<MetricDescriptor>, TierPlan), Error> {
+    let mut descriptors = Vec::new();
+    let mut events = Vec::new();
+    let mut ids = Vec::new();
+    let mut availability_of: BTreeMap<String, Availability> = BTreeMap::new();
+    for spelling in &options.events {
+        let attrs = resolver.resolve(spelling).map_err(|e| Error::Usage {
+            flag: "--events",
+            message: format!("'{spelling}': {e}"),
+        })?;
+        // Available where every attr it opens as (one per core PMU on hybrids) opens.
+        let availability = match attrs.iter().find_map(|a| counters::check(a, system).err()) {
+            None => Availability::Available,
+            Some(why) => Availability::Unavailable(why),
+        };
+        let known = KNOWN.iter().find(|k| k.0 == spelling.as_str());
+        descriptors.push(descriptor(
+            spelling.clone(),
+            known.map_or_else(|| spelling.clone(), |k| k.1.to_string()),
+            known.map_or_else(|| format!("{spelling} per iteration"), |k| k.2.to_string()),
+            Source::Perf,
+            known.is_none_or(|k| k.3),
+            availability.clone(),
+        ));
+        availability_of.insert(spelling.clone(), availability);
+        for attr in attrs {
+            ids.push(spelling.clone());
+            events.push(attr);
+        }
+    }
+    for (id, header, num, den, _, format, description) in DERIVED {
+        let (Some(a), Some(b)) = (availability_of.get(num), availability_of.get(den)) else {
+            continue;
+        };
+        let availability = match (a, b) {
+            (Availability::Unavailable(why), _) | (_, Availability::Unavailable(why)) => {
+                Availability::Unavailable(why.clone())
+            }
+            _ => Availability::Available,
+        };
+        descriptors.push(MetricDescriptor {
+            format,
+            class: MetricClass::Diagnostic,
+            ..descriptor(
+                id.to_string(),
+                header.to_string(),
+                format!("{description} ({num} over {den})"),
+                Source::Perf,
+                true,
+                availability,
+            )
+        });
+    }
+    let plan = TierPlan {
+        config: CounterConfig {
+            events,
+            coverage: if options.calling_thread_only {
+                Coverage::CallingThread
+            } else {
+                Coverage::Process
+            },
+            exact: options.exact,
+            rdpmc: true,
+        },
+        ids,
+    };
+    Ok((descriptors, plan))
+}
+
+/// The syscall tier's catalog entries (`syscalls:total`, then one per syscall) and its
+/// plan. A name `--syscalls` gives that has no tracepoint is an error naming the flag.
+pub fn syscall_tier(
+    options: &CountingOptions,
+    resolver: &EventResolver,
+    system: &System,
+) -> Result<(Vec<MetricDescriptor>, TierPlan), Error> {
+    // The tier as a whole: tracefs readable and the leader opens.
+    let tier = match resolver.resolve("raw_syscalls:sys_enter") {
+        Err(e) => Err(format!("raw_syscalls:sys_enter: {e}")),
+        Ok(attrs) => match counters::check(&attrs[0], system) {
+            Ok(()) => Ok(attrs[0].clone()),
+            Err(why) => Err(why),
+        },
+    };
+    let mut descriptors = Vec::new();
+    let mut events = Vec::new();
+    let mut ids = Vec::new();
+    let entry = |id: String, header: String, description: String, availability| {
+        descriptor(
+            id,
+            header,
+            description,
+            Source::Syscalls,
+            false,
+            availability,
+        )
+    };
+    let unavailable = |why: &String| Availability::Unavailable(why.clone());
+    descriptors.push(entry(
+        SYSCALLS_TOTAL.to_string(),
+        "syscalls".to_string(),
+        "system calls per iteration (raw_syscalls:sys_enter)".to_string(),
+        tier.as_ref()
+            .map_or_else(unavailable, |_| Availability::Available),
+    ));
+    if let Ok(leader) = &tier {
+        events.push(leader.clone());
+        ids.push(SYSCALLS_TOTAL.to_string());
+    }
+    for name in &options.syscalls {
+        let spelling = format!("syscalls:sys_enter_{name}");
+        let resolved = match &tier {
+            Err(why) => Err(why.clone()),
+            Ok(_) => resolver.resolve(&spelling).map_err(|e| e.to_string()),
+        };
+        let availability = match &resolved {
+            Ok(_) => Availability::Available,
+            Err(why) if options.syscalls_named && tier.is_ok() => {
+                return Err(Error::Usage {
+                    flag: "--syscalls",
+                    message: format!("'{name}': {why}"),
+                })
+            }
+            Err(why) => Availability::Unavailable(why.clone()),
+        };
+        let id = format!("syscalls:{name}");
+        descriptors.push(entry(
+            id.clone(),
+            format!("sc:{name}"),
+            format!("{name} calls per iteration ({spelling})"),
+            availability,
+        ));
+        if let Ok(attrs) = resolved {
+            for attr in attrs {
+                events.push(attr);
+                ids.push(id.clone());
+            }
+        }
+    }
+    let plan = TierPlan {
+        config: CounterConfig {
+            events,
+            coverage: if options.calling_thread_only {
+                Coverage::CallingThread
+            } else {
+                Coverage::Process
+            },
+            exact: false,
+            rdpmc: false,
+        },
+        ids,
+    };
+    Ok((descriptors, plan))
+}
+
+/// How one event of a tier was counted (the row's `counting.<tier>.events.<id>`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EventDetail {
+    /// Whether the value is scaled from the time its group ran.
+    pub estimated: bool,
+    /// Running over enabled time of its groups during the pass.
+    pub running_ratio: f64,
+    /// Why there is no value, where there is none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// A thread the counters covered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThreadInfo {
+    /// Thread id.
+    pub tid: i32,
+    /// Thread name.
+    pub name: String,
+}
+
+/// How one tier counted one case (the row's `counting.perf` or `counting.syscalls`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TierReport {
+    /// `read(2)` or `rdpmc`.
+    pub read: String,
+    /// Why rdpmc was not used, where it was a candidate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_reason: Option<String>,
+    /// Groups per thread: more than one means they took turns on the PMU.
+    pub groups_per_thread: usize,
+    /// Whether threads started during the pass were counted (inherit).
+    pub inherit: bool,
+    /// Threads counted from the start of the pass, each by its own counters.
+    pub threads: Vec<ThreadInfo>,
+    /// Threads alive at the end that started during the pass (counted through inherit
+    /// when `inherit`); threads that started and ended within it are counted but not
+    /// listed.
+    pub threads_started: Vec<ThreadInfo>,
+    /// Per metric id: estimated or not, and the running ratio.
+    pub events: BTreeMap<String, EventDetail>,
+    /// Anything else a reader should know (threads not counted, inherit refused).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// The counting tiers' account of one case (the row's `counting` key).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CountingReport {
+    /// Hardware and software counters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub perf: Option<TierReport>,
+    /// Syscall tracepoints.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub syscalls: Option<TierReport>,
+}
+
+impl CountingReport {
+    /// Whether `id`'s value is an estimate, and its running ratio.
+    pub fn estimate(&self, id: &str) -> Option<f64> {
+        [&self.perf, &self.syscalls]
+            .into_iter()
+            .flatten()
+            .find_map(|t| t.events.get(id))
+            .filter(|d| d.estimated)
+            .map(|d| d.running_ratio)
+    }
+}
+
+/// One tier open for a counting pass.
+#[derive(Debug)]
+pub struct Tier {
+    plan: Arc<TierPlan>,
+    counting: Bracketed,
+}
+
+impl Tier {
+    /// Opens the plan's events on the calling thread (and, by its coverage, the rest).
+    pub fn open(plan: &Arc<TierPlan>) -> Tier {
+        let set = CounterSet::open(&plan.config, &System::probe());
+        Tier {
+            plan: Arc::clone(plan),
+            counting: Bracketed::start(set),
+        }
+    }
+
+    /// Starts a bracketed region.
+    #[inline]
+    pub fn resume(&mut self) {
+        self.counting.resume();
+    }
+
+    /// Ends a bracketed region.
+    #[inline]
+    pub fn pause(&mut self) {
+        self.counting.pause();
+    }
+
+    /// Per-iteration values (derived ratios included) and the tier's account.
+    pub fn finish(&self, iterations: u64) -> (Vec<MetricValue>, TierReport) {
+        let set = self.counting.set();
+        let counts = self.counting.counts();
+        let mut by_id: BTreeMap<String, (Option<f64>, EventDetail)> = BTreeMap::new();
+        for c in &counts {
+            let id = self.id_of_spelling(&c.event);
+            let per_iter = c.value.map(|v| v / iterations.max(1) as f64);
+            let entry = by_id.entry(id).or_insert((
+                Some(0.0),
+                EventDetail {
+                    estimated: false,
+                    running_ratio: 1.0,
+                    reason: None,
+                },
+            ));
+            entry.0 = match (entry.0, per_iter) {
+                (Some(a), Some(b)) => Some(a + b),
+                _ => None,
+            };
+            entry.1.estimated |= c.estimated;
+            entry.1.running_ratio = entry.1.running_ratio.min(c.running_ratio);
+            if c.reason.is_some() {
+                entry.1.reason = c.reason.clone();
+            }
+        }
+        let mut values: Vec<MetricValue> = by_id
+            .iter()
+            .map(|(id, (v, _))| (Cow::Owned(id.clone()), *v))
+            .collect();
+        for (id, _, num, den, scale, _, _) in DERIVED {
+            let (Some((a, da)), Some((b, db))) = (by_id.get(num), by_id.get(den)) else {
+                continue;
+            };
+            let value = match (a, b) {
+                (Some(a), Some(b)) if *b > 0.0 => Some(a / b * scale),
+                _ => None,
+            };
+            values.push((Cow::Borrowed(id), value));
+            by_id.insert(
+                id.to_string(),
+                (
+                    value,
+                    EventDetail {
+                        estimated: da.estimated || db.estimated,
+                        running_ratio: da.running_ratio.min(db.running_ratio),
+                        reason: da.reason.clone().or_else(|| db.reason.clone()),
+                    },
+                ),
+            );
+        }
+        let info = |t: &counters::Thread| ThreadInfo {
+            tid: t.tid,
+            name: t.name.clone(),
+        };
+        let report = TierReport {
+            read: set.read_path.label().to_string(),
+            read_reason: set.read_reason.clone(),
+            groups_per_thread: set.groups_per_thread(),
+            inherit: set.inherit,
+            threads: set.threads.iter().map(info).collect(),
+            threads_started: counters::started_since(&set.threads)
+                .iter()
+                .map(info)
+                .collect(),
+            events: by_id.into_iter().map(|(id, (_, d))| (id, d)).collect(),
+            notes: set.notes.clone(),
+        };
+        (values, report)
+    }
+
+    /// The metric id an event's spelling feeds.
+    fn id_of_spelling(&self, spelling: &str) -> String {
+        self.plan
+            .config
+            .events
+            .iter()
+            .position(|e| e.name == spelling)
+            .map_or_else(|| spelling.to_string(), |p| self.plan.ids[p].clone())
+    }
+}
