@@ -532,7 +532,7 @@ impl Tier {
             groups_per_thread: set.groups_per_thread(),
             inherit: set.inherit,
             threads: set.threads.iter().map(info).collect(),
-            threads_started: counters::started_since(&set.threads)
+            threads_started: counters::started_since(&set.listed)
                 .iter()
                 .map(info)
                 .collect(),

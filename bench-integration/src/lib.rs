@@ -176,7 +176,8 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
     if profiling {
         asked.push(Source::Profile);
     }
-    if args.perf {
+    // --events and --perf-exact say what --perf counts, so they ask for it too.
+    if args.perf || args.events.is_some() || args.perf_exact {
         asked.push(Source::Perf);
     }
     if args.syscalls.is_some() {

@@ -137,6 +137,8 @@ pub struct CounterSet {
     pub dropped: Vec<Left>,
     /// Threads counted from the open.
     pub threads: Vec<Thread>,
+    /// Every thread of the process at the open, counted or not.
+    pub listed: Vec<Thread>,
     /// Whether threads started later are counted (inherit).
     pub inherit: bool,
     /// How counts are read.
@@ -212,12 +214,12 @@ pub fn check(attr: &EventAttr, system: &System) -> Result<(), String> {
         .map_err(|e| explain(errno(&e), attr, attr.precise_ip, OpenMode::Counting, system))
 }
 
-/// Threads of this process now that are not among `covered` (started since they were
-/// listed).
-pub fn started_since(covered: &[Thread]) -> Vec<Thread> {
+/// Threads of this process now that are not among `listed` (started since it was
+/// taken).
+pub fn started_since(listed: &[Thread]) -> Vec<Thread> {
     threads()
         .into_iter()
-        .filter(|t| !covered.iter().any(|c| c.tid == t.tid))
+        .filter(|t| !listed.iter().any(|c| c.tid == t.tid))
         .collect()
 }
 
@@ -414,9 +416,10 @@ impl CounterSet {
         let (layout, mut dropped) = fit(&events, packing.layout, packing.inherit, config.exact);
         let mut dropped_all = packing.dropped;
         dropped_all.append(&mut dropped);
-        let covered = match config.coverage {
-            Coverage::Process => threads(),
-            Coverage::CallingThread => threads().into_iter().take(1).collect(),
+        let listed = threads();
+        let covered: Vec<Thread> = match config.coverage {
+            Coverage::Process => listed.clone(),
+            Coverage::CallingThread => listed.iter().take(1).cloned().collect(),
         };
         let mut set = CounterSet {
             events,
@@ -425,6 +428,7 @@ impl CounterSet {
             absent: packing.absent,
             dropped: dropped_all,
             threads: Vec::new(),
+            listed,
             inherit: packing.inherit,
             read_path: ReadPath::Read,
             read_reason: None,
@@ -611,6 +615,8 @@ pub struct Bracketed {
     /// Per event, the median cost of one empty bracket.
     self_cost: Vec<f64>,
     failed: Option<String>,
+    /// Counters read with rdpmc must be read on the thread they count: not `Send`.
+    _thread_bound: std::marker::PhantomData<*const ()>,
 }
 
 impl Bracketed {
@@ -626,6 +632,7 @@ impl Bracketed {
             brackets: 0,
             self_cost: vec![0.0; n],
             failed: None,
+            _thread_bound: std::marker::PhantomData,
         };
         if b.set.read_path == ReadPath::Rdpmc {
             b.set.enable();
