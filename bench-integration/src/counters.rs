@@ -402,8 +402,11 @@ pub struct TierReport {
     /// Why rdpmc was not used, where it was a candidate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_reason: Option<String>,
-    /// Groups per thread: more than one means they took turns on the PMU.
+    /// Groups per thread (software events are in groups of their own).
     pub groups_per_thread: usize,
+    /// Of those, the groups of hardware counters: more than one took turns on the PMU.
+    #[serde(default)]
+    pub pmu_groups: usize,
     /// Whether threads started during the pass were counted (inherit).
     pub inherit: bool,
     /// Threads counted from the start of the pass, each by its own counters.
@@ -530,6 +533,7 @@ impl Tier {
             read: set.read_path.label().to_string(),
             read_reason: set.read_reason.clone(),
             groups_per_thread: set.groups_per_thread(),
+            pmu_groups: set.pmu_groups(),
             inherit: set.inherit,
             threads: set.threads.iter().map(info).collect(),
             threads_started: counters::started_since(&set.listed)

@@ -476,7 +476,7 @@ fn print_counting_coverage(rows: &[BenchRow]) {
     if let Some(first) = rows.iter().find(|r| r.counting.is_some()) {
         for (name, t) in tiers(first) {
             eprintln!(
-                "counting: {name}: {} threads counted from the start of each pass ({}){}; {} group{} per thread; read with {}{}",
+                "counting: {name}: {} threads counted from the start of each pass ({}){}; {} group{} per thread ({} of hardware counters); read with {}{}",
                 t.threads.len(),
                 names(&t.threads),
                 if t.inherit {
@@ -486,6 +486,7 @@ fn print_counting_coverage(rows: &[BenchRow]) {
                 },
                 t.groups_per_thread,
                 if t.groups_per_thread == 1 { "" } else { "s" },
+                t.pmu_groups,
                 t.read,
                 t.read_reason
                     .as_deref()

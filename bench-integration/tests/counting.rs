@@ -122,7 +122,12 @@ fn syscall_tracepoints_count_the_reads_a_case_does() {
     }
     let rows = rows(
         demo::suite(),
-        &["--metrics", "syscalls:*,io.syscr", "io/read_file", "sort/u64"],
+        &[
+            "--metrics",
+            "syscalls:*,io.syscr",
+            "io/read_file",
+            "sort/u64",
+        ],
     );
     let read = row(&rows, "io/read_file/1MiB");
     let calls = read["metrics"]["syscalls:read"].as_f64().unwrap();
@@ -231,7 +236,7 @@ fn groups_sharing_the_pmu_give_labelled_estimates_and_exact_leaves_events_out() 
     }
     let rows_shared = rows(demo::suite(), &["--events", NINE, "compute/sieve"]);
     let perf = &rows_shared[0]["counting"]["perf"];
-    if perf["groups_per_thread"] == 1 {
+    if perf["pmu_groups"] == 1 {
         eprintln!("skipped: this PMU holds nine counters in one group");
         return;
     }
@@ -246,7 +251,7 @@ fn groups_sharing_the_pmu_give_labelled_estimates_and_exact_leaves_events_out() 
         &["--events", NINE, "--perf-exact", "compute/sieve"],
     );
     let perf = &rows_exact[0]["counting"]["perf"];
-    assert_eq!(perf["groups_per_thread"], 1);
+    assert_eq!(perf["pmu_groups"], 1);
     assert_eq!(perf["events"]["instructions"]["estimated"], false);
     let left_out: Vec<&str> = perf["events"]
         .as_object()
@@ -261,7 +266,10 @@ fn groups_sharing_the_pmu_give_labelled_estimates_and_exact_leaves_events_out() 
         .collect();
     assert!(!left_out.is_empty(), "{perf}");
     for id in left_out {
-        assert!(rows_exact[0]["metrics"][id].is_null(), "{id} left out but has a value");
+        assert!(
+            rows_exact[0]["metrics"][id].is_null(),
+            "{id} left out but has a value"
+        );
     }
     // Exact and estimated counts of the same work agree.
     let (a, b) = (
