@@ -161,6 +161,17 @@ pub struct CountingOptions {
     pub syscalls_named: bool,
 }
 
+impl CountingOptions {
+    /// The threads the counters cover.
+    pub fn coverage(&self) -> Coverage {
+        if self.calling_thread_only {
+            Coverage::CallingThread
+        } else {
+            Coverage::Process
+        }
+    }
+}
+
 impl Default for CountingOptions {
     fn default() -> Self {
         CountingOptions {
@@ -274,11 +285,7 @@ pub fn perf_tier(
     let plan = TierPlan {
         config: CounterConfig {
             events,
-            coverage: if options.calling_thread_only {
-                Coverage::CallingThread
-            } else {
-                Coverage::Process
-            },
+            coverage: options.coverage(),
             exact: options.exact,
             rdpmc: true,
         },
@@ -360,11 +367,7 @@ pub fn syscall_tier(
     let plan = TierPlan {
         config: CounterConfig {
             events,
-            coverage: if options.calling_thread_only {
-                Coverage::CallingThread
-            } else {
-                Coverage::Process
-            },
+            coverage: options.coverage(),
             exact: false,
             rdpmc: false,
         },

@@ -1018,21 +1018,22 @@ mod tests {
         );
     }
 
+    /// Nine hardware counters: more than a PMU of this kind holds in one group.
+    const NINE: [&str; 9] = [
+        "instructions",
+        "cycles",
+        "branches",
+        "branch-misses",
+        "instructions:u",
+        "cycles:u",
+        "branches:u",
+        "branch-misses:u",
+        "instructions:k",
+    ];
+
     #[test]
     fn hardware_groups_that_do_not_fit_share_the_pmu_and_are_scaled() {
-        // Nine hardware counters: more than any PMU of this kind holds in one group.
-        let specs = [
-            "instructions",
-            "cycles",
-            "branches",
-            "branch-misses",
-            "instructions:u",
-            "cycles:u",
-            "branches:u",
-            "branch-misses:u",
-            "instructions:k",
-        ];
-        let set = CounterSet::open(&config(&specs, Coverage::CallingThread), &System::probe());
+        let set = CounterSet::open(&config(&NINE, Coverage::CallingThread), &System::probe());
         if set.is_empty() || !set.absent.is_empty() {
             eprintln!("skipped: no hardware counters here: {:?}", set.absent);
             return;
@@ -1077,18 +1078,7 @@ mod tests {
 
     #[test]
     fn exact_leaves_out_what_does_not_fit_and_names_it() {
-        let specs = [
-            "instructions",
-            "cycles",
-            "branches",
-            "branch-misses",
-            "instructions:u",
-            "cycles:u",
-            "branches:u",
-            "branch-misses:u",
-            "instructions:k",
-        ];
-        let mut c = config(&specs, Coverage::CallingThread);
+        let mut c = config(&NINE, Coverage::CallingThread);
         c.exact = true;
         let set = CounterSet::open(&c, &System::probe());
         if set.is_empty() || !set.absent.is_empty() {
