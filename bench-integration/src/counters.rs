@@ -22,21 +22,6 @@ use crate::catalog::{
 };
 use crate::error::Error;
 
-/// What `--perf` counts without `--events`: the seed's group plus the software counters
-/// that count on any machine.
-pub const DEFAULT_EVENTS: [&str; 10] = [
-    "cycles",
-    "instructions",
-    "branches",
-    "branch-misses",
-    "cache-references",
-    "cache-misses",
-    "page-faults",
-    "task-clock",
-    "context-switches",
-    "cpu-migrations",
-];
-
 /// The syscalls counted without `--syscalls`: the ones most programs spend their calls
 /// on. Tracefs names (`newfstat` is fstat(2)).
 pub const DEFAULT_SYSCALLS: [&str; 16] = [
@@ -61,7 +46,9 @@ pub const DEFAULT_SYSCALLS: [&str; 16] = [
 /// Id of the total syscall count.
 pub const SYSCALLS_TOTAL: &str = "syscalls:total";
 
-/// Column headers and descriptions of perf's generic events.
+/// What `--perf` counts without `--events`, in order (the seed's group plus the software
+/// counters that count on any machine): each with its column header, description, and
+/// whether the table shows it.
 const KNOWN: [(&str, &str, &str, bool); 10] = [
     ("cycles", "cycles", "CPU cycles per iteration", true),
     (
@@ -149,7 +136,7 @@ const DERIVED: [(&str, &str, &str, &str, f64, MetricFormat, &str); 3] = [
 /// What the counting tiers count, from the command line.
 #[derive(Debug, Clone)]
 pub struct CountingOptions {
-    /// `--events`, or [`DEFAULT_EVENTS`].
+    /// `--events`, or the ten generic events (cycles … cpu-migrations).
     pub events: Vec<String>,
     /// `--perf-exact`.
     pub exact: bool,
@@ -175,7 +162,7 @@ impl CountingOptions {
 impl Default for CountingOptions {
     fn default() -> Self {
         CountingOptions {
-            events: DEFAULT_EVENTS.iter().map(|s| s.to_string()).collect(),
+            events: KNOWN.iter().map(|k| k.0.to_string()).collect(),
             exact: false,
             calling_thread_only: false,
             syscalls: DEFAULT_SYSCALLS.iter().map(|s| s.to_string()).collect(),

@@ -158,14 +158,11 @@ pub fn gettid() -> i32 {
 /// The threads of this process, the calling one first.
 pub fn threads() -> Vec<Thread> {
     let me = gettid();
-    let mut tids: Vec<i32> = std::fs::read_dir("/proc/self/task")
-        .map(|d| {
-            d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-                .collect()
-        })
-        .unwrap_or_default();
-    tids.sort_unstable();
-    tids.retain(|&t| t != me);
+    let mut tids: Vec<i32> = crate::perf_data::synth::tasks_of(std::process::id())
+        .into_iter()
+        .filter_map(|t| i32::try_from(t).ok())
+        .filter(|&t| t != me)
+        .collect();
     tids.insert(0, me);
     tids.into_iter()
         .map(|tid| Thread {
@@ -216,7 +213,12 @@ fn open_one(
 pub fn check(attr: &EventAttr, system: &System) -> Result<(), String> {
     open_one(attr, gettid(), false, None)
         .map(drop)
-        .map_err(|e| explain(errno(&e), attr, attr.precise_ip, OpenMode::Counting, system))
+        .map_err(|e| refusal(attr, &e, system))
+}
+
+/// The kernel's refusal to count `attr`, explained.
+fn refusal(attr: &EventAttr, e: &std::io::Error, system: &System) -> String {
+    explain(errno(e), attr, attr.precise_ip, OpenMode::Counting, system)
 }
 
 /// Threads of this process now that are not among `listed` (started since it was
@@ -267,69 +269,56 @@ fn pack(
             }
         }
         if let Some((leader, members, indices)) = current.as_mut() {
-            match open_one(attr, me, p.inherit, Some(leader)) {
-                Ok(c) => {
-                    members.push(c);
-                    indices.push(i);
-                    continue;
+            if let Ok(c) = open_one(attr, me, p.inherit, Some(leader)) {
+                members.push(c);
+                indices.push(i);
+                continue;
+            }
+            if exact {
+                // Refused as a member: alone, either it opens (the group is full) or it
+                // says why it cannot open at all.
+                if let Err(e) = open_one(attr, me, p.inherit, None) {
+                    p.absent.push(Left {
+                        event: attr.name.clone(),
+                        reason: refusal(attr, &e, system),
+                    });
+                } else {
+                    p.dropped.push(Left {
+                        event: attr.name.clone(),
+                        reason: format!(
+                            "left out by --perf-exact: it does not fit on the PMU in one group with {}",
+                            indices.iter().map(|&k| events[k].name.as_str()).collect::<Vec<_>>().join(", ")
+                        ),
+                    });
                 }
-                Err(_) => {
-                    // Refused as a member: alone, either it opens (the group is full) or
-                    // it says why it cannot open at all.
-                    if let Err(e) = open_one(attr, me, p.inherit, None) {
-                        p.absent.push(Left {
-                            event: attr.name.clone(),
-                            reason: explain(
-                                errno(&e),
-                                attr,
-                                attr.precise_ip,
-                                OpenMode::Counting,
-                                system,
-                            ),
-                        });
-                        continue;
-                    }
-                    if exact {
-                        p.dropped.push(Left {
-                            event: attr.name.clone(),
-                            reason: format!(
-                                "left out by --perf-exact: it does not fit on the PMU in one group with {}",
-                                indices.iter().map(|&k| events[k].name.as_str()).collect::<Vec<_>>().join(", ")
-                            ),
-                        });
-                        continue;
-                    }
-                    let (_, _, done) = current.take().expect("current group");
+                continue;
+            }
+        }
+        // A leader: of the first group, or of the next one where the current one is full
+        // (opened alone, it either opens or says why it cannot open at all).
+        let leader = match open_one(attr, me, p.inherit, None) {
+            Err(e) if p.inherit && errno(&e) == libc::EINVAL => {
+                open_one(attr, me, false, None).map_err(|_| e).inspect(|_| {
+                    p.inherit = false;
+                    p.notes.push(
+                        "threads started during the pass are not counted: this kernel refuses inherit with group reads (EINVAL)"
+                            .to_string(),
+                    );
+                })
+            }
+            other => other,
+        };
+        match leader {
+            Ok(leader) => {
+                if let Some((_, _, done)) = current.replace((leader, Vec::new(), vec![i])) {
                     p.layout.push(done);
                 }
             }
+            Err(e) => p.absent.push(Left {
+                event: attr.name.clone(),
+                reason: refusal(attr, &e, system),
+            }),
         }
-        let leader = match open_one(attr, me, p.inherit, None) {
-            Ok(l) => l,
-            Err(e)
-                if p.inherit
-                    && errno(&e) == libc::EINVAL
-                    && open_one(attr, me, false, None).is_ok() =>
-            {
-                p.inherit = false;
-                p.notes.push(
-                    "threads started during the pass are not counted: this kernel refuses inherit with group reads (EINVAL)"
-                        .to_string(),
-                );
-                match open_one(attr, me, false, None) {
-                    Ok(l) => l,
-                    Err(_) => continue,
-                }
-            }
-            Err(e) => {
-                p.absent.push(Left {
-                    event: attr.name.clone(),
-                    reason: explain(errno(&e), attr, attr.precise_ip, OpenMode::Counting, system),
-                });
-                continue;
-            }
-        };
-        current = Some((leader, Vec::new(), vec![i]));
     }
     if let Some((_, _, done)) = current {
         p.layout.push(done);

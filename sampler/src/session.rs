@@ -185,8 +185,7 @@ pub struct Capture {
 }
 
 fn gettid() -> u32 {
-    // SAFETY: gettid has no preconditions.
-    unsafe { libc::syscall(libc::SYS_gettid) as u32 }
+    crate::counters::gettid() as u32
 }
 
 fn online_cpus() -> Vec<usize> {
