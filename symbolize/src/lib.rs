@@ -161,6 +161,8 @@ struct Tables {
     /// `(start, end, discriminator)` of line rows with a nonzero discriminator, sorted:
     /// read from every line program on first use (only binutils's format prints them).
     discriminators: std::sync::OnceLock<Vec<(u64, u64, u32)>>,
+    /// Data symbols (variables), sorted by address: read on first use.
+    data_symbols: std::sync::OnceLock<Vec<DataSymbol>>,
     /// PT_LOAD segments.
     segments: Vec<Segment>,
     /// What the names come from.
@@ -221,6 +223,8 @@ struct Segment {
     offset: u64,
     vaddr: u64,
     filesz: u64,
+    /// Size in memory (`.bss` is the part past `filesz`).
+    memsz: u64,
     executable: bool,
 }
 
@@ -236,6 +240,7 @@ fn read_segments(file: &object::File<'_>) -> Vec<Segment> {
                         offset: ph.p_offset(endian),
                         vaddr: ph.p_vaddr(endian),
                         filesz: ph.p_filesz(endian),
+                        memsz: ph.p_memsz(endian),
                         executable: ph.p_flags(endian) & object::elf::PF_X != 0,
                     });
                 }
@@ -249,6 +254,7 @@ fn read_segments(file: &object::File<'_>) -> Vec<Segment> {
                         offset: u64::from(ph.p_offset(endian)),
                         vaddr: u64::from(ph.p_vaddr(endian)),
                         filesz: u64::from(ph.p_filesz(endian)),
+                        memsz: u64::from(ph.p_memsz(endian)),
                         executable: ph.p_flags(endian) & object::elf::PF_X != 0,
                     });
                 }
@@ -308,6 +314,68 @@ fn read_discriminators(file: &object::File<'_>) -> Vec<(u64, u64, u32)> {
         offset = next;
     }
     out.sort_unstable();
+    out
+}
+
+/// A variable: an ELF data symbol (`STT_OBJECT`) in an allocated, non-executable
+/// section (`.data`, `.bss`, `.rodata`, `.data.rel.ro`, …).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DataSymbol {
+    /// Its address (module vaddr).
+    pub start: u64,
+    /// Its size in bytes (0 where the table gives none).
+    pub size: u64,
+    /// Its name, demangled.
+    pub name: Arc<str>,
+    /// The section holding it.
+    pub section: Arc<str>,
+}
+
+/// The data symbols of a file, sorted by address (thread-local ones left out: their
+/// addresses are offsets into each thread's block, not module addresses).
+fn read_data_symbols(file: &object::File<'_>) -> Vec<DataSymbol> {
+    use object::{Object, ObjectSection, ObjectSymbol, SectionFlags, SymbolKind, SymbolSection};
+    let table: Vec<object::Symbol<'_, '_>> = if file.symbols().next().is_some() {
+        file.symbols().collect()
+    } else {
+        file.dynamic_symbols().collect()
+    };
+    let mut sections: std::collections::HashMap<object::SectionIndex, Option<Arc<str>>> =
+        std::collections::HashMap::new();
+    let mut out = Vec::new();
+    for sym in table {
+        if sym.kind() != SymbolKind::Data || sym.address() == 0 {
+            continue;
+        }
+        let SymbolSection::Section(index) = sym.section() else {
+            continue;
+        };
+        let section = sections
+            .entry(index)
+            .or_insert_with(|| {
+                let sec = file.section_by_index(index).ok()?;
+                let flags = match sec.flags() {
+                    SectionFlags::Elf { sh_flags } => sh_flags,
+                    _ => 0,
+                };
+                let alloc = flags & u64::from(object::elf::SHF_ALLOC) != 0;
+                let exec = flags & u64::from(object::elf::SHF_EXECINSTR) != 0;
+                let tls = flags & u64::from(object::elf::SHF_TLS) != 0;
+                (alloc && !exec && !tls).then(|| Arc::from(sec.name().unwrap_or("?")))
+            })
+            .clone();
+        let (Some(section), Ok(name)) = (section, sym.name()) else {
+            continue;
+        };
+        out.push(DataSymbol {
+            start: sym.address(),
+            size: sym.size(),
+            name: Arc::from(demangle::demangle(name).as_ref()),
+            section,
+        });
+    }
+    out.sort_by(|a, b| a.start.cmp(&b.start).then(b.size.cmp(&a.size)));
+    out.dedup_by(|b, a| a.start == b.start);
     out
 }
 
@@ -467,6 +535,7 @@ impl Module {
                 build_id: build_id.map(Arc::from),
                 symbols,
                 discriminators: std::sync::OnceLock::new(),
+                data_symbols: std::sync::OnceLock::new(),
                 segments,
                 debug_info,
                 _image: None,
@@ -587,6 +656,52 @@ impl Module {
     /// read while this one names addresses).
     pub fn discriminators(&self) -> Discriminators {
         Discriminators(Arc::clone(&self.tables))
+    }
+
+    /// The ELF virtual address of file offset `offset` for data, in a mapping whose
+    /// first page is file offset `pgoff`: through the load segment whose memory image
+    /// holds it (`.bss` included, which lies past the segment's file bytes). Two segments
+    /// can share a file page (`.data.rel.ro`'s last and `.data`'s first): the one the
+    /// mapping starts in is the one that starts last at or before `pgoff`.
+    pub fn data_vaddr_of(&self, offset: u64, pgoff: u64) -> Option<u64> {
+        let page = 4096u64;
+        let holds = |s: &&Segment| {
+            (s.offset & !(page - 1)) <= offset && offset < s.offset + s.memsz.max(s.filesz)
+        };
+        let segments = &self.tables.segments;
+        segments
+            .iter()
+            .filter(holds)
+            .filter(|s| (s.offset & !(page - 1)) <= pgoff)
+            .max_by_key(|s| s.offset)
+            .or_else(|| segments.iter().find(holds))
+            .map(|s| offset.wrapping_sub(s.offset).wrapping_add(s.vaddr))
+    }
+
+    /// The variable (data symbol) holding `addr`, a module vaddr; the table is read on
+    /// first use. A symbol of size 0 holds only its own address.
+    pub fn data_symbol(&self, addr: u64) -> Option<&DataSymbol> {
+        let table = self.tables.data_symbols.get_or_init(|| {
+            let read = |p: &Path| {
+                map_file(p)
+                    .ok()
+                    .and_then(|m| object::File::parse(&*m).ok().map(|f| read_data_symbols(&f)))
+                    .unwrap_or_default()
+            };
+            let own = object::File::parse(&**self.tables.image)
+                .map(|f| read_data_symbols(&f))
+                .unwrap_or_default();
+            if self.tables.dwarf_path != self.tables.path {
+                let linked = read(&self.tables.dwarf_path);
+                if linked.len() > own.len() {
+                    return linked;
+                }
+            }
+            own
+        });
+        let i = table.partition_point(|s| s.start <= addr);
+        let s = &table[i.checked_sub(1)?];
+        (addr < s.start + s.size.max(1)).then_some(s)
     }
 
     /// The function symbol covering `addr` (the innermost where several do), else, as

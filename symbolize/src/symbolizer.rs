@@ -19,7 +19,7 @@ use crate::address_space::{AddressSpace, Mapping};
 use crate::kernel::{KernelIdentity, KernelSymbols};
 use crate::perf_map::PerfMap;
 use crate::search::{hex, SearchPaths};
-use crate::{Frame, Module};
+use crate::{DataSymbol, Frame, Module};
 
 /// Which module: by build id where one is known, else by path.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -106,6 +106,54 @@ pub struct Named {
 
 /// A module, or why there is none.
 type Loaded = Result<Rc<Module>, Unavailable>;
+
+/// The kind of memory a sampled data address is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DataKind {
+    /// A global or static variable: an ELF data symbol (`.data`, `.bss`, `.rodata`).
+    Global,
+    /// The `[heap]` mapping (brk).
+    Heap,
+    /// A `[stack]` mapping.
+    Stack,
+    /// Anonymous memory (mmap'd allocations, thread stacks, JIT data).
+    Anon,
+    /// A file mapping, where no variable of the file holds the address.
+    File,
+    /// The kernel.
+    Kernel,
+    /// No mapping the capture recorded holds it.
+    Unknown,
+}
+
+impl DataKind {
+    /// Its name in reports: `global`, `heap`, `stack`, `anon`, `file`, `kernel`,
+    /// `unknown`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DataKind::Global => "global",
+            DataKind::Heap => "heap",
+            DataKind::Stack => "stack",
+            DataKind::Anon => "anon",
+            DataKind::File => "file",
+            DataKind::Kernel => "kernel",
+            DataKind::Unknown => "unknown",
+        }
+    }
+}
+
+/// What a data address is: its kind, its mapping, and the variable where one holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DataObject {
+    /// The kind of memory.
+    pub kind: DataKind,
+    /// The mapping's path (for a variable in `.bss` past the file, the module's).
+    pub mapping: Option<Rc<str>>,
+    /// The mapping's first address (0 where there is none).
+    pub mapping_start: u64,
+    /// The variable, for [`DataKind::Global`].
+    pub symbol: Option<DataSymbol>,
+}
 
 /// Where the kernel's addresses start (x86_64 and aarch64 with 48-bit user space).
 pub const KERNEL_HALF: u64 = 0xffff_8000_0000_0000;
@@ -381,18 +429,7 @@ impl Symbolizer {
         } else if m.path.starts_with('[') {
             Place::Unknown(format!("{}: no file to name it from", m.path))
         } else {
-            // The same mapping asks for the same module: once per mapping and generation.
-            let generation = self.space.generation(pid);
-            let module = match self.by_mapping.get(&(pid, m.start)) {
-                Some((g, found)) if *g == generation => found.clone(),
-                _ => {
-                    let found = self.module(&m.path, m.build_id.as_deref());
-                    self.by_mapping
-                        .insert((pid, m.start), (generation, found.clone()));
-                    found
-                }
-            };
-            match module {
+            match self.module_of_mapping(pid, &m) {
                 Ok(module) => match module.vaddr_of(m.file_offset(addr)) {
                     Some(vaddr) => Place::Module {
                         key: match module.shared_build_id() {
@@ -413,6 +450,88 @@ impl Symbolizer {
         Located {
             mapping: Some(m.path),
             place,
+        }
+    }
+
+    /// The module a file mapping of `pid` holds: looked up once per mapping and
+    /// generation of the process's mappings.
+    fn module_of_mapping(&mut self, pid: u32, m: &Mapping) -> Loaded {
+        let generation = self.space.generation(pid);
+        match self.by_mapping.get(&(pid, m.start)) {
+            Some((g, found)) if *g == generation => found.clone(),
+            _ => {
+                let found = self.module(&m.path, m.build_id.as_deref());
+                self.by_mapping
+                    .insert((pid, m.start), (generation, found.clone()));
+                found
+            }
+        }
+    }
+
+    /// What data address `addr` of process `pid` is, at the current point of the
+    /// capture: a variable (an ELF data symbol of the module mapped there, `.bss` in the
+    /// anonymous mapping after a module's file mapping included), else the kind of
+    /// memory the address-space model says it is.
+    pub fn data_object(&mut self, pid: u32, addr: u64) -> DataObject {
+        let object = |kind, mapping: Option<&Mapping>| DataObject {
+            kind,
+            mapping: mapping.map(|m| Rc::clone(&m.path)),
+            mapping_start: mapping.map_or(0, |m| m.start),
+            symbol: None,
+        };
+        let maps = self.space.mappings(pid);
+        let i = maps.partition_point(|m| m.start <= addr);
+        let found = i.checked_sub(1).filter(|&i| addr < maps[i].end);
+        if addr >= KERNEL_HALF {
+            return object(DataKind::Kernel, None);
+        }
+        let Some(i) = found else {
+            return object(DataKind::Unknown, None);
+        };
+        let m = maps[i].clone();
+        let path: &str = &m.path;
+        if path.starts_with("[kernel") {
+            return object(DataKind::Kernel, Some(&m));
+        }
+        if path == "[heap]" {
+            return object(DataKind::Heap, Some(&m));
+        }
+        if path.starts_with("[stack") {
+            return object(DataKind::Stack, Some(&m));
+        }
+        let anonymous = path.is_empty()
+            || path.starts_with("//anon")
+            || path.starts_with("[anon")
+            || path.starts_with("/memfd:")
+            || path.starts_with("/dev/zero")
+            || path.starts_with("/SYSV");
+        // A module's .bss past its last file page is an anonymous mapping right after it.
+        let file_mapping = if anonymous {
+            i.checked_sub(1)
+                .map(|p| &maps[p])
+                .filter(|p| p.end == m.start && p.path.starts_with('/') && !p.path.starts_with("//"))
+                .cloned()
+        } else if path.starts_with('[') {
+            return object(DataKind::File, Some(&m));
+        } else {
+            Some(m.clone())
+        };
+        let Some(file) = file_mapping else {
+            return object(DataKind::Anon, Some(&m));
+        };
+        let symbol = self.module_of_mapping(pid, &file).ok().and_then(|module| {
+            let vaddr = module.data_vaddr_of(file.file_offset(addr), file.pgoff)?;
+            module.data_symbol(vaddr).cloned()
+        });
+        match symbol {
+            Some(sym) => DataObject {
+                kind: DataKind::Global,
+                mapping: Some(Rc::clone(&file.path)),
+                mapping_start: file.start,
+                symbol: Some(sym),
+            },
+            None if anonymous => object(DataKind::Anon, Some(&m)),
+            None => object(DataKind::File, Some(&m)),
         }
     }
 
