@@ -82,6 +82,11 @@ pub enum Command {
         /// Rows per view in the table.
         #[arg(long, default_value_t = 20)]
         top: usize,
+        /// What a sample weighs in the profile and flamegraph: `period` (as perf weighs
+        /// samples), `latency` (a memory sample's weight: its access latency in cycles),
+        /// `samples` (one each).
+        #[arg(long, value_enum, default_value = "period")]
+        weight: WeightArg,
         /// How stacks are found and named.
         #[command(flatten)]
         stack_args: StackArgs,
@@ -202,8 +207,20 @@ impl StackArgs {
             unwind: self.unwind,
             symfs: self.symfs.clone(),
             debug_dirs: self.debug_dirs.clone(),
+            ..sparkles_report::stacks::StackOptions::default()
         })
     }
+}
+
+/// `sparkles report --weight`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum WeightArg {
+    /// The sample's period.
+    Period,
+    /// The sample's weight field (access latency).
+    Latency,
+    /// One per sample.
+    Samples,
 }
 
 /// Output of `sparkles report`.
@@ -883,10 +900,17 @@ where
             format,
             output,
             top,
+            weight,
             stack_args,
-        } => stack_args
-            .options()
-            .and_then(|options| report_command(file, *format, output.as_deref(), *top, &options)),
+        } => stack_args.options().and_then(|mut options| {
+            use sparkles_report::stacks::Weighting;
+            options.weight = match weight {
+                WeightArg::Period => Weighting::Period,
+                WeightArg::Latency => Weighting::Latency,
+                WeightArg::Samples => Weighting::Samples,
+            };
+            report_command(file, *format, output.as_deref(), *top, &options)
+        }),
         Command::Script {
             file,
             format,

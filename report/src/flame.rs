@@ -24,14 +24,26 @@ pub fn svg(profile: &Profile, folded: &Folded) -> Result<String, String> {
     }
     let mut options = inferno::flamegraph::Options::default();
     options.title = format!(
-        "{}: {}, {} samples, {} lost",
-        profile.case, profile.event, profile.samples, profile.lost
+        "{}: {}, {} samples, {} lost{}",
+        profile.case,
+        profile.event,
+        profile.samples,
+        profile.lost,
+        match profile.weighting.as_str() {
+            "period" => String::new(),
+            "latency" => ", weighted by access latency".into(),
+            other => format!(", weighted by {other}"),
+        }
     );
     options.subtitle = Some(format!(
         "user code blue, std orange, libraries yellow, kernel red; unwinding {} ({:.1}% truncated)",
         profile.unwinding.mode, profile.unwinding.truncated_pct
     ));
-    options.count_name = "weight".into();
+    options.count_name = match profile.weighting.as_str() {
+        "latency" => "cycles of latency".into(),
+        "samples" => "samples".into(),
+        _ => "weight".into(),
+    };
     options.palette_map = Some(&mut palette);
     let text = folded.text();
     let mut out = Vec::new();

@@ -7,12 +7,15 @@
 //! - [`profile`]: flat profiles (`functions` and `symbols` views, lines, modules) and
 //!   folded stacks, `sparkles.profile/1` JSON.
 //! - [`flame`]: flamegraph SVGs through inferno.
+//! - [`memory`]: which memory level served sampled accesses, from which code, to which
+//!   data (samples with a data source).
 //! - [`names`]: names that survive a rebuild.
 //! - [`diff`]: the hot-function diff of two profiles.
 //! - [`pprof`]: gzipped profile.proto export.
 
 pub mod diff;
 pub mod flame;
+pub mod memory;
 pub mod names;
 pub mod pprof;
 pub mod profile;

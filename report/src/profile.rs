@@ -10,10 +10,13 @@ use std::rc::Rc;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use serde::{Deserialize, Serialize};
+use sparkles_sampler::perf_data::attr::sample_type as st;
+use sparkles_sampler::perf_data::sample::Weight;
 use sparkles_sampler::perf_data::{PerfData, Record};
 
+use crate::memory::{MemoryBuilder, MemorySample};
 use crate::names::normalize;
-use crate::stacks::{NamedFrame, NamedStack, StackNamer, StackOptions};
+use crate::stacks::{NamedFrame, NamedStack, StackNamer, StackOptions, Weighting};
 
 /// What a frame's code is, for colours and for reading a profile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -139,6 +142,18 @@ pub struct Profile {
     pub unwinding: Unwinding,
     /// Modules that could not be used for names, each with the reason.
     pub notes: Vec<String>,
+    /// What a sample weighs: `period` (perf's weighting), `latency` (a memory sample's
+    /// weight field, `--weight latency`), `samples`.
+    #[serde(default = "period")]
+    pub weighting: String,
+    /// Which memory level served the sampled accesses, from which code, to which data:
+    /// present when the capture's samples carry a data source.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<crate::memory::Memory>,
+}
+
+fn period() -> String {
+    "period".into()
 }
 
 /// Folded stacks (`root;…;leaf weight`), the flamegraph's input.
@@ -431,6 +446,8 @@ impl Builder {
             modules,
             unwinding,
             notes: Vec::new(),
+            weighting: period(),
+            memory: None,
         };
         (profile, self.folded)
     }
@@ -464,8 +481,20 @@ pub fn profile_capture_with(
     mut observe: impl FnMut(&NamedStack),
 ) -> Result<(Profile, Folded), String> {
     let data = PerfData::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    if options.weight == Weighting::Latency
+        && !data
+            .attrs
+            .iter()
+            .any(|a| a.attr.sample_type & (st::WEIGHT | st::WEIGHT_STRUCT) != 0)
+    {
+        return Err(format!(
+            "--weight latency: {}: its samples carry no weight (no event of it samples WEIGHT or WEIGHT_STRUCT)",
+            path.display()
+        ));
+    }
     let mut namer = StackNamer::for_capture(&data, options);
     let mut builder = Builder::new();
+    let mut memory = MemoryBuilder::new();
     let mut lost = 0u64;
     data.for_each_record(|e| {
         namer.observe(&e.record);
@@ -473,11 +502,24 @@ pub fn profile_capture_with(
             Record::Sample(s) => {
                 let stack = namer.stack(s);
                 observe(&stack);
-                builder.add(
-                    &stack.frames,
-                    stack.truncated.is_some(),
-                    s.period.unwrap_or(1).max(1),
-                );
+                let weight = match options.weight {
+                    Weighting::Period => s.period.unwrap_or(1).max(1),
+                    Weighting::Latency => s.weight.map_or(0, |w| w.latency()),
+                    Weighting::Samples => 1,
+                };
+                builder.add(&stack.frames, stack.truncated.is_some(), weight);
+                if let Some(data_src) = s.data_src {
+                    let object = s.addr.map(|a| namer.data_object(s.pid.unwrap_or(0), a));
+                    memory.add(&MemorySample {
+                        data_src,
+                        weight: s.weight.map_or(0, |w| w.latency()),
+                        ins_lat: s.weight.and_then(|w| w.ins_lat()),
+                        weight_struct: s.weight.map(|w| matches!(w, Weight::Struct { .. })),
+                        code: stack.frames.first(),
+                        ip: s.ip,
+                        data: object.as_ref(),
+                    });
+                }
             }
             Record::Lost { lost: n, .. } | Record::LostSamples { lost: n, .. } => lost += n,
             _ => {}
@@ -502,6 +544,10 @@ pub fn profile_capture_with(
         truncated_pct: stats.truncated_pct(),
     };
     let (mut profile, folded) = builder.finish(case, &event_name(&data), lost, unwinding);
+    profile.weighting = options.weight.as_str().into();
+    if !memory.is_empty() {
+        profile.memory = Some(memory.finish());
+    }
     profile.notes = namer.notes.clone();
     profile.notes.extend(namer.unavailable());
     Ok((profile, folded))
@@ -539,6 +585,9 @@ pub fn table(p: &Profile, n: usize) -> String {
                 l.self_pct, l.file, l.line, l.function
             ));
         }
+    }
+    if let Some(m) = &p.memory {
+        out.push_str(&crate::memory::table(m, n));
     }
     for note in &p.notes {
         out.push_str(&format!("note: {note}\n"));

@@ -21,6 +21,32 @@ pub struct StackOptions {
     pub symfs: Option<PathBuf>,
     /// `--debug-dir`, searched before /usr/lib/debug.
     pub debug_dirs: Vec<PathBuf>,
+    /// `--weight`: what a sample weighs in the profile.
+    pub weight: Weighting,
+}
+
+/// What a sample weighs in a profile (`--weight`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Weighting {
+    /// Its period (events it stands for), as perf weighs samples.
+    #[default]
+    Period,
+    /// Its weight field: the access latency of a memory sample (`WEIGHT`, or
+    /// `WEIGHT_STRUCT`'s first field).
+    Latency,
+    /// One each.
+    Samples,
+}
+
+impl Weighting {
+    /// Its name in profiles: `period`, `latency`, `samples`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Weighting::Period => "period",
+            Weighting::Latency => "latency",
+            Weighting::Samples => "samples",
+        }
+    }
 }
 
 /// One named frame. Its strings are shared (`Rc<str>`): a profile copies the frames of
@@ -211,6 +237,15 @@ impl StackNamer {
                 missing: missing.clone(),
             })
             .collect()
+    }
+
+    /// What data address `addr` of process `pid` is (a variable, or the kind of memory).
+    pub fn data_object(
+        &mut self,
+        pid: u32,
+        addr: u64,
+    ) -> sparkles_symbolize::symbolizer::DataObject {
+        self.symbolizer.data_object(pid, addr)
     }
 
     /// The unwinder's counts.

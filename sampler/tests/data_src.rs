@@ -38,7 +38,8 @@ fn perf_script_lines(path: &Path) -> Vec<PerfLine> {
         .filter(|l| l.contains("|OP "))
         .map(|line| {
             let (left, right) = line.split_once('|').unwrap();
-            let data_src = u64::from_str_radix(left.split_whitespace().last().unwrap(), 16).unwrap();
+            let data_src =
+                u64::from_str_radix(left.split_whitespace().last().unwrap(), 16).unwrap();
             let mut fields = BTreeMap::new();
             // `OP LOAD|LVL L1 or L1 hit|SNP None|TLB L1 or L2 hit|LCK No|BLK  N/A   7 …`
             for part in right.split('|') {
@@ -144,9 +145,10 @@ fn perf_dump(path: &Path) -> Vec<(u64, u64, Vec<u64>)> {
             .split(" addr: 0x")
             .nth(1)
             .map(|s| u64::from_str_radix(s.split_whitespace().next().unwrap(), 16).unwrap());
-        let data_src = block.split(" . data_src: 0x").nth(1).map(|s| {
-            u64::from_str_radix(s.split_whitespace().next().unwrap(), 16).unwrap()
-        });
+        let data_src = block
+            .split(" . data_src: 0x")
+            .nth(1)
+            .map(|s| u64::from_str_radix(s.split_whitespace().next().unwrap(), 16).unwrap());
         let weight = block.split("... weight: ").nth(1).map(|s| {
             s.lines()
                 .next()
@@ -366,7 +368,10 @@ fn remote_and_exotic_levels_name_as_perf_6_4_does() {
             "Remote core, same node Any cache hit",
         ),
         (hit(0, lvl_num::PMEM, false, 0), "PMEM hit"),
-        (hit(0, lvl_num::PMEM, true, 2), "Remote node, same socket PMEM hit"),
+        (
+            hit(0, lvl_num::PMEM, true, 2),
+            "Remote node, same socket PMEM hit",
+        ),
         (hit(0, lvl_num::CXL, false, 0), "CXL hit"),
         (hit(lvl::IO, lvl_num::IO, false, 0), "I/O hit"),
         (hit(lvl::UNC, lvl_num::UNC, false, 0), "Uncached hit"),
@@ -375,7 +380,10 @@ fn remote_and_exotic_levels_name_as_perf_6_4_does() {
         // No lvl_num: the older bits, joined as perf joins them.
         (hit(lvl::L1, 0, false, 0), "L1 hit"),
         (hit(lvl::REM_RAM1, 0, false, 0), "Remote RAM (1 hop) hit"),
-        (hit(lvl::L3 | lvl::REM_CCE1, 0, false, 0), "L3 or Remote Cache (1 hop) hit"),
+        (
+            hit(lvl::L3 | lvl::REM_CCE1, 0, false, 0),
+            "L3 or Remote Cache (1 hop) hit",
+        ),
         // Nothing known.
         (Src::default().decoded().level(), "N/A"),
         (
@@ -447,7 +455,10 @@ fn amd_ibs_encodings() {
         ),
         // PMEM and CXL carry no HIT bit: perf prints the level alone.
         (ibs(0, lvl_num::PMEM, false, 0), "PMEM"),
-        (ibs(0, lvl_num::PMEM, true, 2), "Remote node, same socket PMEM"),
+        (
+            ibs(0, lvl_num::PMEM, true, 2),
+            "Remote node, same socket PMEM",
+        ),
         (ibs(0, lvl_num::CXL, false, 0), "CXL"),
         (ibs(l(lvl::IO), lvl_num::IO, false, 0), "I/O hit"),
         // Before Zen 4: a local cache is L3 or a near remote cache, hops 0 without REM.

@@ -509,7 +509,9 @@ impl Symbolizer {
         let file_mapping = if anonymous {
             i.checked_sub(1)
                 .map(|p| &maps[p])
-                .filter(|p| p.end == m.start && p.path.starts_with('/') && !p.path.starts_with("//"))
+                .filter(|p| {
+                    p.end == m.start && p.path.starts_with('/') && !p.path.starts_with("//")
+                })
                 .cloned()
         } else if path.starts_with('[') {
             return object(DataKind::File, Some(&m));
@@ -519,7 +521,14 @@ impl Symbolizer {
         let Some(file) = file_mapping else {
             return object(DataKind::Anon, Some(&m));
         };
-        let symbol = self.module_of_mapping(pid, &file).ok().and_then(|module| {
+        let failures = self.failures.len();
+        let module = self.module_of_mapping(pid, &file);
+        if self.failures.len() > failures && matches!(module, Err(Unavailable::Load(_))) {
+            // A data file (a cache, a database) is no object file: not worth a note.
+            self.failures
+                .retain(|(p, _), e| !(**p == *file.path && matches!(e, Unavailable::Load(_))));
+        }
+        let symbol = module.ok().and_then(|module| {
             let vaddr = module.data_vaddr_of(file.file_offset(addr), file.pgoff)?;
             module.data_symbol(vaddr).cloned()
         });

@@ -116,7 +116,10 @@ fn heap_anonymous_and_stack_memory_are_told_apart() {
         assert_eq!(o.kind, want, "{}", m.path);
         assert_eq!(o.mapping_start, m.start);
     }
-    assert_eq!(s.data_object(pid, 0xffff_ffff_8100_0000).kind, DataKind::Kernel);
+    assert_eq!(
+        s.data_object(pid, 0xffff_ffff_8100_0000).kind,
+        DataKind::Kernel
+    );
     assert_eq!(s.data_object(pid, 8).kind, DataKind::Unknown);
     // A read-only file mapping without variables at the address: the file itself.
     if let Some(m) = maps
@@ -124,10 +127,7 @@ fn heap_anonymous_and_stack_memory_are_told_apart() {
         .find(|m| m.path.starts_with("/usr/lib") && m.path.contains("libc.so"))
     {
         let o = s.data_object(pid, m.start);
-        assert!(
-            matches!(o.kind, DataKind::File | DataKind::Global),
-            "{o:?}"
-        );
+        assert!(matches!(o.kind, DataKind::File | DataKind::Global), "{o:?}");
         assert_eq!(o.mapping.as_deref(), Some(m.path.as_str()));
     }
 }

@@ -185,10 +185,8 @@ pub mod shift {
 }
 
 /// The bits that decide the level's name: mem_lvl, mem_lvl_num, mem_remote, mem_hops.
-pub const LEVEL_BITS: u64 = (0x3fff << shift::LVL)
-    | (0xf << shift::LVL_NUM)
-    | (1 << shift::REMOTE)
-    | (0x7 << shift::HOPS);
+pub const LEVEL_BITS: u64 =
+    (0x3fff << shift::LVL) | (0xf << shift::LVL_NUM) | (1 << shift::REMOTE) | (0x7 << shift::HOPS);
 
 /// One `perf_mem_data_src` value, field by field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -443,9 +441,7 @@ impl DataSource {
     /// The `mem_lvl` bits' names (without HIT and MISS), in bit order.
     pub fn lvl_names(&self) -> Vec<&'static str> {
         (0..LVL_NAMES.len())
-            .filter(|i| {
-                self.lvl & (1 << i) != 0 && (1 << i) as u16 & (lvl::HIT | lvl::MISS) == 0
-            })
+            .filter(|i| self.lvl & (1 << i) != 0 && (1 << i) as u16 & (lvl::HIT | lvl::MISS) == 0)
             .map(|i| LVL_NAMES[i])
             .collect()
     }
@@ -455,8 +451,7 @@ impl DataSource {
     pub fn is_remote(&self) -> bool {
         self.remote
             || (self.lvl_num == 0
-                && self.lvl & (lvl::REM_RAM1 | lvl::REM_RAM2 | lvl::REM_CCE1 | lvl::REM_CCE2)
-                    != 0)
+                && self.lvl & (lvl::REM_RAM1 | lvl::REM_RAM2 | lvl::REM_CCE1 | lvl::REM_CCE2) != 0)
     }
 }
 
