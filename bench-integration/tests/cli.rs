@@ -803,3 +803,125 @@ fn diff_compares_profiles_and_names_bad_input() {
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("junk.txt: neither a perf.data file nor"));
 }
+
+/// Sums the weights of `stack weight` lines.
+fn folded_total(text: &str) -> u64 {
+    text.lines()
+        .map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap())
+        .sum()
+}
+
+#[test]
+fn report_json_has_the_pinned_memory_section() {
+    let Some(file) = fixture("pebs/skx-ldlat-weight_struct.perf.data") else {
+        return;
+    };
+    let p = json(&sparkles(&[
+        "report",
+        "--format",
+        "json",
+        file.to_str().unwrap(),
+    ]));
+    let m = &p["memory"];
+    assert_eq!(m["samples"], 14);
+    assert_eq!(m["weight_total"], 1725);
+    let levels = m["levels"].as_array().unwrap();
+    assert_eq!(levels.len(), 4);
+    for l in levels {
+        for key in ["samples", "weight_total", "weight_p90"] {
+            assert!(l[key].is_u64(), "{key}: {l}");
+        }
+        for key in ["share", "weight_mean"] {
+            assert!(l[key].is_f64(), "{key}: {l}");
+        }
+        assert!(l["level"].is_string());
+    }
+    assert_eq!(levels[0]["level"], "LFB/MAB hit");
+    assert_eq!(levels[0]["samples"], 5);
+    assert_eq!(levels[0]["weight_total"], 729);
+    assert!(!m["code"].as_array().unwrap().is_empty());
+    let objects = m["data_objects"].as_array().unwrap();
+    assert!(objects.iter().any(|o| o["kind"] == "anon"));
+    assert!(objects
+        .iter()
+        .all(|o| o["samples"].is_u64() && o["weight_total"].is_u64()));
+    assert_eq!(p["weighting"], "period");
+    // The table shows it too.
+    let out = sparkles(&["report", file.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("memory: 14 samples"), "{text}");
+    assert!(text.contains("LFB/MAB hit"), "{text}");
+}
+
+#[test]
+fn report_weight_latency_weighs_stacks_by_access_latency() {
+    let Some(file) = fixture("pebs/ivb-ep-mem-loads.perf.data") else {
+        return;
+    };
+    let f = file.to_str().unwrap();
+    let out = sparkles(&["report", "--weight", "latency", "--format", "folded", f]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // perf mem report: "Total weight : 621"; by period the same samples weigh 5911.
+    assert_eq!(folded_total(&String::from_utf8_lossy(&out.stdout)), 621);
+    let out = sparkles(&["report", "--format", "folded", f]);
+    assert_ne!(folded_total(&String::from_utf8_lossy(&out.stdout)), 621);
+    let tmp = tempfile::tempdir().unwrap();
+    let svg = tmp.path().join("latency.svg");
+    let out = sparkles(&[
+        "report",
+        "--weight",
+        "latency",
+        "--format",
+        "svg",
+        "-o",
+        svg.to_str().unwrap(),
+        f,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.contains("weighted by access latency"));
+    // A capture whose samples carry no weight: refused, naming the flag and the file,
+    // and nothing written.
+    let Some(plain) = fixture("callchain/vector_static_gcc.dwarf.perf.data") else {
+        return;
+    };
+    let out_file = tmp.path().join("never.svg");
+    let out = sparkles(&[
+        "report",
+        "--weight",
+        "latency",
+        "--format",
+        "svg",
+        "-o",
+        out_file.to_str().unwrap(),
+        plain.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--weight latency") && err.contains("vector_static_gcc"),
+        "{err}"
+    );
+    assert!(!out_file.exists());
+    // Its samples have DATA_SRC, all N/A (cycles): no memory section, and a note why.
+    let p = json(&sparkles(&[
+        "report",
+        "--format",
+        "json",
+        plain.to_str().unwrap(),
+    ]));
+    assert!(p.get("memory").is_none());
+    assert!(p["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|n| n.as_str().unwrap().contains("not a memory event")));
+}

@@ -12,6 +12,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use serde::{Deserialize, Serialize};
 use sparkles_sampler::perf_data::attr::sample_type as st;
 use sparkles_sampler::perf_data::sample::Weight;
+use sparkles_sampler::perf_data::DataSource;
 use sparkles_sampler::perf_data::{PerfData, Record};
 
 use crate::memory::{MemoryBuilder, MemorySample};
@@ -495,6 +496,8 @@ pub fn profile_capture_with(
     let mut namer = StackNamer::for_capture(&data, options);
     let mut builder = Builder::new();
     let mut memory = MemoryBuilder::new();
+    // Samples whose data source says nothing (PERF_MEM_NA: not a memory event).
+    let mut unknown_sources = 0u64;
     let mut lost = 0u64;
     data.for_each_record(|e| {
         namer.observe(&e.record);
@@ -508,7 +511,11 @@ pub fn profile_capture_with(
                     Weighting::Samples => 1,
                 };
                 builder.add(&stack.frames, stack.truncated.is_some(), weight);
-                if let Some(data_src) = s.data_src {
+                if let Some(data_src) = s.data_src.filter(|d| {
+                    let na = DataSource::new(*d).is_na();
+                    unknown_sources += u64::from(na);
+                    !na
+                }) {
                     let object = s.addr.map(|a| namer.data_object(s.pid.unwrap_or(0), a));
                     memory.add(&MemorySample {
                         data_src,
@@ -545,10 +552,20 @@ pub fn profile_capture_with(
     };
     let (mut profile, folded) = builder.finish(case, &event_name(&data), lost, unwinding);
     profile.weighting = options.weight.as_str().into();
+    profile.notes = namer.notes.clone();
     if !memory.is_empty() {
         profile.memory = Some(memory.finish());
+        if unknown_sources > 0 {
+            profile.notes.push(format!(
+                "{unknown_sources} samples' data source says nothing (N/A): left out of the memory section"
+            ));
+        }
+    } else if unknown_sources > 0 {
+        profile.notes.push(format!(
+            "no memory section: the samples carry a data source, but every one says nothing (N/A): {} is not a memory event",
+            profile.event
+        ));
     }
-    profile.notes = namer.notes.clone();
     profile.notes.extend(namer.unavailable());
     Ok((profile, folded))
 }

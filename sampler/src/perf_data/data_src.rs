@@ -299,6 +299,14 @@ impl DataSource {
         }
     }
 
+    /// Whether the value says nothing: no operation and no level (the kernel's
+    /// `PERF_MEM_NA`, which any event that is not a memory event reports, or 0).
+    pub fn is_na(&self) -> bool {
+        (self.op == 0 || self.op & op::NA != 0)
+            && (self.lvl_num == 0 || self.lvl_num == lvl_num::NA)
+            && self.lvl & !lvl::NA == 0
+    }
+
     /// Whether the level says hit (`mem_lvl` HIT).
     pub fn hit(&self) -> bool {
         self.lvl & lvl::HIT != 0
@@ -491,6 +499,15 @@ mod tests {
         assert_eq!(d.blk, blk::NA);
         assert_eq!(d.hops, 0);
         assert_eq!(d.level(), "LFB/MAB hit");
+        assert!(!d.is_na());
+        // PERF_MEM_NA: what a cycles sample with DATA_SRC carries.
+        let na = DataSource::new(0x508_0021);
+        assert!(na.is_na());
+        assert_eq!(
+            na.to_string(),
+            "|OP N/A|LVL N/A|SNP N/A|TLB N/A|LCK N/A|BLK  N/A"
+        );
+        assert!(DataSource::new(0).is_na());
         assert_eq!(
             d.to_string(),
             "|OP LOAD|LVL LFB/MAB hit|SNP None|TLB L1 or L2 hit|LCK No|BLK  N/A"
