@@ -407,6 +407,7 @@ fn profile_pass(routine: &mut dyn Routine, plan: &ProfilePlan) -> Result<Profile
         unwind: None,
         top: Vec::new(),
         movers: Vec::new(),
+        memory: None,
     };
     let session = match Session::start(&plan.sampling, Target::CurrentThread, &system) {
         Ok(s) => s,

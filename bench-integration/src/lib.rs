@@ -633,6 +633,11 @@ fn report_profile(
             total_pct: e.total_pct,
         })
         .collect();
+    summary.memory = p.memory.clone().map(|mut m| {
+        m.code.truncate(5);
+        m.data_objects.truncate(5);
+        m
+    });
     let dir = capture.parent().unwrap_or(std::path::Path::new("."));
     let json = serde_json::to_vec_pretty(&p).map_err(|e| e.to_string());
     let written = json
@@ -766,5 +771,54 @@ fn smoke(cases: Vec<suite::Case>, args: &HarnessArgs, filtered_out: usize) -> Ou
     Outcome {
         rows,
         saved_baseline: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
+
+    use clap::Parser;
+
+    /// A case whose capture has data-source samples gets the memory levels in its row's
+    /// profile summary, and the line under its row (the real Skylake-SP PEBS recording,
+    /// copied beside a temporary case directory since the artifacts are written there).
+    #[test]
+    fn a_case_with_data_source_samples_reports_its_memory_levels() {
+        let fixture = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../shared/fixtures/pebs/skx-ldlat-weight_struct.perf.data");
+        if !fixture.is_file() {
+            eprintln!("skipped: {} is absent", fixture.display());
+            return;
+        }
+        let tmp = tempfile::tempdir().unwrap();
+        let capture = tmp.path().join("perf.data");
+        std::fs::copy(&fixture, &capture).unwrap();
+        let args = crate::HarnessArgs::parse_from(["bench"]);
+        let mut summary: crate::profile::ProfileSummary =
+            serde_json::from_value(serde_json::json!({
+                "capture": null, "event": "mem", "samples": 14, "lost": 0,
+                "lost_samples": 0, "seconds": 0.0, "bytes": 0, "stack_bytes_saved": 0,
+                "notes": [], "error": null
+            }))
+            .unwrap();
+        let (p, _) = super::report_profile("pebs", &capture, &mut summary, &args, "").unwrap();
+        let m = summary.memory.as_ref().unwrap();
+        assert_eq!((m.samples, m.weight_total), (14, 1725));
+        assert_eq!(m.levels.len(), 4);
+        assert!(m.code.len() <= 5 && m.data_objects.len() <= 5);
+        assert_eq!(p.memory.as_ref().unwrap().code.len(), 6);
+        let line = summary.memory_line().unwrap();
+        assert!(
+            line.starts_with("memory: LFB/MAB hit 36% · L3 hit 29% · L1 hit 29% · L2 hit 7%"),
+            "{line}"
+        );
+        // profile.json beside the capture has the section too.
+        let written: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(tmp.path().join("profile.json")).unwrap())
+                .unwrap();
+        assert_eq!(written["memory"]["weight_total"], 1725);
+        let row = serde_json::to_value(&summary).unwrap();
+        assert_eq!(row["memory"]["levels"][0]["level"], "LFB/MAB hit");
     }
 }

@@ -70,6 +70,31 @@ pub struct ProfileSummary {
     /// Against the baseline's profile: the three most significant movers.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub movers: Vec<sparkles_report::diff::Mover>,
+    /// Where the capture's samples carry a data source: the memory levels that served
+    /// them, and the five heaviest code locations and data objects (profile.json has
+    /// fifty of each).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<sparkles_report::memory::Memory>,
+}
+
+impl ProfileSummary {
+    /// The line under a profiled case's row that says which levels served its sampled
+    /// accesses: `memory: L1 hit 61% · L3 hit 22% · RAM hit 9% · mean latency 48.2`.
+    pub fn memory_line(&self) -> Option<String> {
+        let m = self.memory.as_ref()?;
+        let levels: Vec<String> = m
+            .levels
+            .iter()
+            .take(4)
+            .map(|l| format!("{} {:.0}%", l.level, 100.0 * l.share))
+            .collect();
+        Some(format!(
+            "memory: {} · {} samples, mean latency {:.1}",
+            levels.join(" · "),
+            m.samples,
+            m.weight_total as f64 / m.samples.max(1) as f64
+        ))
+    }
 }
 
 /// One of a case's hottest functions.

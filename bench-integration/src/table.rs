@@ -125,6 +125,12 @@ pub fn render(rows: &[BenchRow], metrics: &[MetricDescriptor], colour: bool) -> 
                         h.self_pct, h.total_pct, h.name
                     )
                 })
+                .chain(
+                    row.profile
+                        .iter()
+                        .filter_map(|p| p.memory_line())
+                        .map(|l| format!("    {l}\n")),
+                )
                 .chain(row.profile.iter().flat_map(|p| &p.movers).map(|m| {
                     format!(
                         "    {:>+5.1}pp {} ({:.1}% -> {:.1}%)  {}\n",
