@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 use std::rc::Rc;
 
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashMap;
 
 use serde::{Deserialize, Serialize};
 use sparkles_sampler::perf_data::attr::sample_type as st;
@@ -222,28 +222,76 @@ impl Counts {
 /// A frame's names as profiles key it, worked out once per distinct name.
 #[derive(Clone)]
 struct Keys {
-    function: Rc<str>,
-    symbol: Rc<str>,
+    /// Index of its `functions` row.
+    function: usize,
+    /// Index of its `symbols` row.
+    symbol: usize,
     kind: Kind,
     /// Its label in folded stacks.
     folded: Rc<str>,
 }
 
-/// What a frame's keys depend on: its function, symbol and module as given.
-type FrameId = (Option<Rc<str>>, Option<Rc<str>>, Option<Rc<str>>);
+/// What a frame's keys depend on: its function, symbol and module as given, by the
+/// address of their shared strings (a stack's frames share them: see
+/// [`NamedFrame`]); the strings are kept alive beside the keys.
+type FrameId = (usize, usize, usize);
+
+fn id_of(s: &Option<Rc<str>>) -> usize {
+    s.as_ref().map_or(0, |s| s.as_ptr() as usize)
+}
+
+/// Rows of one view: names, their counts, and the index of each name.
+#[derive(Default)]
+struct Rows {
+    names: Vec<Rc<str>>,
+    counts: Vec<Counts>,
+    index: FxHashMap<Rc<str>, usize>,
+    /// The last sample each row was counted in as total (once per sample).
+    seen: Vec<u64>,
+}
+
+impl Rows {
+    fn id(&mut self, name: &Rc<str>) -> usize {
+        if let Some(&i) = self.index.get(name) {
+            return i;
+        }
+        let i = self.names.len();
+        self.names.push(Rc::clone(name));
+        self.counts.push(Counts::default());
+        self.seen.push(0);
+        self.index.insert(Rc::clone(name), i);
+        i
+    }
+}
+
+/// One distinct folded stack.
+struct FoldedStack {
+    line: String,
+    weight: u64,
+    samples: u64,
+}
 
 /// Accumulates named stacks.
 #[derive(Default)]
 pub struct Builder {
     samples: u64,
     weight: u64,
-    functions: FxHashMap<Rc<str>, Counts>,
-    symbols: FxHashMap<Rc<str>, Counts>,
+    functions: Rows,
+    symbols: Rows,
     modules: FxHashMap<Rc<str>, Counts>,
-    lines: FxHashMap<(Rc<str>, Rc<str>, u32), u64>,
-    folded: Folded,
-    /// Keys per (function, symbol, module) as given.
-    keys: FxHashMap<FrameId, Keys>,
+    /// Self weight per (function row, file, line); the file by its string's address,
+    /// kept alive in the value.
+    lines: FxHashMap<(usize, usize, u32), (Rc<str>, u64)>,
+    /// Distinct stacks by their frames' folded labels (addresses, the truncation mark
+    /// first), and each one's line and sums.
+    stack_ids: FxHashMap<Box<[usize]>, usize>,
+    stacks: Vec<FoldedStack>,
+    kinds: HashMap<String, Kind>,
+    /// Keys per (function, symbol, module) as given, with the strings they were keyed by.
+    keys: FxHashMap<FrameId, (Keys, [Option<Rc<str>>; 3])>,
+    /// Scratch: one sample's keys and stack id.
+    scratch_keys: Vec<Keys>,
+    scratch_id: Vec<usize>,
 }
 
 impl std::fmt::Debug for Builder {
@@ -262,8 +310,8 @@ impl Builder {
     }
 
     fn keys(&mut self, f: &NamedFrame) -> Keys {
-        let id = (f.function.clone(), f.symbol.clone(), f.module.clone());
-        if let Some(k) = self.keys.get(&id) {
+        let id = (id_of(&f.function), id_of(&f.symbol), id_of(&f.module));
+        if let Some((k, _)) = self.keys.get(&id) {
             return k.clone();
         }
         let function: Rc<str> = match &f.function {
@@ -285,12 +333,13 @@ impl Builder {
             label.push_str("_[k]");
         }
         let k = Keys {
-            function,
-            symbol,
+            function: self.functions.id(&function),
+            symbol: self.symbols.id(&symbol),
             kind,
             folded: Rc::from(label),
         };
-        self.keys.insert(id, k.clone());
+        let kept = [f.function.clone(), f.symbol.clone(), f.module.clone()];
+        self.keys.insert(id, (k.clone(), kept));
         k
     }
 
@@ -298,46 +347,46 @@ impl Builder {
     pub fn add(&mut self, frames: &[NamedFrame], truncated: bool, weight: u64) {
         self.samples += 1;
         self.weight += weight;
+        let sample = self.samples;
         let Some(leaf) = frames.first() else {
             return;
         };
-        let keys: Vec<Keys> = frames.iter().map(|f| self.keys(f)).collect();
+        let mut keys = std::mem::take(&mut self.scratch_keys);
+        keys.clear();
+        keys.extend(frames.iter().map(|f| self.keys(f)));
         // functions: every frame a row of its own, inlined ones included.
-        let c = self
-            .functions
-            .entry(Rc::clone(&keys[0].function))
-            .or_default();
+        let c = &mut self.functions.counts[keys[0].function];
         c.self_ += weight;
         c.self_samples += 1;
         c.note(leaf, keys[0].kind);
         if let Some(line) = leaf.line {
             *c.lines.entry(line).or_default() += weight;
             if let Some(file) = &leaf.file {
-                *self
-                    .lines
-                    .entry((Rc::clone(&keys[0].function), Rc::clone(file), line))
-                    .or_default() += weight;
+                self.lines
+                    .entry((keys[0].function, file.as_ptr() as usize, line))
+                    .or_insert_with(|| (Rc::clone(file), 0))
+                    .1 += weight;
             }
         }
-        let mut seen: FxHashSet<&str> = FxHashSet::default();
         for (f, k) in frames.iter().zip(&keys) {
-            if seen.insert(&k.function) {
-                let c = self.functions.entry(Rc::clone(&k.function)).or_default();
+            if self.functions.seen[k.function] != sample {
+                self.functions.seen[k.function] = sample;
+                let c = &mut self.functions.counts[k.function];
                 c.total += weight;
                 c.note(f, k.kind);
             }
         }
         // symbols: one row per physical frame (its containing symbol).
         let mut first = true;
-        let mut seen: FxHashSet<&str> = FxHashSet::default();
         for (f, k) in frames.iter().zip(&keys).filter(|(f, _)| !f.inlined) {
-            let c = self.symbols.entry(Rc::clone(&k.symbol)).or_default();
+            let c = &mut self.symbols.counts[k.symbol];
             if first {
                 c.self_ += weight;
                 c.self_samples += 1;
                 first = false;
             }
-            if seen.insert(&k.symbol) {
+            if self.symbols.seen[k.symbol] != sample {
+                self.symbols.seen[k.symbol] = sample;
                 c.total += weight;
             }
             c.note(f, k.kind);
@@ -349,36 +398,61 @@ impl Builder {
         c.self_samples += 1;
         c.module = Some(module);
         c.kind.get_or_insert(keys[0].kind);
-        // folded: root first.
-        let mut stack =
-            String::with_capacity(keys.iter().map(|k| k.folded.len() + 1).sum::<usize>() + 16);
-        if truncated {
-            stack.push_str("[truncated];");
-        }
-        for k in keys.iter().rev() {
-            if !self.folded.kinds.contains_key(&*k.folded) {
-                self.folded.kinds.insert(k.folded.to_string(), k.kind);
-            }
-            stack.push_str(&k.folded);
-            stack.push(';');
-        }
-        stack.pop();
-        match self.folded.samples.get_mut(&stack) {
-            Some(n) => {
-                *n += 1;
-                *self.folded.stacks.get_mut(&stack).unwrap_or(&mut 0) += weight;
+        // folded: the stack by its labels' addresses; its line made once.
+        let mut id = std::mem::take(&mut self.scratch_id);
+        id.clear();
+        id.push(usize::from(truncated));
+        id.extend(keys.iter().map(|k| k.folded.as_ptr() as usize));
+        match self.stack_ids.get(id.as_slice()) {
+            Some(&i) => {
+                let s = &mut self.stacks[i];
+                s.weight += weight;
+                s.samples += 1;
             }
             None => {
-                self.folded.samples.insert(stack.clone(), 1);
-                self.folded.stacks.insert(stack, weight);
+                let mut line = String::with_capacity(
+                    keys.iter().map(|k| k.folded.len() + 1).sum::<usize>() + 16,
+                );
+                if truncated {
+                    line.push_str("[truncated];");
+                }
+                for k in keys.iter().rev() {
+                    if !self.kinds.contains_key(&*k.folded) {
+                        self.kinds.insert(k.folded.to_string(), k.kind);
+                    }
+                    line.push_str(&k.folded);
+                    line.push(';');
+                }
+                line.pop();
+                self.stack_ids
+                    .insert(id.clone().into_boxed_slice(), self.stacks.len());
+                self.stacks.push(FoldedStack {
+                    line,
+                    weight,
+                    samples: 1,
+                });
             }
         }
+        self.scratch_id = id;
+        self.scratch_keys = keys;
     }
 
-    fn rows(&self, map: &FxHashMap<Rc<str>, Counts>) -> Vec<Entry> {
+    /// The folded stacks: distinct lines (two stacks can print alike) summed.
+    fn folded(&mut self) -> Folded {
+        let mut f = Folded {
+            kinds: std::mem::take(&mut self.kinds),
+            ..Folded::default()
+        };
+        for s in self.stacks.drain(..) {
+            *f.samples.entry(s.line.clone()).or_default() += s.samples;
+            *f.stacks.entry(s.line).or_default() += s.weight;
+        }
+        f
+    }
+
+    fn rows<'a>(&self, map: impl Iterator<Item = (&'a Rc<str>, &'a Counts)>) -> Vec<Entry> {
         let pct = |w: u64| 100.0 * w as f64 / self.weight.max(1) as f64;
         let mut rows: Vec<Entry> = map
-            .iter()
             .map(|(name, c)| Entry {
                 name: name.to_string(),
                 module: c.module.as_deref().map(str::to_string),
@@ -407,32 +481,38 @@ impl Builder {
 
     /// The profile, and its folded stacks.
     pub fn finish(
-        self,
+        mut self,
         case: &str,
         event: &str,
         lost: u64,
         unwinding: Unwinding,
     ) -> (Profile, Folded) {
-        let functions = self.rows(&self.functions);
-        let symbols = self.rows(&self.symbols);
-        let mut modules = self.rows(&self.modules);
+        let functions = self.rows(self.functions.names.iter().zip(&self.functions.counts));
+        let symbols = self.rows(self.symbols.names.iter().zip(&self.symbols.counts));
+        let mut modules = self.rows(self.modules.iter());
         modules.retain(|m| m.self_ > 0);
         // Lines of the ten hottest functions.
         let hot: HashSet<&str> = functions.iter().take(10).map(|e| e.name.as_str()).collect();
         let pct = |w: u64| 100.0 * w as f64 / self.weight.max(1) as f64;
-        let mut lines: Vec<LineEntry> = self
-            .lines
-            .iter()
-            .filter(|((f, _, _), _)| hot.contains(&**f))
+        let mut by_line: BTreeMap<(&str, &str, u32), u64> = BTreeMap::new();
+        for ((function, _, line), (file, w)) in &self.lines {
+            let function = &*self.functions.names[*function];
+            if hot.contains(function) {
+                *by_line.entry((function, file, *line)).or_default() += w;
+            }
+        }
+        let mut lines: Vec<LineEntry> = by_line
+            .into_iter()
             .map(|((function, file, line), w)| LineEntry {
                 function: function.to_string(),
                 file: file.to_string(),
-                line: *line,
-                self_: *w,
-                self_pct: pct(*w),
+                line,
+                self_: w,
+                self_pct: pct(w),
             })
             .collect();
         lines.sort_by(|a, b| b.self_.cmp(&a.self_).then(a.line.cmp(&b.line)));
+        let folded = self.folded();
         let profile = Profile {
             schema: "sparkles.profile/1".into(),
             case: case.into(),
@@ -450,7 +530,7 @@ impl Builder {
             weighting: period(),
             memory: None,
         };
-        (profile, self.folded)
+        (profile, folded)
     }
 }
 

@@ -157,10 +157,10 @@ impl StackNamer {
                 Some(e) => e,
                 None => {
                     let e = self.expand(&at, delta as u64);
-                    // A place nothing names is not kept: its reason may differ by mapping.
-                    if !matches!(at.place, Place::Unknown(_)) {
-                        self.expanded.entry(at.place).or_default()[delta] = Some(Rc::clone(&e));
-                    }
+                    // A place nothing names is kept under its reason, which names the
+                    // mapping's file where there is one (every address of a module not
+                    // found shares one entry).
+                    self.expanded.entry(at.place).or_default()[delta] = Some(Rc::clone(&e));
                     e
                 }
             };

@@ -104,8 +104,8 @@ pub struct Named {
     pub missing: Option<String>,
 }
 
-/// A module, or why there is none.
-type Loaded = Result<Rc<Module>, Unavailable>;
+/// A mapping's module, or why there is none (said once, shared by every address in it).
+type MappedModule = Result<Rc<Module>, Rc<str>>;
 
 /// The kind of memory a sampled data address is in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -183,7 +183,7 @@ pub struct Symbolizer {
     names: HashMap<Place, Named>,
     /// The module each file mapping resolved to, per (pid, mapping start), valid while
     /// the process's mappings are at the generation noted.
-    by_mapping: HashMap<(u32, u64), (u64, Loaded)>,
+    by_mapping: HashMap<(u32, u64), (u64, MappedModule)>,
     stats: Stats,
 }
 
@@ -455,12 +455,14 @@ impl Symbolizer {
 
     /// The module a file mapping of `pid` holds: looked up once per mapping and
     /// generation of the process's mappings.
-    fn module_of_mapping(&mut self, pid: u32, m: &Mapping) -> Loaded {
+    fn module_of_mapping(&mut self, pid: u32, m: &Mapping) -> MappedModule {
         let generation = self.space.generation(pid);
         match self.by_mapping.get(&(pid, m.start)) {
             Some((g, found)) if *g == generation => found.clone(),
             _ => {
-                let found = self.module(&m.path, m.build_id.as_deref());
+                let found = self
+                    .module(&m.path, m.build_id.as_deref())
+                    .map_err(|e| Rc::from(e.to_string()));
                 self.by_mapping
                     .insert((pid, m.start), (generation, found.clone()));
                 found
@@ -523,7 +525,7 @@ impl Symbolizer {
         };
         let failures = self.failures.len();
         let module = self.module_of_mapping(pid, &file);
-        if self.failures.len() > failures && matches!(module, Err(Unavailable::Load(_))) {
+        if self.failures.len() > failures {
             // A data file (a cache, a database) is no object file: not worth a note.
             self.failures
                 .retain(|(p, _), e| !(**p == *file.path && matches!(e, Unavailable::Load(_))));
