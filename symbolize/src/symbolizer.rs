@@ -82,8 +82,9 @@ pub enum Place {
         /// The address.
         addr: u64,
     },
-    /// Nowhere that can be named: the reason.
-    Unknown(String),
+    /// Nowhere that can be named: the reason (shared: every address of a module that
+    /// was not found has the same one).
+    Unknown(Rc<str>),
 }
 
 /// An address located: the mapping's path and the place.
@@ -403,7 +404,9 @@ impl Symbolizer {
         let Some(m) = mapping else {
             return Located {
                 mapping: None,
-                place: Place::Unknown(format!("{addr:#x} is in no mapping of process {pid}")),
+                place: Place::Unknown(
+                    format!("{addr:#x} is in no mapping of process {pid}").into(),
+                ),
             };
         };
         let place = if &*m.path == "[vdso]" {
@@ -413,12 +416,11 @@ impl Symbolizer {
                         key: ModuleKey::Vdso,
                         vaddr,
                     },
-                    None => Place::Unknown(format!(
-                        "[vdso]: offset {:#x} in no segment",
-                        m.file_offset(addr)
-                    )),
+                    None => Place::Unknown(
+                        format!("[vdso]: offset {:#x} in no segment", m.file_offset(addr)).into(),
+                    ),
                 },
-                Err(e) => Place::Unknown(e.to_string()),
+                Err(e) => Place::Unknown(e.to_string().into()),
             }
         } else if m.path.is_empty()
             || m.path.starts_with("//anon")
@@ -427,7 +429,7 @@ impl Symbolizer {
         {
             Place::Anonymous { pid, addr }
         } else if m.path.starts_with('[') {
-            Place::Unknown(format!("{}: no file to name it from", m.path))
+            Place::Unknown(format!("{}: no file to name it from", m.path).into())
         } else {
             match self.module_of_mapping(pid, &m) {
                 Ok(module) => match module.vaddr_of(m.file_offset(addr)) {
@@ -438,13 +440,17 @@ impl Symbolizer {
                         },
                         vaddr,
                     },
-                    None => Place::Unknown(format!(
-                        "{}: file offset {:#x} is in no loadable segment",
-                        m.path,
-                        m.file_offset(addr)
-                    )),
+                    None => Place::Unknown(
+                        format!(
+                            "{}: file offset {:#x} is in no loadable segment",
+                            m.path,
+                            m.file_offset(addr)
+                        )
+                        .into(),
+                    ),
                 },
-                Err(e) => Place::Unknown(e.to_string()),
+                // The reason is said once per mapping and shared.
+                Err(e) => Place::Unknown(e),
             }
         };
         Located {
@@ -630,7 +636,7 @@ impl Symbolizer {
                     )),
                 }
             }
-            Place::Unknown(why) => none(why.clone()),
+            Place::Unknown(why) => none(why.to_string()),
         }
     }
 
