@@ -16,7 +16,7 @@ use std::rc::Rc;
 
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
-use sparkles_sampler::perf_data::data_src::{DataSource, LEVEL_BITS};
+use sparkles_sampler::perf_data::data_src::{shift, DataSource, LEVEL_BITS};
 use sparkles_symbolize::symbolizer::{DataKind, DataObject};
 
 use crate::names::normalize;
@@ -146,31 +146,38 @@ pub struct Memory {
 struct Acc {
     samples: u64,
     weight: u64,
-    /// Weight per level index.
-    levels: FxHashMap<usize, u64>,
+    /// Weight per level index (few levels: a short list).
+    levels: Vec<(usize, u64)>,
 }
 
 impl Acc {
     fn add(&mut self, weight: u64, level: usize) {
         self.samples += 1;
         self.weight += weight;
-        *self.levels.entry(level).or_default() += weight;
+        match self.levels.iter_mut().find(|(l, _)| *l == level) {
+            Some((_, w)) => *w += weight,
+            None => self.levels.push((level, weight)),
+        }
     }
 }
 
-/// What a code location is keyed by.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-enum CodeKey {
-    Named {
-        function: Rc<str>,
-        file: Option<Rc<str>>,
-        line: Option<u32>,
-        module: Option<Rc<str>>,
-    },
-    Address {
-        addr: u64,
-        module: Option<Rc<str>>,
-    },
+/// What a code location is keyed by: the frame's function, file and module by the
+/// addresses of their shared strings (kept alive in the row), and its line; or the
+/// address where nothing names the code.
+type CodeKey = (usize, usize, u32, usize, u64);
+
+/// A code row: what it shows, and its sums.
+struct CodeAcc {
+    function: Option<Rc<str>>,
+    file: Option<Rc<str>>,
+    line: Option<u32>,
+    module: Option<Rc<str>>,
+    addr: u64,
+    acc: Acc,
+}
+
+fn ptr(s: &Option<Rc<str>>) -> usize {
+    s.as_ref().map_or(0, |s| s.as_ptr() as usize)
 }
 
 /// What a data object is keyed by.
@@ -183,7 +190,6 @@ enum DataKey {
 }
 
 /// Accumulates memory samples.
-#[derive(Default)]
 pub struct MemoryBuilder {
     samples: u64,
     weight_total: u64,
@@ -195,17 +201,17 @@ pub struct MemoryBuilder {
     level_names: Vec<String>,
     /// Per level index: samples, weights.
     level_weights: Vec<Vec<u64>>,
-    code: FxHashMap<CodeKey, Acc>,
+    code: FxHashMap<CodeKey, usize>,
+    code_rows: Vec<CodeAcc>,
     data: FxHashMap<DataKey, (Acc, DataObject)>,
-    ops: BTreeMap<&'static str, (u64, u64)>,
-    tlb: FxHashMap<u8, (u64, u64)>,
-    snoop: FxHashMap<(u8, u8), (u64, u64)>,
+    /// Samples and weight by mem_op, mem_dtlb, and mem_snoop | mem_snoopx << 5.
+    ops: [(u64, u64); 32],
+    tlb: [(u64, u64); 128],
+    snoop: [(u64, u64); 128],
     locked: u64,
     remote: u64,
     hitm: u64,
     without_address: u64,
-    /// Normalized function names, once per distinct name.
-    names: FxHashMap<Rc<str>, Rc<str>>,
 }
 
 impl std::fmt::Debug for MemoryBuilder {
@@ -234,6 +240,30 @@ pub struct MemorySample<'a> {
     pub ip: Option<u64>,
     /// What the data address is; `None` where the sample has no address.
     pub data: Option<&'a DataObject>,
+}
+
+impl Default for MemoryBuilder {
+    fn default() -> MemoryBuilder {
+        MemoryBuilder {
+            samples: 0,
+            weight_total: 0,
+            ins_lat_total: None,
+            weight_kind: None,
+            level_of_bits: FxHashMap::default(),
+            level_names: Vec::new(),
+            level_weights: Vec::new(),
+            code: FxHashMap::default(),
+            code_rows: Vec::new(),
+            data: FxHashMap::default(),
+            ops: [(0, 0); 32],
+            tlb: [(0, 0); 128],
+            snoop: [(0, 0); 128],
+            locked: 0,
+            remote: 0,
+            hitm: 0,
+            without_address: 0,
+        }
+    }
 }
 
 impl MemoryBuilder {
@@ -265,15 +295,6 @@ impl MemoryBuilder {
         i
     }
 
-    fn function(&mut self, name: &Rc<str>) -> Rc<str> {
-        if let Some(n) = self.names.get(name) {
-            return Rc::clone(n);
-        }
-        let n: Rc<str> = Rc::from(normalize(name));
-        self.names.insert(Rc::clone(name), Rc::clone(&n));
-        n
-    }
-
     /// Adds one sample.
     pub fn add(&mut self, s: &MemorySample<'_>) {
         let d = DataSource::new(s.data_src);
@@ -292,32 +313,45 @@ impl MemoryBuilder {
                 None => "none",
             });
         }
-        let e = self.ops.entry(d.op_name()).or_default();
-        e.0 += 1;
-        e.1 += w;
-        let e = self.tlb.entry(d.tlb).or_default();
-        e.0 += 1;
-        e.1 += w;
-        let e = self.snoop.entry((d.snoop, d.snoopx)).or_default();
-        e.0 += 1;
-        e.1 += w;
+        for (table, i) in [
+            (&mut self.ops[..], usize::from(d.op)),
+            (&mut self.tlb[..], usize::from(d.tlb)),
+            (&mut self.snoop[..], usize::from(d.snoop | d.snoopx << 5)),
+        ] {
+            table[i].0 += 1;
+            table[i].1 += w;
+        }
         self.locked += u64::from(d.locked());
         self.remote += u64::from(d.is_remote());
         self.hitm += u64::from(d.hitm());
         // Code: the innermost frame.
-        let key = match s.code.map(|f| (f, f.function.as_ref())) {
-            Some((f, Some(name))) => CodeKey::Named {
-                function: self.function(name),
-                file: f.file.clone(),
-                line: f.line,
-                module: f.module.clone(),
-            },
-            f => CodeKey::Address {
-                addr: s.ip.unwrap_or(0),
-                module: f.and_then(|(f, _)| f.module.clone()),
-            },
+        let key: CodeKey = match s.code {
+            Some(f) if f.function.is_some() => (
+                ptr(&f.function),
+                ptr(&f.file),
+                f.line.unwrap_or(0),
+                ptr(&f.module),
+                0,
+            ),
+            f => (0, 0, 0, f.map_or(0, |f| ptr(&f.module)), s.ip.unwrap_or(0)),
         };
-        self.code.entry(key).or_default().add(w, level);
+        let i = match self.code.get(&key) {
+            Some(&i) => i,
+            None => {
+                let named = s.code.filter(|f| f.function.is_some());
+                self.code_rows.push(CodeAcc {
+                    function: named.and_then(|f| f.function.clone()),
+                    file: named.and_then(|f| f.file.clone()),
+                    line: named.and_then(|f| f.line),
+                    module: s.code.and_then(|f| f.module.clone()),
+                    addr: s.ip.unwrap_or(0),
+                    acc: Acc::default(),
+                });
+                self.code.insert(key, self.code_rows.len() - 1);
+                self.code_rows.len() - 1
+            }
+        };
+        self.code_rows[i].acc.add(w, level);
         // Data.
         let Some(o) = s.data else {
             self.without_address += 1;
@@ -363,7 +397,7 @@ impl MemoryBuilder {
         let top_level = |acc: &Acc| -> String {
             acc.levels
                 .iter()
-                .max_by_key(|(i, w)| (**w, std::cmp::Reverse(**i)))
+                .max_by_key(|(i, w)| (*w, std::cmp::Reverse(*i)))
                 .map(|(i, _)| self.level_names[*i].clone())
                 .unwrap_or_default()
         };
@@ -391,32 +425,42 @@ impl MemoryBuilder {
                 .then(b.weight_total.cmp(&a.weight_total))
                 .then(a.level.cmp(&b.level))
         });
-        let mut code: Vec<CodeRow> = self
-            .code
-            .iter()
-            .map(|(key, acc)| {
-                let (function, file, line, module) = match key {
-                    CodeKey::Named {
-                        function,
-                        file,
-                        line,
-                        module,
-                    } => (function.to_string(), file.clone(), *line, module.clone()),
-                    CodeKey::Address { addr, module } => {
-                        (format!("{addr:#x}"), None, None, module.clone())
-                    }
-                };
-                CodeRow {
-                    function,
-                    file: file.map(|f| f.to_string()),
-                    line,
-                    module: module.map(|m| m.to_string()),
-                    samples: acc.samples,
-                    weight_total: acc.weight,
-                    weight_mean: acc.weight as f64 / acc.samples.max(1) as f64,
-                    share: acc.weight as f64 / total,
-                    top_level: top_level(acc),
+        // Rows of one function and line (inlined copies, equal names) merged.
+        let mut merged: BTreeMap<(String, Option<String>, Option<u32>, Option<String>), Acc> =
+            BTreeMap::new();
+        for c in &self.code_rows {
+            let function = match &c.function {
+                Some(f) => normalize(f),
+                None => format!("{:#x}", c.addr),
+            };
+            let key = (
+                function,
+                c.file.as_deref().map(str::to_string),
+                c.line,
+                c.module.as_deref().map(str::to_string),
+            );
+            let m = merged.entry(key).or_default();
+            m.samples += c.acc.samples;
+            m.weight += c.acc.weight;
+            for (l, w) in &c.acc.levels {
+                match m.levels.iter_mut().find(|(x, _)| x == l) {
+                    Some((_, v)) => *v += w,
+                    None => m.levels.push((*l, *w)),
                 }
+            }
+        }
+        let mut code: Vec<CodeRow> = merged
+            .into_iter()
+            .map(|((function, file, line, module), acc)| CodeRow {
+                function,
+                file,
+                line,
+                module,
+                samples: acc.samples,
+                weight_total: acc.weight,
+                weight_mean: acc.weight as f64 / acc.samples.max(1) as f64,
+                share: acc.weight as f64 / total,
+                top_level: top_level(&acc),
             })
             .collect();
         code.sort_by(|a, b| {
@@ -486,33 +530,21 @@ impl MemoryBuilder {
             rows.sort_by(|a, b| b.samples.cmp(&a.samples).then(a.name.cmp(&b.name)));
             rows
         };
-        let ops = breakdown(
-            self.ops
-                .iter()
-                .map(|(name, (s, w))| Breakdown {
-                    name: name.to_string(),
-                    samples: *s,
-                    weight_total: *w,
-                })
-                .collect(),
-        );
-        let tlb = breakdown(merge(self.tlb.iter().map(|(bits, sw)| {
-            (
-                DataSource::new(
-                    u64::from(*bits) << sparkles_sampler::perf_data::data_src::shift::TLB,
-                )
-                .tlb_name(),
-                *sw,
-            )
-        })));
-        let snoop = breakdown(merge(self.snoop.iter().map(|((s, x), sw)| {
-            use sparkles_sampler::perf_data::data_src::shift;
-            (
-                DataSource::new((u64::from(*s) << shift::SNOOP) | (u64::from(*x) << shift::SNOOPX))
-                    .snoop_name(),
-                *sw,
-            )
-        })));
+        let table = |t: &[(u64, u64)], name: &dyn Fn(u64) -> String| {
+            breakdown(merge(
+                t.iter()
+                    .enumerate()
+                    .filter(|(_, (n, _))| *n > 0)
+                    .map(|(i, sw)| (name(i as u64), *sw)),
+            ))
+        };
+        let ops = table(&self.ops, &|i| {
+            DataSource::new(i << shift::OP).op_name().to_string()
+        });
+        let tlb = table(&self.tlb, &|i| DataSource::new(i << shift::TLB).tlb_name());
+        let snoop = table(&self.snoop, &|i| {
+            DataSource::new(((i & 0x1f) << shift::SNOOP) | ((i >> 5) << shift::SNOOPX)).snoop_name()
+        });
         Memory {
             samples: self.samples,
             weight_total: self.weight_total,
