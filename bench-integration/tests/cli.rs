@@ -263,6 +263,10 @@ fn script_json_lines_have_the_pinned_sample_fields() {
     }
     assert_eq!(s["addr"], "0x55ffba5cda08");
     assert_eq!(s["data_src"], "0x11868100242");
+    assert_eq!(
+        s["mem"],
+        "|OP LOAD|LVL LFB/MAB hit|SNP None|TLB L1 or L2 hit|LCK No|BLK  N/A"
+    );
     assert_eq!(s["weight"], 225);
     assert!(s["ins_lat"].is_u64());
     for key in ["time", "pid", "tid", "cpu", "attr"] {

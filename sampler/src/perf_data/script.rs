@@ -129,6 +129,8 @@ pub fn write_json_with<W: Write>(out: &mut W, e: &Event<'_>, extra: &[u8]) -> io
             }
             if let Some(d) = s.data_src {
                 o.hex("data_src", d)?;
+                // The same value decoded, the level as perf 6.4+ names it.
+                o.str("mem", super::DataSource::new(d).to_string().as_bytes())?;
             }
             if let Some(p) = s.phys_addr {
                 o.hex("phys_addr", p)?;
@@ -320,7 +322,7 @@ pub fn write_text<W: Write>(out: &mut W, e: &Event<'_>) -> io::Result<()> {
                 write!(out, " addr {a:#x}")?;
             }
             if let Some(d) = s.data_src {
-                write!(out, " data_src {d:#x}")?;
+                write!(out, " data_src {d:#x} {}", super::DataSource::new(d))?;
             }
             if let Some(w) = s.weight {
                 write!(out, " weight {}", w.latency())?;
