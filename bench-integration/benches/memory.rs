@@ -157,12 +157,12 @@ fn main() {
             // The attribution alone: 1,000,000 samples over the fixture's six data sources,
             // two code frames and three data objects.
             let sources = [
-                0x1_0268_1001_42u64,
-                0x1_1868_1002_42,
-                0x1_0468_1004_42,
-                0x1_0668_1008_42,
-                0x1_026a_1001_42,
-                0x1_0650_1008_42,
+                0x0102_6810_0142_u64,
+                0x0118_6810_0242,
+                0x0104_6810_0442,
+                0x0106_6810_0842,
+                0x0102_6a10_0142,
+                0x0106_5010_0842,
             ];
             let frame = |name: &str, line| NamedFrame {
                 addr: 0x1000,

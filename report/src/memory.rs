@@ -166,6 +166,9 @@ impl Acc {
 /// address where nothing names the code.
 type CodeKey = (usize, usize, u32, usize, u64);
 
+/// A code row's name: function, file, line, module.
+type CodeName = (String, Option<String>, Option<u32>, Option<String>);
+
 /// A code row: what it shows, and its sums.
 struct CodeAcc {
     function: Option<Rc<str>>,
@@ -426,8 +429,7 @@ impl MemoryBuilder {
                 .then(a.level.cmp(&b.level))
         });
         // Rows of one function and line (inlined copies, equal names) merged.
-        let mut merged: BTreeMap<(String, Option<String>, Option<u32>, Option<String>), Acc> =
-            BTreeMap::new();
+        let mut merged: BTreeMap<CodeName, Acc> = BTreeMap::new();
         for c in &self.code_rows {
             let function = match &c.function {
                 Some(f) => normalize(f),

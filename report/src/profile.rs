@@ -240,6 +240,9 @@ fn id_of(s: &Option<Rc<str>>) -> usize {
     s.as_ref().map_or(0, |s| s.as_ptr() as usize)
 }
 
+/// The strings a [`FrameId`] was made from, kept alive while it is a key.
+type Kept = [Option<Rc<str>>; 3];
+
 /// Rows of one view: names, their counts, and the index of each name.
 #[derive(Default)]
 struct Rows {
@@ -288,7 +291,7 @@ pub struct Builder {
     stacks: Vec<FoldedStack>,
     kinds: HashMap<String, Kind>,
     /// Keys per (function, symbol, module) as given, with the strings they were keyed by.
-    keys: FxHashMap<FrameId, (Keys, [Option<Rc<str>>; 3])>,
+    keys: FxHashMap<FrameId, (Keys, Kept)>,
     /// Scratch: one sample's keys and stack id.
     scratch_keys: Vec<Keys>,
     scratch_id: Vec<usize>,
