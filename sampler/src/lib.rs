@@ -6,6 +6,7 @@
 //! - [`open`]: opening a resolved event, and the reason when the kernel refuses.
 //! - [`caps`]: the capability report over the seven concerns.
 //! - [`perf_data`]: records and perf.data reading, one decoder for files and ring buffers.
+//! - [`numa`]: NUMA nodes, their CPUs and physical memory, live or from a capture.
 //! - [`system`]: the settings (paranoid level, hypervisor, kptr_restrict) reasons cite.
 
 pub mod caps;

@@ -55,8 +55,30 @@ pub fn parse_list(list: &str) -> Vec<u32> {
     out
 }
 
+/// A CPU or node list as the kernel prints one (`0-3,8`).
+pub fn format_list(items: &[u32]) -> String {
+    let mut sorted = items.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < sorted.len() {
+        let mut j = i;
+        while j + 1 < sorted.len() && sorted[j + 1] == sorted[j] + 1 {
+            j += 1;
+        }
+        parts.push(if i == j {
+            sorted[i].to_string()
+        } else {
+            format!("{}-{}", sorted[i], sorted[j])
+        });
+        i = j + 1;
+    }
+    parts.join(",")
+}
+
 /// The numbers `N` of the entries `PREFIXN` of `dir`, sorted.
-fn numbered(dir: &Path, prefix: &str) -> Vec<u64> {
+pub(crate) fn numbered(dir: &Path, prefix: &str) -> Vec<u64> {
     let mut out: Vec<u64> = std::fs::read_dir(dir)
         .map(|entries| {
             entries
@@ -223,6 +245,8 @@ mod tests {
     fn lists_parse() {
         assert_eq!(parse_list("0-3,8,10-11\n"), [0, 1, 2, 3, 8, 10, 11]);
         assert_eq!(parse_list(""), Vec::<u32>::new());
+        assert_eq!(format_list(&[11, 0, 1, 2, 3, 8, 10]), "0-3,8,10-11");
+        assert_eq!(format_list(&parse_list("4-7")), "4-7");
     }
 
     #[test]

@@ -104,22 +104,28 @@ fn read(path: impl AsRef<Path>) -> String {
         .unwrap_or_default()
 }
 
-fn numbered(dir: &str, prefix: &str) -> Vec<u64> {
-    let mut out: Vec<u64> = std::fs::read_dir(dir)
-        .map(|it| {
-            it.filter_map(|e| e.ok())
-                .filter_map(|e| e.file_name().to_str()?.strip_prefix(prefix)?.parse().ok())
-                .collect()
-        })
-        .unwrap_or_default();
-    out.sort_unstable();
-    out
-}
-
 impl HostInfo {
+    /// The NUMA_TOPOLOGY and MEM_TOPOLOGY of `topology`.
+    pub fn with_topology(mut self, topology: &crate::numa::Topology) -> HostInfo {
+        self.numa = topology
+            .nodes
+            .iter()
+            .map(|n| {
+                (
+                    n.id,
+                    n.mem_total_kb.unwrap_or(0),
+                    n.mem_free_kb.unwrap_or(0),
+                    crate::numa::format_list(&n.cpus),
+                )
+            })
+            .collect();
+        self.memory = (topology.block_size, topology.node_blocks());
+        self
+    }
+
     /// Reads this machine's facts from /proc and /sys.
     pub fn probe() -> HostInfo {
-        let cpus = numbered("/sys/devices/system/cpu", "cpu");
+        let cpus = crate::numa::numbered(Path::new("/sys/devices/system/cpu"), "cpu");
         let topo = |cpu: u64, file: &str| {
             read(format!("/sys/devices/system/cpu/cpu{cpu}/topology/{file}"))
         };
@@ -139,35 +145,6 @@ impl HostInfo {
                 topo(cpu, "core_id").parse().unwrap_or(0),
                 topo(cpu, "physical_package_id").parse().unwrap_or(0),
             ));
-        }
-        let mut numa = Vec::new();
-        for node in numbered("/sys/devices/system/node", "node") {
-            let meminfo = read(format!("/sys/devices/system/node/node{node}/meminfo"));
-            let field = |name: &str| {
-                meminfo
-                    .lines()
-                    .find(|l| l.contains(name))
-                    .and_then(|l| l.split_whitespace().rev().nth(1)?.parse().ok())
-                    .unwrap_or(0)
-            };
-            numa.push((
-                node as u32,
-                field("MemTotal:"),
-                field("MemFree:"),
-                read(format!("/sys/devices/system/node/node{node}/cpulist")),
-            ));
-        }
-        let block_size =
-            u64::from_str_radix(&read("/sys/devices/system/memory/block_size_bytes"), 16)
-                .unwrap_or(0);
-        let mut mem_nodes: Vec<(u64, Vec<u64>)> =
-            numa.iter().map(|n| (u64::from(n.0), Vec::new())).collect();
-        for block in numbered("/sys/devices/system/memory", "memory") {
-            for node in numbered(&format!("/sys/devices/system/memory/memory{block}"), "node") {
-                if let Some(entry) = mem_nodes.iter_mut().find(|(n, _)| *n == node) {
-                    entry.1.push(block);
-                }
-            }
         }
         let online = read("/sys/devices/system/cpu/online");
         let count = |list: &str| -> u32 {
@@ -198,9 +175,10 @@ impl HostInfo {
             core_siblings,
             thread_siblings,
             cpu_places,
-            numa,
-            memory: (block_size, mem_nodes),
+            numa: Vec::new(),
+            memory: (0, Vec::new()),
         }
+        .with_topology(&crate::numa::Topology::from_sysfs(Path::new("/")).unwrap_or_default())
     }
 }
 
