@@ -9,6 +9,7 @@
 //! - [`flame`]: flamegraph SVGs through inferno.
 //! - [`memory`]: which memory level served sampled accesses, from which code, to which
 //!   data (samples with a data source).
+//! - [`numa`]: accesses by (CPU node, memory node).
 //! - [`names`]: names that survive a rebuild.
 //! - [`diff`]: the hot-function diff of two profiles.
 //! - [`pprof`]: gzipped profile.proto export.
@@ -17,6 +18,7 @@ pub mod diff;
 pub mod flame;
 pub mod memory;
 pub mod names;
+pub mod numa;
 pub mod pprof;
 pub mod profile;
 pub mod stacks;

@@ -17,7 +17,9 @@ use sparkles_sampler::perf_data::{PerfData, Record};
 
 use crate::memory::{MemoryBuilder, MemorySample};
 use crate::names::normalize;
+use crate::numa::NumaBuilder;
 use crate::stacks::{NamedFrame, NamedStack, StackNamer, StackOptions, Weighting};
+use sparkles_sampler::numa::Topology;
 
 /// What a frame's code is, for colours and for reading a profile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -151,6 +153,10 @@ pub struct Profile {
     /// present when the capture's samples carry a data source.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory: Option<crate::memory::Memory>,
+    /// Which node's CPU made each sampled access and which node's memory it touched:
+    /// present when the memory node can be told (see [`crate::numa`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numa: Option<crate::numa::Numa>,
 }
 
 fn period() -> String {
@@ -532,6 +538,7 @@ impl Builder {
             notes: Vec::new(),
             weighting: period(),
             memory: None,
+            numa: None,
         };
         (profile, folded)
     }
@@ -579,6 +586,19 @@ pub fn profile_capture_with(
     let mut namer = StackNamer::for_capture(&data, options);
     let mut builder = Builder::new();
     let mut memory = MemoryBuilder::new();
+    // NUMA placement: physical addresses through the capture's memory topology.
+    let sampled = |bit: u64| data.attrs.iter().any(|a| a.attr.sample_type & bit != 0);
+    let topology = Topology::from_features(&data.features);
+    let numa_absent = match &topology {
+        _ if !sampled(st::PHYS_ADDR) => {
+            "the samples carry no physical address (PHYS_ADDR), and a capture read offline cannot ask the kernel which node a page is on"
+        }
+        Some(t) if t.knows_memory() => "",
+        _ => "the capture records no memory topology (NUMA_TOPOLOGY and MEM_TOPOLOGY), so physical addresses cannot be placed on nodes",
+    };
+    let mut numa = topology
+        .filter(|_| numa_absent.is_empty())
+        .map(|t| NumaBuilder::new(t, "phys_addr"));
     // Samples whose data source says nothing (PERF_MEM_NA: not a memory event).
     let mut unknown_sources = 0u64;
     let mut lost = 0u64;
@@ -594,21 +614,29 @@ pub fn profile_capture_with(
                     Weighting::Samples => 1,
                 };
                 builder.add(&stack.frames, stack.truncated.is_some(), weight);
-                if let Some(data_src) = s.data_src.filter(|d| {
+                let data_src = s.data_src.filter(|d| {
                     let na = DataSource::new(*d).is_na();
                     unknown_sources += u64::from(na);
                     !na
-                }) {
+                });
+                let placed = numa.is_some() && s.phys_addr.is_some();
+                if data_src.is_some() || placed {
                     let object = s.addr.map(|a| namer.data_object(s.pid.unwrap_or(0), a));
-                    memory.add(&MemorySample {
-                        data_src,
+                    let sample = MemorySample {
+                        data_src: data_src.unwrap_or(0),
                         weight: s.weight.map_or(0, |w| w.latency()),
                         ins_lat: s.weight.and_then(|w| w.ins_lat()),
                         weight_struct: s.weight.map(|w| matches!(w, Weight::Struct { .. })),
                         code: stack.frames.first(),
                         ip: s.ip,
                         data: object.as_ref(),
-                    });
+                    };
+                    if data_src.is_some() {
+                        memory.add(&sample);
+                    }
+                    if let Some(n) = numa.as_mut().filter(|_| placed) {
+                        n.add_phys(s.cpu, s.phys_addr, &sample);
+                    }
                 }
             }
             Record::Lost { lost: n, .. } | Record::LostSamples { lost: n, .. } => lost += n,
@@ -636,6 +664,13 @@ pub fn profile_capture_with(
     let (mut profile, folded) = builder.finish(case, &event_name(&data), lost, unwinding);
     profile.weighting = options.weight.as_str().into();
     profile.notes = namer.notes.clone();
+    if let Some(n) = numa {
+        profile.numa = Some(n.finish());
+    } else if !memory.is_empty() || sampled(st::ADDR) {
+        profile
+            .notes
+            .push(format!("no NUMA section: {numa_absent}"));
+    }
     if !memory.is_empty() {
         profile.memory = Some(memory.finish());
         if unknown_sources > 0 {
@@ -688,6 +723,9 @@ pub fn table(p: &Profile, n: usize) -> String {
     }
     if let Some(m) = &p.memory {
         out.push_str(&crate::memory::table(m, n));
+    }
+    if let Some(numa) = &p.numa {
+        out.push_str(&crate::numa::table(numa, n));
     }
     for note in &p.notes {
         out.push_str(&format!("note: {note}\n"));
