@@ -14,6 +14,7 @@ pub mod counters;
 pub mod counting;
 pub mod error;
 pub mod events;
+pub mod mem_events;
 pub mod numa;
 pub mod open;
 pub mod perf_data;

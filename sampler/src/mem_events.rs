@@ -1,0 +1,229 @@
+//! Choosing the precise memory events a machine has, as `perf mem record` chooses them
+//! (`tools/perf/util/mem-events.c`, `arch/x86/util/mem-events.c`), from any sysfs tree:
+//!
+//! - AMD: the `ibs_op` PMU (its dynamic type read from sysfs), `ibs_op//`; with
+//!   `ibs_op/ldlat=N/` where `caps/ldlat` says the PMU filters on load latency. Where the
+//!   format has `l3missonly`, it is offered (a note), not set: perf does not set it.
+//! - Intel: each core PMU with a `mem-loads` alias (`cpu`, or `cpu_core` and `cpu_atom`
+//!   on a hybrid machine): `PMU/mem-loads,ldlat=N/P` (N 30 by default), as the group
+//!   `{PMU/mem-loads-aux/,PMU/mem-loads,ldlat=N/}:P` where the PMU has `mem-loads-aux`
+//!   (Sapphire Rapids, Alder Lake's P-cores: the load-latency event needs its auxiliary
+//!   event as group leader), and `PMU/mem-stores/P`.
+//! - Neither: no precise memory PMU, with the reason; callers fall back to page-fault
+//!   samples with data addresses, labelled first-touch placement.
+//!
+//! The sample fields: IP, TID, TIME, ADDR, CPU, PERIOD, CALLCHAIN, DATA_SRC,
+//! WEIGHT_STRUCT (WEIGHT before Linux 5.12), PHYS_ADDR where the caller may read
+//! physical addresses, DATA_PAGE_SIZE (Linux 5.11 and later).
+
+use crate::events::{EventAttr, EventResolver};
+use crate::perf_data::attr::sample_type as st;
+
+/// Load-latency threshold perf uses by default (`perf_mem_events__loads_ldlat`).
+pub const DEFAULT_LDLAT: u32 = 30;
+
+/// What the caller can do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemOptions {
+    /// Load-latency threshold, cycles.
+    pub ldlat: u32,
+    /// The kernel's `(major, minor)`.
+    pub kernel: (u32, u32),
+    /// Whether physical addresses may be sampled (CAP_SYS_ADMIN or CAP_PERFMON).
+    pub phys_addr: bool,
+}
+
+/// One event to open.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemEvent {
+    /// What it samples: `loads`, `loads-aux` (the group leader that only enables
+    /// `loads`), `stores`, `ibs_op` (loads and stores).
+    pub role: &'static str,
+    /// The spelling, as perf's would be.
+    pub spelling: String,
+    /// The resolved attr.
+    pub attr: EventAttr,
+    /// Index (into the choice's events) of its group leader, where grouped.
+    pub leader: Option<usize>,
+}
+
+/// The choice for one machine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemChoice {
+    /// `ibs_op`, `pebs` or `none`.
+    pub kind: &'static str,
+    /// Events, each leader before its members.
+    pub events: Vec<MemEvent>,
+    /// The sample_type every event samples with.
+    pub sample_type: u64,
+    /// What was chosen and why, and each refusal with its reason.
+    pub notes: Vec<String>,
+    /// Why there is no precise memory event (then `events` is empty).
+    pub unavailable: Option<String>,
+}
+
+/// The sample fields for `options`.
+pub fn sample_type(options: &MemOptions) -> u64 {
+    let mut t = st::IP
+        | st::TID
+        | st::TIME
+        | st::ADDR
+        | st::CPU
+        | st::PERIOD
+        | st::CALLCHAIN
+        | st::DATA_SRC;
+    t |= if options.kernel >= (5, 12) {
+        st::WEIGHT_STRUCT
+    } else {
+        st::WEIGHT
+    };
+    if options.phys_addr {
+        t |= st::PHYS_ADDR;
+    }
+    if options.kernel >= (5, 11) {
+        t |= st::DATA_PAGE_SIZE;
+    }
+    t
+}
+
+fn resolve(resolver: &EventResolver, spelling: &str, notes: &mut Vec<String>) -> Option<EventAttr> {
+    match resolver.resolve(spelling) {
+        Ok(mut attrs) if !attrs.is_empty() => Some(attrs.remove(0)),
+        Ok(_) => {
+            notes.push(format!("{spelling}: resolves to no event"));
+            None
+        }
+        Err(e) => {
+            notes.push(format!("{spelling}: {e}"));
+            None
+        }
+    }
+}
+
+/// The precise memory events the machine `resolver` describes has.
+pub fn choose(resolver: &EventResolver, options: &MemOptions) -> MemChoice {
+    let mut notes = Vec::new();
+    let mut events: Vec<MemEvent> = Vec::new();
+    let devices = crate::events::pmu::devices_dir(resolver.root());
+    let kind = if let Some(ibs) = resolver.pmu("ibs_op") {
+        let caps = devices.join("ibs_op/caps");
+        let ldlat = caps.join("ldlat").is_file() && ibs.formats.contains_key("ldlat");
+        let spelling = if ldlat {
+            format!("ibs_op/ldlat={}/", options.ldlat)
+        } else {
+            "ibs_op//".to_string()
+        };
+        notes.push(format!(
+            "AMD IBS: {spelling} (PMU type {}, read from sysfs){}",
+            ibs.type_,
+            if ldlat {
+                ""
+            } else {
+                "; no load-latency filter (no caps/ldlat)"
+            }
+        ));
+        if ibs.formats.contains_key("l3missonly") {
+            notes.push(
+                "ibs_op has l3missonly: `ibs_op/l3missonly=1/` samples only L3 misses (not set, as perf mem does not)".into(),
+            );
+        }
+        if let Some(attr) = resolve(resolver, &spelling, &mut notes) {
+            events.push(MemEvent {
+                role: "ibs_op",
+                spelling,
+                attr,
+                leader: None,
+            });
+        }
+        "ibs_op"
+    } else {
+        for pmu in resolver.core_pmus() {
+            let name = &pmu.name;
+            if !pmu.aliases.contains_key("mem-loads") {
+                notes.push(format!(
+                    "{name}: no mem-loads event: no load-latency sampling"
+                ));
+                continue;
+            }
+            if pmu.aliases.contains_key("mem-loads-aux") {
+                let aux = format!("{name}/mem-loads-aux/P");
+                let loads = format!("{name}/mem-loads,ldlat={}/P", options.ldlat);
+                if let (Some(a), Some(l)) = (
+                    resolve(resolver, &aux, &mut notes),
+                    resolve(resolver, &loads, &mut notes),
+                ) {
+                    let leader = events.len();
+                    events.push(MemEvent {
+                        role: "loads-aux",
+                        spelling: aux,
+                        attr: a,
+                        leader: None,
+                    });
+                    events.push(MemEvent {
+                        role: "loads",
+                        spelling: loads,
+                        attr: l,
+                        leader: Some(leader),
+                    });
+                    notes.push(format!(
+                        "{name}: {{{name}/mem-loads-aux/,{name}/mem-loads,ldlat={}/}}:P (the load-latency event needs its auxiliary event as group leader)",
+                        options.ldlat
+                    ));
+                }
+            } else {
+                let loads = format!("{name}/mem-loads,ldlat={}/P", options.ldlat);
+                if let Some(l) = resolve(resolver, &loads, &mut notes) {
+                    events.push(MemEvent {
+                        role: "loads",
+                        spelling: loads.clone(),
+                        attr: l,
+                        leader: None,
+                    });
+                    notes.push(format!("{name}: {loads}"));
+                }
+            }
+            if pmu.aliases.contains_key("mem-stores") {
+                let stores = format!("{name}/mem-stores/P");
+                if let Some(s) = resolve(resolver, &stores, &mut notes) {
+                    events.push(MemEvent {
+                        role: "stores",
+                        spelling: stores.clone(),
+                        attr: s,
+                        leader: None,
+                    });
+                    notes.push(format!("{name}: {stores}"));
+                }
+            } else {
+                notes.push(format!("{name}: no mem-stores event: loads only"));
+            }
+        }
+        if events.is_empty() {
+            "none"
+        } else {
+            "pebs"
+        }
+    };
+    let unavailable = events.is_empty().then(|| {
+        let core: Vec<&str> = resolver.core_pmus().map(|p| p.name.as_str()).collect();
+        if core.is_empty() {
+            "no precise memory PMU: no CPU PMU in sysfs (no hardware PMU, as in a VM without one)".to_string()
+        } else {
+            format!(
+                "no precise memory PMU: {} has neither AMD IBS (ibs_op) nor Intel PEBS load-latency events (mem-loads){}",
+                core.join(", "),
+                if crate::system::System::probe().hypervisor && resolver.is_live() {
+                    "; this is a virtual machine, whose PMU does not pass them through"
+                } else {
+                    ""
+                }
+            )
+        }
+    });
+    MemChoice {
+        kind,
+        events,
+        sample_type: sample_type(options),
+        notes,
+        unavailable,
+    }
+}

@@ -1,0 +1,177 @@
+//! Precise memory event selection on the fake sysfs trees of `../shared/fixtures/sysfs/`:
+//! the attrs `perf mem record` itself would open there (perf 6.x's
+//! `tools/perf/arch/x86/util/mem-events.c`: `ibs_op//` on AMD; `{cpu/mem-loads-aux/,
+//! cpu/mem-loads,ldlat=30/}:P` and `cpu/mem-stores/P` on Sapphire Rapids; both core PMUs
+//! of a hybrid), and the reason where there is none.
+
+#![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
+
+mod support;
+
+use sparkles_sampler::events::EventResolver;
+use sparkles_sampler::mem_events::{choose, MemOptions, DEFAULT_LDLAT};
+use sparkles_sampler::perf_data::attr::sample_type as st;
+use support::fixtures;
+
+const OPTIONS: MemOptions = MemOptions {
+    ldlat: DEFAULT_LDLAT,
+    kernel: (6, 1),
+    phys_addr: true,
+};
+
+/// `(role, pmu, type, config, config1, precise_ip, leader)` of each chosen event.
+type Row = (&'static str, String, u32, u64, u64, u8, Option<usize>);
+
+fn chosen(
+    tree: &str,
+    options: &MemOptions,
+) -> Option<(Vec<Row>, sparkles_sampler::mem_events::MemChoice)> {
+    let root = fixtures()?.join("sysfs").join(tree);
+    let resolver = EventResolver::new(&root).unwrap();
+    let c = choose(&resolver, options);
+    let rows = c
+        .events
+        .iter()
+        .map(|e| {
+            (
+                e.role,
+                e.attr.pmu.clone(),
+                e.attr.type_,
+                e.attr.config,
+                e.attr.config1,
+                e.attr.precise_ip,
+                e.leader,
+            )
+        })
+        .collect();
+    Some((rows, c))
+}
+
+fn pmu_type(tree: &str, pmu: &str) -> u32 {
+    let path = fixtures()
+        .unwrap()
+        .join("sysfs")
+        .join(tree)
+        .join("sys/bus/event_source/devices")
+        .join(pmu)
+        .join("type");
+    std::fs::read_to_string(path)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn zen4_samples_ibs_op_with_its_dynamic_type() {
+    let Some((rows, c)) = chosen("amd-zen4", &OPTIONS) else {
+        return;
+    };
+    let ibs = pmu_type("amd-zen4", "ibs_op");
+    assert_eq!(rows, [("ibs_op", "ibs_op".to_string(), ibs, 0, 0, 0, None)]);
+    assert_eq!(c.kind, "ibs_op");
+    assert_eq!(c.events[0].spelling, "ibs_op//");
+    assert!(
+        c.notes.iter().any(|n| n.contains("l3missonly")),
+        "{:?}",
+        c.notes
+    );
+    assert!(c.unavailable.is_none());
+}
+
+#[test]
+fn sapphire_rapids_groups_loads_under_their_aux_event() {
+    for tree in ["intel-sapphire-rapids", "intel-sapphire-rapids-tsx-off"] {
+        let Some((rows, c)) = chosen(tree, &OPTIONS) else {
+            return;
+        };
+        assert_eq!(
+            rows,
+            [
+                // mem-loads-aux: event=0x03,umask=0x82; the group's :P is precise 3.
+                ("loads-aux", "cpu".to_string(), 4, 0x8203, 0, 3, None),
+                // mem-loads: event=0xcd,umask=0x1, ldlat=30 in config1.
+                ("loads", "cpu".to_string(), 4, 0x1cd, 30, 3, Some(0)),
+                // mem-stores: event=0xcd,umask=0x2.
+                ("stores", "cpu".to_string(), 4, 0x2cd, 0, 3, None),
+            ],
+            "{tree}"
+        );
+        assert_eq!(c.kind, "pebs");
+    }
+}
+
+#[test]
+fn a_hybrid_machine_samples_both_core_pmus() {
+    let Some((rows, _)) = chosen("intel-alder-lake-hybrid", &OPTIONS) else {
+        return;
+    };
+    let atom = pmu_type("intel-alder-lake-hybrid", "cpu_atom");
+    let core = pmu_type("intel-alder-lake-hybrid", "cpu_core");
+    // The aux leader is event 0: cpu_core's.
+    assert_eq!((rows[0].0, rows[0].1.as_str()), ("loads-aux", "cpu_core"));
+    let mut rows = rows;
+    rows.sort_by_key(|r| (r.1.clone(), r.0));
+    assert_eq!(
+        rows,
+        [
+            // cpu_atom: no aux event; mem-loads event=0xd0,umask=0x5; stores 0x6d0.
+            ("loads", "cpu_atom".to_string(), atom, 0x5d0, 30, 3, None),
+            ("stores", "cpu_atom".to_string(), atom, 0x6d0, 0, 3, None),
+            ("loads", "cpu_core".to_string(), core, 0x1cd, 30, 3, Some(0)),
+            (
+                "loads-aux",
+                "cpu_core".to_string(),
+                core,
+                0x8203,
+                0,
+                3,
+                None
+            ),
+            ("stores", "cpu_core".to_string(), core, 0x2cd, 0, 3, None),
+        ]
+    );
+}
+
+#[test]
+fn sample_fields_follow_the_kernel_and_permissions() {
+    let t = sparkles_sampler::mem_events::sample_type(&OPTIONS);
+    for bit in [
+        st::IP,
+        st::TID,
+        st::TIME,
+        st::ADDR,
+        st::CPU,
+        st::PERIOD,
+        st::CALLCHAIN,
+        st::DATA_SRC,
+        st::WEIGHT_STRUCT,
+        st::PHYS_ADDR,
+        st::DATA_PAGE_SIZE,
+    ] {
+        assert_ne!(t & bit, 0, "{bit:#x}");
+    }
+    assert_eq!(t & st::WEIGHT, 0);
+    let old = sparkles_sampler::mem_events::sample_type(&MemOptions {
+        kernel: (5, 10),
+        phys_addr: false,
+        ..OPTIONS
+    });
+    assert_ne!(old & st::WEIGHT, 0);
+    assert_eq!(
+        old & (st::WEIGHT_STRUCT | st::PHYS_ADDR | st::DATA_PAGE_SIZE),
+        0
+    );
+}
+
+#[test]
+fn a_tree_without_a_precise_memory_pmu_says_why() {
+    let Some(root) = fixtures() else { return };
+    // The two-node tree has no PMUs at all.
+    let resolver = EventResolver::new(root.join("sysfs/numa-2node")).unwrap();
+    let c = choose(&resolver, &OPTIONS);
+    assert!(c.events.is_empty());
+    assert_eq!(c.kind, "none");
+    let why = c.unavailable.unwrap();
+    assert!(why.starts_with("no precise memory PMU"), "{why}");
+}
