@@ -30,6 +30,7 @@ fn config(compact: bool) -> Option<SamplingConfig> {
         call_graph: CallGraph::Dwarf(8192),
         buffer_pages: 256,
         compact_stacks: compact,
+        memory: None,
     })
 }
 

@@ -408,6 +408,7 @@ fn profile_pass(routine: &mut dyn Routine, plan: &ProfilePlan) -> Result<Profile
         top: Vec::new(),
         movers: Vec::new(),
         memory: None,
+        numa: None,
     };
     let session = match Session::start(&plan.sampling, Target::CurrentThread, &system) {
         Ok(s) => s,
@@ -445,6 +446,14 @@ fn profile_pass(routine: &mut dyn Routine, plan: &ProfilePlan) -> Result<Profile
             summary.capture = Some(plan.path.display().to_string());
         }
         Err(e) => summary.error = Some(format!("{}: {e}", plan.path.display())),
+    }
+    // The nodes of the sampled data pages, asked while the body ran: beside the capture,
+    // where reports find them. An old table of another run must not be taken for this one.
+    let _ = std::fs::remove_file(sparkles_sampler::numa::PageNodes::sidecar(&plan.path));
+    if let Some(pages) = &capture.pages {
+        if let Err(e) = pages.write_beside(&plan.path) {
+            summary.notes.push(format!("page nodes not written: {e}"));
+        }
     }
     Ok(summary)
 }

@@ -136,6 +136,12 @@ pub enum Command {
         /// Keep stack copies at their full size (no compaction).
         #[arg(long)]
         no_compact: bool,
+        /// Sample memory accesses: the machine's precise memory event (AMD IBS, Intel
+        /// PEBS load latency) with data addresses, else page faults with their data
+        /// addresses (first-touch placement), the pages' nodes asked while it runs and
+        /// written to OUTPUT.pages.json.
+        #[arg(long)]
+        mem: bool,
         /// The command to run and sample.
         #[arg(last = true)]
         command: Vec<String>,
@@ -876,6 +882,7 @@ where
             output,
             pid,
             no_compact,
+            mem,
             command,
         } => crate::record_cmd::record(&crate::record_cmd::RecordArgs {
             event: event.clone(),
@@ -886,6 +893,7 @@ where
             output: output.clone(),
             pid: *pid,
             compact: !*no_compact,
+            mem: *mem,
             command: command.clone(),
         }),
         Command::Diff {

@@ -638,6 +638,13 @@ fn report_profile(
         m.data_objects.truncate(5);
         m
     });
+    summary.numa = p.numa.clone().map(|mut n| {
+        n.code.truncate(5);
+        n.data_objects.truncate(5);
+        n.remote_code.truncate(5);
+        n.remote_data.truncate(5);
+        n
+    });
     let dir = capture.parent().unwrap_or(std::path::Path::new("."));
     let json = serde_json::to_vec_pretty(&p).map_err(|e| e.to_string());
     let written = json
@@ -659,15 +666,19 @@ fn profile_sampling(
     args: &HarnessArgs,
 ) -> Result<(sparkles_sampler::session::SamplingConfig, String), Error> {
     use sparkles_sampler::session::{choose_event, CallGraph, Rate, SamplingConfig};
-    if args.profile.as_deref() != Some("cpu") {
-        return Err(Error::Usage {
-            flag: "--profile",
-            message: format!(
-                "'{}' is not a profile kind here: use --profile (CPU sampling); precise memory sampling (--profile=mem) is not built yet",
-                args.profile.as_deref().unwrap_or_default()
-            ),
-        });
-    }
+    let memory = match args.profile.as_deref() {
+        Some("cpu") => false,
+        Some("mem") => true,
+        other => {
+            return Err(Error::Usage {
+                flag: "--profile",
+                message: format!(
+                    "'{}' is not a profile kind: use --profile (CPU sampling) or --profile=mem (memory: precise memory events, else first-touch placement)",
+                    other.unwrap_or_default()
+                ),
+            })
+        }
+    };
     let system = sparkles_sampler::system::System::probe();
     let resolver = sparkles_sampler::EventResolver::live().map_err(|e| Error::Usage {
         flag: "--profile",
@@ -694,7 +705,32 @@ fn profile_sampling(
         // The session shrinks buffers to fit an unprivileged user's perf_event_mlock_kb.
         buffer_pages: 256,
         compact_stacks: true,
+        memory: None,
     };
+    if memory {
+        if args.profile_event.is_some() {
+            return Err(Error::Usage {
+                flag: "--profile-event",
+                message: "--profile=mem chooses its own event (the machine's precise memory event, else page faults): leave out --profile-event".into(),
+            });
+        }
+        let plan = sparkles_sampler::mem_events::live_plan(&resolver, &system).map_err(|e| {
+            Error::Usage {
+                flag: "--profile",
+                message: e,
+            }
+        })?;
+        let mut config = config;
+        config.event = plan.event;
+        config.memory = Some(plan.memory);
+        if let Some(p) = plan.period {
+            config.rate = Rate::Period(p);
+        }
+        if let (Some(max), CallGraph::Dwarf(bytes)) = (plan.max_stack, config.call_graph) {
+            config.call_graph = CallGraph::Dwarf(bytes.min(max));
+        }
+        return Ok((config, plan.note));
+    }
     Ok((config, note))
 }
 

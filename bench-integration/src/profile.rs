@@ -75,9 +75,45 @@ pub struct ProfileSummary {
     /// fifty of each).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory: Option<sparkles_report::memory::Memory>,
+    /// Where the memory node of the sampled pages can be told (`--profile=mem`): the
+    /// NUMA section of docs/report.md, with its five heaviest code and data rows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numa: Option<sparkles_report::numa::Numa>,
 }
 
 impl ProfileSummary {
+    /// The line under a profiled case's row that says where its sampled pages live:
+    /// `numa (first_touch): 31500 pages sampled on a node, 100.0% local: cpu node0 → mem node0 100%`.
+    pub fn numa_line(&self) -> Option<String> {
+        let n = self.numa.as_ref()?;
+        let cells: Vec<String> = n
+            .matrix
+            .iter()
+            .take(4)
+            .map(|c| {
+                format!(
+                    "cpu node{} → mem node{} {:.0}%",
+                    c.cpu_node,
+                    c.mem_node,
+                    100.0 * c.samples as f64 / n.samples.max(1) as f64
+                )
+            })
+            .collect();
+        let unplaced: u64 = n.unplaced.values().sum();
+        Some(format!(
+            "numa ({}): {} samples placed, {:.1}% local: {}{}",
+            n.source,
+            n.samples,
+            100.0 * n.local_share,
+            cells.join(" · "),
+            if unplaced > 0 {
+                format!(" ({unplaced} not placed)")
+            } else {
+                String::new()
+            }
+        ))
+    }
+
     /// The line under a profiled case's row that says which levels served its sampled
     /// accesses: `memory: L1 hit 61% · L3 hit 22% · RAM hit 9% · mean latency 48.2`.
     pub fn memory_line(&self) -> Option<String> {

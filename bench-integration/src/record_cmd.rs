@@ -19,6 +19,7 @@ pub(crate) struct RecordArgs {
     pub output: PathBuf,
     pub pid: Option<u32>,
     pub compact: bool,
+    pub mem: bool,
     pub command: Vec<String>,
 }
 
@@ -66,6 +67,25 @@ pub(crate) fn record(args: &RecordArgs) -> Result<(), String> {
         // The session shrinks buffers to fit an unprivileged user's perf_event_mlock_kb.
         buffer_pages: 128,
         compact_stacks: args.compact,
+        memory: None,
+    };
+    let (config, note) = if args.mem {
+        if args.event.is_some() {
+            return Err("record: --mem chooses its own event (the machine's precise memory event, else page faults): leave out -e".into());
+        }
+        let plan = sparkles_sampler::mem_events::live_plan(&resolver, &system)?;
+        let mut config = config;
+        config.event = plan.event;
+        config.memory = Some(plan.memory);
+        if let Some(p) = plan.period {
+            config.rate = Rate::Period(p);
+        }
+        if let (Some(max), CallGraph::Dwarf(bytes)) = (plan.max_stack, config.call_graph) {
+            config.call_graph = CallGraph::Dwarf(bytes.min(max));
+        }
+        (config, plan.note)
+    } else {
+        (config, note)
     };
     // SAFETY: the handler only stores to an atomic.
     unsafe { libc::signal(libc::SIGINT, on_sigint as *const () as libc::sighandler_t) };
@@ -197,6 +217,16 @@ pub(crate) fn record(args: &RecordArgs) -> Result<(), String> {
         .writer
         .write(&args.output)
         .map_err(|e| format!("{}: {e}", args.output.display()))?;
+    let _ = std::fs::remove_file(sparkles_sampler::numa::PageNodes::sidecar(&args.output));
+    if let Some(pages) = &capture.pages {
+        let path = pages.write_beside(&args.output)?;
+        eprintln!(
+            "sparkles record: {} sampled pages, {} placed on a node (move_pages), in {}",
+            pages.nodes.len(),
+            pages.placed(),
+            path.display()
+        );
+    }
     eprintln!(
         "sparkles record: {} samples, {} lost, {} lost samples, {:.1} MB written to {} (stack compaction saved {:.1} MB) in {:.1}s",
         capture.samples,

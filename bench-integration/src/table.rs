@@ -128,7 +128,8 @@ pub fn render(rows: &[BenchRow], metrics: &[MetricDescriptor], colour: bool) -> 
                 .chain(
                     row.profile
                         .iter()
-                        .filter_map(|p| p.memory_line())
+                        .flat_map(|p| [p.memory_line(), p.numa_line()])
+                        .flatten()
                         .map(|l| format!("    {l}\n")),
                 )
                 .chain(row.profile.iter().flat_map(|p| &p.movers).map(|m| {

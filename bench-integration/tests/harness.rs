@@ -442,3 +442,114 @@ fn a_profiled_baseline_gives_each_case_a_hot_function_diff() {
         .trim_end()
         .ends_with("</svg>"));
 }
+
+/// `--profile=mem` on a case that touches a fresh 4 MiB buffer each iteration: on a
+/// machine without a precise memory PMU (this one: a VM), the fallback is said with its
+/// reason and the capture is page faults with data addresses; every placed page is on
+/// one of the machine's nodes (here all on node 0, the only one), asked of the kernel
+/// while the case ran; the code that touched them is the case's.
+#[test]
+fn profile_mem_places_first_touched_pages_on_their_nodes() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let mut suite = Suite::new("mem");
+    suite.case("touch/4MiB", |b| {
+        b.try_iter(|| demo::touch_fresh_pages(4 << 20))
+    });
+    let outcome = run(
+        suite,
+        &[
+            "--bench",
+            "--bench-min-time",
+            "1ms",
+            "--samples",
+            "3",
+            "--profile=mem",
+            "--profile-time",
+            "300ms",
+            "--out-dir",
+            dir.path().to_str().unwrap(),
+        ],
+    );
+    let row = &outcome.rows[0];
+    let profile = row.profile.as_ref().expect("a profile summary");
+    if let Some(error) = &profile.error {
+        eprintln!("skipped: the sampler could not start here: {error}");
+        return;
+    }
+    let numa = profile.numa.as_ref().expect("a numa section");
+    let topology = sparkles_sampler::numa::Topology::from_sysfs(Path::new("/")).unwrap();
+    let nodes: Vec<u32> = topology.nodes.iter().map(|n| n.id).collect();
+    let choice = sparkles_sampler::mem_events::choose(
+        &sparkles_sampler::EventResolver::live().unwrap(),
+        &sparkles_sampler::mem_events::MemOptions {
+            ldlat: 30,
+            kernel: (6, 1),
+            phys_addr: false,
+        },
+    );
+    if let Some(why) = &choice.unavailable {
+        // The fallback, said with its reason.
+        assert_eq!(numa.source, "first_touch");
+        assert_eq!(numa.node_source.as_deref(), Some("move_pages"));
+        assert_eq!(profile.event, "page-faults");
+        let json: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(dir.path().join("profile/touch_4MiB/profile.json")).unwrap(),
+        )
+        .unwrap();
+        let note = json["event_note"].as_str().unwrap();
+        assert!(
+            note.contains("first-touch placement") && note.contains(why.as_str()),
+            "{note}"
+        );
+    }
+    assert!(numa.samples > 0, "{numa:?}");
+    let unplaced: u64 = numa.unplaced.values().sum();
+    assert!(
+        numa.samples >= 4 * unplaced,
+        "most pages are placed: {numa:?}"
+    );
+    for cell in &numa.matrix {
+        assert!(
+            nodes.contains(&cell.mem_node) && nodes.contains(&cell.cpu_node),
+            "{cell:?}"
+        );
+    }
+    if nodes.len() == 1 {
+        assert_eq!(numa.matrix.len(), 1);
+        assert_eq!(
+            (numa.matrix[0].cpu_node, numa.matrix[0].mem_node),
+            (nodes[0], nodes[0])
+        );
+        assert_eq!(numa.local_share, 1.0);
+    }
+    // The code that touched them: the case's function (the write inlined into it).
+    assert!(
+        numa.code
+            .iter()
+            .any(|c| c.function.contains("touch_fresh_pages")
+                || c.symbol
+                    .as_deref()
+                    .is_some_and(|s| s.contains("touch_fresh_pages"))),
+        "{:?}",
+        numa.code
+    );
+    assert!(numa
+        .data_objects
+        .iter()
+        .all(|d| d.kind == "anon" || d.kind == "heap"));
+    // The page table is beside the capture, and `sparkles report` on the capture alone
+    // finds it.
+    let capture = dir.path().join("profile/touch_4MiB/capture.perf.data");
+    assert!(sparkles_sampler::numa::PageNodes::read_beside(&capture)
+        .unwrap()
+        .is_some());
+    let (p, _) = sparkles_report::profile::profile_capture(
+        &capture,
+        "touch",
+        &sparkles_report::stacks::StackOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(p.numa.as_ref().unwrap().samples, numa.samples);
+    assert!(profile.numa_line().unwrap().starts_with("numa ("));
+}

@@ -56,6 +56,9 @@ pub struct CodeRow {
     pub line: Option<u32>,
     /// The module (mapping) holding the code.
     pub module: Option<String>,
+    /// The ELF symbol holding the instruction (the function an inlined one is in).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub symbol: Option<String>,
     /// Samples.
     pub samples: u64,
     /// Weights summed.
@@ -164,10 +167,16 @@ impl Acc {
 /// What a code location is keyed by: the frame's function, file and module by the
 /// addresses of their shared strings (kept alive in the row), and its line; or the
 /// address where nothing names the code.
-type CodeKey = (usize, usize, u32, usize, u64);
+type CodeKey = (usize, usize, u32, usize, u64, usize);
 
-/// A code row's name: function, file, line, module.
-type CodeName = (String, Option<String>, Option<u32>, Option<String>);
+/// A code row's name: function, file, line, module, containing symbol.
+type CodeName = (
+    String,
+    Option<String>,
+    Option<u32>,
+    Option<String>,
+    Option<String>,
+);
 
 /// A code row: what it shows, and its sums.
 struct CodeAcc {
@@ -175,6 +184,7 @@ struct CodeAcc {
     file: Option<Rc<str>>,
     line: Option<u32>,
     module: Option<Rc<str>>,
+    symbol: Option<Rc<str>>,
     addr: u64,
     acc: Acc,
 }
@@ -335,8 +345,16 @@ impl MemoryBuilder {
                 f.line.unwrap_or(0),
                 ptr(&f.module),
                 0,
+                ptr(&f.symbol),
             ),
-            f => (0, 0, 0, f.map_or(0, |f| ptr(&f.module)), s.ip.unwrap_or(0)),
+            f => (
+                0,
+                0,
+                0,
+                f.map_or(0, |f| ptr(&f.module)),
+                s.ip.unwrap_or(0),
+                0,
+            ),
         };
         let i = match self.code.get(&key) {
             Some(&i) => i,
@@ -347,6 +365,7 @@ impl MemoryBuilder {
                     file: named.and_then(|f| f.file.clone()),
                     line: named.and_then(|f| f.line),
                     module: s.code.and_then(|f| f.module.clone()),
+                    symbol: named.and_then(|f| f.symbol.clone()),
                     addr: s.ip.unwrap_or(0),
                     acc: Acc::default(),
                 });
@@ -435,11 +454,17 @@ impl MemoryBuilder {
                 Some(f) => normalize(f),
                 None => format!("{:#x}", c.addr),
             };
+            let symbol = c
+                .symbol
+                .as_deref()
+                .map(normalize)
+                .filter(|s| *s != function);
             let key = (
                 function,
                 c.file.as_deref().map(str::to_string),
                 c.line,
                 c.module.as_deref().map(str::to_string),
+                symbol,
             );
             let m = merged.entry(key).or_default();
             m.samples += c.acc.samples;
@@ -453,11 +478,12 @@ impl MemoryBuilder {
         }
         let mut code: Vec<CodeRow> = merged
             .into_iter()
-            .map(|((function, file, line, module), acc)| CodeRow {
+            .map(|((function, file, line, module, symbol), acc)| CodeRow {
                 function,
                 file,
                 line,
                 module,
+                symbol,
                 samples: acc.samples,
                 weight_total: acc.weight,
                 weight_mean: acc.weight as f64 / acc.samples.max(1) as f64,
@@ -646,13 +672,19 @@ pub fn table(m: &Memory, n: usize) -> String {
             .as_deref()
             .map(|m| format!("  ({})", m.rsplit('/').next().unwrap_or(m)))
             .unwrap_or_default();
+        let within = c
+            .symbol
+            .as_deref()
+            .map(|s| format!(" in {s}"))
+            .unwrap_or_default();
         out.push_str(&format!(
-            "{:>7} {:>9} {:>9.1}  {:<22} {}{}{}\n",
+            "{:>7} {:>9} {:>9.1}  {:<22} {}{}{}{}\n",
             pct(c.share),
             c.samples,
             c.weight_mean,
             c.top_level,
             c.function,
+            within,
             place,
             module
         ));

@@ -55,6 +55,15 @@ pub struct Numa {
     pub samples: u64,
     /// Samples whose memory node is unknown, by reason.
     pub unplaced: BTreeMap<String, u64>,
+    /// Where the memory node came from, where it is not the sample itself:
+    /// `move_pages` (asked of the live process).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_source: Option<String>,
+    /// The code behind all placed samples (for first-touch placement: the code that
+    /// touched the pages first).
+    pub code: Vec<CodeRow>,
+    /// The data behind all placed samples.
+    pub data_objects: Vec<DataRow>,
     /// The code behind the remote accesses, by weight (by samples where there is none).
     pub remote_code: Vec<CodeRow>,
     /// The data behind the remote accesses.
@@ -69,6 +78,8 @@ pub struct NumaBuilder {
     cells: BTreeMap<(u32, u32), (u64, u64)>,
     unplaced: BTreeMap<String, u64>,
     remote: MemoryBuilder,
+    all: MemoryBuilder,
+    node_source: Option<&'static str>,
 }
 
 /// Why a sample's memory node is unknown.
@@ -91,7 +102,20 @@ impl NumaBuilder {
             cells: BTreeMap::new(),
             unplaced: BTreeMap::new(),
             remote: MemoryBuilder::new(),
+            all: MemoryBuilder::new(),
+            node_source: None,
         }
+    }
+
+    /// Says where the memory nodes came from, where not from the samples themselves.
+    pub fn with_node_source(mut self, source: &'static str) -> NumaBuilder {
+        self.node_source = Some(source);
+        self
+    }
+
+    /// Counts a sample whose memory node is unknown, with the reason.
+    pub fn add_unplaced(&mut self, reason: &str) {
+        *self.unplaced.entry(reason.to_string()).or_default() += 1;
     }
 
     /// The topology it places with.
@@ -105,7 +129,7 @@ impl NumaBuilder {
             Unplaced::NotRam => "physical address in no memory block",
             Unplaced::NoCpu => "no CPU, or a CPU on no node",
         };
-        *self.unplaced.entry(reason.to_string()).or_default() += 1;
+        self.add_unplaced(reason);
     }
 
     /// Adds a sample whose memory node is `mem_node` (already placed, e.g. by
@@ -118,6 +142,7 @@ impl NumaBuilder {
         let cell = self.cells.entry((cpu_node, mem_node)).or_default();
         cell.0 += 1;
         cell.1 += s.weight;
+        self.all.add(s);
         if cpu_node != mem_node {
             self.remote.add(s);
         }
@@ -144,6 +169,7 @@ impl NumaBuilder {
             .map(|(_, v)| v.0)
             .sum();
         let remote = (!self.remote.is_empty()).then(|| self.remote.finish());
+        let all = (!self.all.is_empty()).then(|| self.all.finish());
         Numa {
             source: self.source.into(),
             nodes: self
@@ -174,6 +200,15 @@ impl NumaBuilder {
             },
             samples,
             unplaced: self.unplaced,
+            node_source: self.node_source.map(str::to_string),
+            code: all
+                .as_ref()
+                .map(|m| m.code.iter().take(10).cloned().collect())
+                .unwrap_or_default(),
+            data_objects: all
+                .as_ref()
+                .map(|m| m.data_objects.iter().take(10).cloned().collect())
+                .unwrap_or_default(),
             remote_code: remote
                 .as_ref()
                 .map(|m| m.code.iter().take(10).cloned().collect())
@@ -190,8 +225,12 @@ impl NumaBuilder {
 /// and data.
 pub fn table(n: &Numa, top: usize) -> String {
     let mut out = format!(
-        "\nnuma ({}): {} samples placed, {:.1}% local, {:.1}% remote\n",
+        "\nnuma ({}{}): {} samples placed, {:.1}% local, {:.1}% remote\n",
         n.source,
+        n.node_source
+            .as_deref()
+            .map(|s| format!(", nodes from {s}"))
+            .unwrap_or_default(),
         n.samples,
         100.0 * n.local_share,
         100.0 * (1.0 - n.local_share) * f64::from(u8::from(n.samples > 0))
@@ -234,6 +273,41 @@ pub fn table(n: &Numa, top: usize) -> String {
     }
     for (why, count) in &n.unplaced {
         out.push_str(&format!("  not placed: {count} samples: {why}\n"));
+    }
+    if !n.code.is_empty() {
+        out.push_str(if n.source == "first_touch" {
+            "pages first touched by code\n"
+        } else {
+            "placed accesses by code\n"
+        });
+        for c in n.code.iter().take(top) {
+            out.push_str(&format!(
+                "{:>9} samples  {}{}{}\n",
+                c.samples,
+                c.function,
+                c.symbol
+                    .as_deref()
+                    .map(|s| format!(" in {s}"))
+                    .unwrap_or_default(),
+                match (&c.file, c.line) {
+                    (Some(f), Some(l)) => format!("  {f}:{l}"),
+                    _ => String::new(),
+                }
+            ));
+        }
+        out.push_str("by data object\n");
+        for d in n.data_objects.iter().take(top) {
+            out.push_str(&format!(
+                "{:>9} samples  {} ({}{})\n",
+                d.samples,
+                d.name,
+                d.kind,
+                d.address
+                    .as_deref()
+                    .map(|a| format!(" at {a}"))
+                    .unwrap_or_default()
+            ));
+        }
     }
     if !n.remote_code.is_empty() {
         out.push_str("remote accesses by code\n");

@@ -19,7 +19,7 @@ use crate::memory::{MemoryBuilder, MemorySample};
 use crate::names::normalize;
 use crate::numa::NumaBuilder;
 use crate::stacks::{NamedFrame, NamedStack, StackNamer, StackOptions, Weighting};
-use sparkles_sampler::numa::Topology;
+use sparkles_sampler::numa::{PageNodes, Topology};
 
 /// What a frame's code is, for colours and for reading a profile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -596,9 +596,37 @@ pub fn profile_capture_with(
         Some(t) if t.knows_memory() => "",
         _ => "the capture records no memory topology (NUMA_TOPOLOGY and MEM_TOPOLOGY), so physical addresses cannot be placed on nodes",
     };
+    let mut numa_absent = numa_absent.to_string();
     let mut numa = topology
+        .clone()
         .filter(|_| numa_absent.is_empty())
         .map(|t| NumaBuilder::new(t, "phys_addr"));
+    // Else the page table asked of the live process, beside the capture.
+    let pages = match PageNodes::read_beside(path) {
+        Ok(p) => p,
+        Err(e) => {
+            numa_absent = e;
+            None
+        }
+    };
+    let pages = pages.filter(|_| numa.is_none());
+    if pages.is_some() {
+        match topology.or_else(|| Topology::from_sysfs(Path::new("/")).ok()) {
+            Some(t) => {
+                // Page faults are where pages are first touched: first-touch placement.
+                let faults = data
+                    .attrs
+                    .first()
+                    .is_some_and(|a| a.attr.type_ == 1 && matches!(a.attr.config, 2 | 5 | 6));
+                let source = if faults { "first_touch" } else { "move_pages" };
+                numa = Some(NumaBuilder::new(t, source).with_node_source("move_pages"));
+            }
+            None => {
+                numa_absent =
+                    "the capture records no NUMA topology and this machine's sysfs has none".into();
+            }
+        }
+    }
     // Samples whose data source says nothing (PERF_MEM_NA: not a memory event).
     let mut unknown_sources = 0u64;
     let mut lost = 0u64;
@@ -619,7 +647,11 @@ pub fn profile_capture_with(
                     unknown_sources += u64::from(na);
                     !na
                 });
-                let placed = numa.is_some() && s.phys_addr.is_some();
+                let placed = numa.is_some()
+                    && match &pages {
+                        Some(_) => s.addr.is_some(),
+                        None => s.phys_addr.is_some(),
+                    };
                 if data_src.is_some() || placed {
                     let object = s.addr.map(|a| namer.data_object(s.pid.unwrap_or(0), a));
                     let sample = MemorySample {
@@ -635,7 +667,13 @@ pub fn profile_capture_with(
                         memory.add(&sample);
                     }
                     if let Some(n) = numa.as_mut().filter(|_| placed) {
-                        n.add_phys(s.cpu, s.phys_addr, &sample);
+                        match (&pages, s.addr) {
+                            (Some(p), Some(addr)) => match p.node(addr) {
+                                Ok(node) => n.add_node(s.cpu, node, &sample),
+                                Err(why) => n.add_unplaced(why),
+                            },
+                            _ => n.add_phys(s.cpu, s.phys_addr, &sample),
+                        }
                     }
                 }
             }

@@ -19,6 +19,10 @@
 use crate::events::{EventAttr, EventResolver};
 use crate::perf_data::attr::sample_type as st;
 
+/// One page fault in this many is sampled in first-touch placement: every fault, with
+/// an 8 KiB stack copy each, outruns the drain (4 MiB of fresh pages is 1024 faults).
+pub const FIRST_TOUCH_PERIOD: u64 = 16;
+
 /// Load-latency threshold perf uses by default (`perf_mem_events__loads_ldlat`).
 pub const DEFAULT_LDLAT: u32 = 30;
 
@@ -226,4 +230,103 @@ pub fn choose(resolver: &EventResolver, options: &MemOptions) -> MemChoice {
         notes,
         unavailable,
     }
+}
+
+/// How a live process's memory is sampled: the event, what it samples, and the line
+/// saying what was chosen and why.
+#[derive(Debug, Clone)]
+pub struct LivePlan {
+    /// The event to open.
+    pub event: EventAttr,
+    /// Its memory sampling.
+    pub memory: crate::session::MemorySampling,
+    /// Whether it is the page-fault fallback (first-touch placement).
+    pub first_touch: bool,
+    /// A period to sample with instead of the caller's rate.
+    pub period: Option<u64>,
+    /// The most stack bytes to copy per sample (first-touch placement: the faulting
+    /// instruction is the sample's IP, and a page fault's user stack is copied whole).
+    pub max_stack: Option<u32>,
+    /// What was chosen, and why.
+    pub note: String,
+}
+
+/// The plan for this machine: its precise memory event where the sampler can open it,
+/// else page faults with their data addresses (first-touch placement), with the reason.
+pub fn live_plan(
+    resolver: &EventResolver,
+    system: &crate::system::System,
+) -> Result<LivePlan, String> {
+    let kernel = system
+        .kernel
+        .as_deref()
+        .and_then(|k| {
+            let mut parts = k.split(|c: char| !c.is_ascii_digit());
+            Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
+        })
+        .unwrap_or((0, 0));
+    let options = MemOptions {
+        ldlat: DEFAULT_LDLAT,
+        kernel,
+        phys_addr: system.is_root,
+    };
+    let choice = choose(resolver, &options);
+    let precise = choice
+        .events
+        .iter()
+        .find(|e| e.leader.is_none() && e.role != "loads-aux");
+    let grouped = choice.events.iter().any(|e| e.leader.is_some());
+    let why_not = match (&choice.unavailable, precise, grouped) {
+        (Some(why), _, _) => why.clone(),
+        (None, Some(e), false) => {
+            return Ok(LivePlan {
+                event: e.attr.clone(),
+                memory: crate::session::MemorySampling {
+                    sample_type: choice.sample_type & !st::CALLCHAIN,
+                    resolve_pages: !options.phys_addr,
+                    without: 0,
+                    wakeup_events: 0,
+                },
+                first_touch: false,
+                period: None,
+                max_stack: None,
+                note: format!(
+                    "memory sampling: {} ({}){}",
+                    e.spelling,
+                    choice.kind,
+                    if options.phys_addr {
+                        "; physical addresses place pages on nodes"
+                    } else {
+                        "; not root: pages placed on nodes by move_pages while the process runs"
+                    }
+                ),
+            });
+        }
+        (None, _, _) => "load-latency sampling on this core needs the {mem-loads-aux, mem-loads} group, which the sampler does not open yet".to_string(),
+    };
+    let mut event = resolver
+        .resolve("page-faults")
+        .map_err(|e| e.to_string())?
+        .remove(0);
+    event.name = "page-faults".into();
+    Ok(LivePlan {
+        event,
+        memory: crate::session::MemorySampling {
+            sample_type: st::ADDR,
+            resolve_pages: true,
+            // A software event sampling PERIOD in period mode samples every event,
+            // whatever the period (perf_swevent_event: `data->period = nr`, overflow by
+            // one): without PERIOD the kernel keeps one fault in FIRST_TOUCH_PERIOD.
+            without: st::PERIOD,
+            // Every 4 samples (64 faults, 256 KiB): pages are asked about while the code
+            // that touched them still holds them.
+            wakeup_events: 4,
+        },
+        first_touch: true,
+        period: Some(FIRST_TOUCH_PERIOD),
+        max_stack: Some(2048),
+        note: format!(
+            "first-touch placement, not access sampling: {why_not}; sampling one page fault in {FIRST_TOUCH_PERIOD} with its data address (where pages were first touched, and from which code), their nodes asked of the kernel (move_pages) while the process runs"
+        ),
+    })
 }

@@ -9,6 +9,7 @@
 //! addresses `[B * size, (B + 1) * size)`, on the node named by the `nodeN` entry inside
 //! `devices/system/memory/memoryB/` (a symlink on a real system).
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use crate::perf_data::features::Features;
@@ -37,6 +38,184 @@ pub struct Topology {
     pub block_size: u64,
     /// `(first block, last block + 1, node)` runs of blocks, sorted.
     pub blocks: Vec<(u64, u64, u32)>,
+}
+
+/// The node of each sampled data page of a process, as `move_pages(2)` told while the
+/// process ran: a node, or why not (`-ENOENT`: not present, `-EFAULT`: not mapped).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PageNodes {
+    /// The process asked about.
+    pub pid: u32,
+    /// The page size pages are keyed by.
+    pub page_size: u64,
+    /// Page address to node, or to a negative errno.
+    pub nodes: HashMap<u64, i32>,
+    /// Pages whose answer is pending.
+    asked: u64,
+}
+
+/// A page not yet answered.
+const PENDING: i32 = i32::MIN;
+
+impl PageNodes {
+    /// An empty table for `pid`.
+    pub fn new(pid: u32) -> PageNodes {
+        // SAFETY: sysconf has no preconditions.
+        let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        PageNodes {
+            pid,
+            page_size: u64::try_from(size).ok().filter(|&s| s > 0).unwrap_or(4096),
+            nodes: HashMap::new(),
+            asked: 0,
+        }
+    }
+
+    fn page(&self, addr: u64) -> u64 {
+        addr & !(self.page_size - 1)
+    }
+
+    /// Whether `addr`'s page is to be asked about: new, or last found absent (a page
+    /// freed and touched again is a new page); it is then marked pending.
+    pub fn want(&mut self, addr: u64) -> bool {
+        let page = self.page(addr);
+        match self.nodes.get_mut(&page) {
+            Some(n) if *n >= 0 || *n == PENDING => false,
+            Some(n) => {
+                *n = PENDING;
+                true
+            }
+            None => {
+                self.nodes.insert(page, PENDING);
+                true
+            }
+        }
+    }
+
+    /// Asks the kernel about the pages of `addrs`, in batches.
+    pub fn ask(&mut self, addrs: &[u64]) {
+        for chunk in addrs.chunks(4096) {
+            let pages: Vec<*mut libc::c_void> = chunk
+                .iter()
+                .map(|&a| self.page(a) as *mut libc::c_void)
+                .collect();
+            let mut status = vec![PENDING; pages.len()];
+            // SAFETY: move_pages with a null node array only reads `pages` and writes
+            // `status`, both of `pages.len()` entries that outlive the call.
+            let rc = unsafe {
+                libc::syscall(
+                    libc::SYS_move_pages,
+                    self.pid as libc::pid_t,
+                    pages.len() as libc::c_ulong,
+                    pages.as_ptr(),
+                    std::ptr::null::<libc::c_int>(),
+                    status.as_mut_ptr(),
+                    0 as libc::c_int,
+                )
+            };
+            let failed = (rc != 0).then(|| {
+                -std::io::Error::last_os_error()
+                    .raw_os_error()
+                    .unwrap_or(libc::EINVAL)
+            });
+            for (&a, st) in chunk.iter().zip(status) {
+                let page = self.page(a);
+                self.nodes.insert(page, failed.unwrap_or(st));
+            }
+            self.asked += chunk.len() as u64;
+        }
+    }
+
+    /// Pages answered with a node.
+    pub fn placed(&self) -> usize {
+        self.nodes.values().filter(|&&n| n >= 0).count()
+    }
+
+    /// The file beside a capture that holds its page table: `CAPTURE.pages.json`.
+    pub fn sidecar(capture: &Path) -> PathBuf {
+        let mut name = capture.as_os_str().to_owned();
+        name.push(".pages.json");
+        PathBuf::from(name)
+    }
+
+    /// Writes the table beside `capture` (whole, through a temporary file and a rename).
+    pub fn write_beside(&self, capture: &Path) -> Result<PathBuf, String> {
+        let path = PageNodes::sidecar(capture);
+        let mut pages: Vec<(u64, i32)> = self.nodes.iter().map(|(p, n)| (*p, *n)).collect();
+        pages.sort_unstable();
+        let doc = serde_json::json!({
+            "schema": "sparkles.pages/1",
+            "source": "move_pages",
+            "pid": self.pid,
+            "page_size": self.page_size,
+            "pages": pages.iter().map(|(p, n)| serde_json::json!([format!("{p:#x}"), n])).collect::<Vec<_>>(),
+        });
+        let tmp = path.with_extension("json.tmp");
+        std::fs::write(&tmp, doc.to_string())
+            .and_then(|()| std::fs::rename(&tmp, &path))
+            .map_err(|e| {
+                let _ = std::fs::remove_file(&tmp);
+                format!("{}: {e}", path.display())
+            })?;
+        Ok(path)
+    }
+
+    /// The table beside `capture`, if there is one; `Err` naming the file where it is
+    /// there but unreadable.
+    pub fn read_beside(capture: &Path) -> Result<Option<PageNodes>, String> {
+        let path = PageNodes::sidecar(capture);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(format!("{}: {e}", path.display())),
+        };
+        let bad = |what: &str| {
+            format!(
+                "{}: not a sparkles.pages/1 document: {what}",
+                path.display()
+            )
+        };
+        let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| bad(&e.to_string()))?;
+        let page_size = v["page_size"]
+            .as_u64()
+            .filter(|s| s.is_power_of_two())
+            .ok_or_else(|| bad("page_size"))?;
+        let mut nodes = HashMap::new();
+        for entry in v["pages"].as_array().ok_or_else(|| bad("pages"))? {
+            let page = entry[0]
+                .as_str()
+                .and_then(|s| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok())
+                .ok_or_else(|| bad("a page address"))?;
+            let node = entry[1].as_i64().ok_or_else(|| bad("a node"))? as i32;
+            nodes.insert(page, node);
+        }
+        Ok(Some(PageNodes {
+            pid: v["pid"].as_u64().unwrap_or(0) as u32,
+            page_size,
+            nodes,
+            asked: 0,
+        }))
+    }
+
+    /// The node of `addr`'s page, or why it is not known.
+    pub fn node(&self, addr: u64) -> Result<u32, &'static str> {
+        match self.nodes.get(&self.page(addr)) {
+            Some(&n) if n >= 0 => Ok(n as u32),
+            Some(&n) if n == -libc::ENOENT => {
+                Err("page not present when asked (freed, or not yet touched)")
+            }
+            Some(&n) if n == -libc::EFAULT => {
+                Err("page unmapped when asked (freed before the drain asked)")
+            }
+            Some(&n) if n == -libc::EPERM || n == -libc::EACCES => {
+                Err("move_pages refused: not permitted for that process")
+            }
+            Some(&n) if n == -libc::ENOSYS => {
+                Err("move_pages is not available (a kernel without NUMA)")
+            }
+            Some(&PENDING) | None => Err("page never asked about"),
+            Some(_) => Err("move_pages gave an error for the page"),
+        }
+    }
 }
 
 /// Parses a CPU or node list (`0-3,8,10-11`).

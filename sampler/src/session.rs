@@ -15,10 +15,11 @@ use std::time::Duration;
 use perf_event::Sampler;
 
 use crate::events::{EventAttr, EventResolver};
+use crate::numa::PageNodes;
 use crate::open::{builder_for, explain, OpenMode, OpenTarget};
 use crate::perf_data::attr::{flag, sample_type as st, Attr};
 use crate::perf_data::record::{kind, parse_record, Record, RecordHeader};
-use crate::perf_data::sample::SampleFormat;
+use crate::perf_data::sample::{Sample, SampleFormat};
 use crate::perf_data::synth::{self, tasks_of};
 use crate::perf_data::writer::{CaptureWriter, HostInfo};
 use crate::system::System;
@@ -65,6 +66,23 @@ pub struct SamplingConfig {
     pub buffer_pages: usize,
     /// Cut sample stacks to their valid size when writing.
     pub compact_stacks: bool,
+    /// Memory sampling: data addresses and what goes with them.
+    pub memory: Option<MemorySampling>,
+}
+
+/// What memory sampling adds to a profile's sampling.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemorySampling {
+    /// Sample fields beyond the profile's own (ADDR, DATA_SRC, WEIGHT_STRUCT, …).
+    pub sample_type: u64,
+    /// Ask the kernel (move_pages) which node each sampled data page is on, while the
+    /// process runs.
+    pub resolve_pages: bool,
+    /// Sample fields to leave out of the profile's own.
+    pub without: u64,
+    /// Wake the drain every this many samples (0: when the buffer is a quarter full), so
+    /// pages are asked about soon after they were sampled.
+    pub wakeup_events: usize,
 }
 
 /// Which tasks to sample.
@@ -161,6 +179,7 @@ pub struct Session {
 #[derive(Debug, Default)]
 struct DrainResult {
     records: Vec<u8>,
+    pages: Option<PageNodes>,
     samples: u64,
     lost: u64,
     lost_samples: u64,
@@ -182,6 +201,9 @@ pub struct Capture {
     pub uncovered: Vec<String>,
     /// Restrictions, with the setting behind them.
     pub restrictions: Vec<String>,
+    /// With [`MemorySampling::resolve_pages`]: the node of each sampled data page, as
+    /// move_pages told while the process ran.
+    pub pages: Option<PageNodes>,
 }
 
 fn gettid() -> u32 {
@@ -209,8 +231,15 @@ fn online_cpus() -> Vec<usize> {
 
 impl SamplingConfig {
     fn sample_type(&self) -> u64 {
-        let base =
-            st::IP | st::TID | st::TIME | st::PERIOD | st::CPU | st::CALLCHAIN | st::IDENTIFIER;
+        let base = st::IP
+            | st::TID
+            | st::TIME
+            | st::PERIOD
+            | st::CPU
+            | st::CALLCHAIN
+            | st::IDENTIFIER
+            | self.memory.map_or(0, |m| m.sample_type);
+        let base = base & !self.memory.map_or(0, |m| m.without);
         match self.call_graph {
             CallGraph::Dwarf(_) => base | st::REGS_USER | st::STACK_USER,
             CallGraph::FramePointer => base,
@@ -237,12 +266,19 @@ impl SamplingConfig {
             .comm_exec(true)
             .task(true)
             .sample_id_all(true)
-            .inherit(inherit)
-            .wakeup_watermark(buffer_bytes / 4);
+            .inherit(inherit);
+        match self.memory.map(|m| m.wakeup_events).filter(|&n| n > 0) {
+            Some(n) => b.wakeup_events(n),
+            None => b.wakeup_watermark(buffer_bytes / 4),
+        };
         {
             let a = b.attrs_mut();
             a.sample_type = self.sample_type();
             a.set_mmap2(1);
+            if self.memory.is_some() {
+                // Data addresses are placed in the mappings of heap, stacks and files.
+                a.set_mmap_data(1);
+            }
             if let CallGraph::Dwarf(bytes) = self.call_graph {
                 // Unwinders read .eh_frame from read-only segments and the stack from
                 // [stack]: those mappings must be in the capture too.
@@ -277,12 +313,19 @@ impl Session {
         let stop = Arc::new(AtomicBool::new(false));
         let stop_flag = stop.clone();
         let compact = config.compact_stacks;
+        let resolve = config
+            .memory
+            .filter(|m| m.resolve_pages)
+            .map(|_| match target {
+                Target::CurrentThread => std::process::id(),
+                Target::Process(pid) => pid,
+            });
         let drain_thread = std::thread::Builder::new()
             .name("sparkles-drain".into())
             .spawn(move || {
                 let _ = tid_tx.send(gettid());
                 match work_rx.recv() {
-                    Ok((samplers, seed)) => drain(samplers, stop_flag, seed, compact),
+                    Ok((samplers, seed)) => drain(samplers, stop_flag, seed, compact, resolve),
                     Err(_) => DrainResult::default(),
                 }
             })
@@ -501,6 +544,7 @@ impl Session {
         writer.build_ids = build_ids(&writer);
         Capture {
             writer,
+            pages: result.pages,
             samples: result.samples,
             lost: result.lost,
             lost_samples: result.lost_samples,
@@ -547,6 +591,9 @@ fn stored_attr(e: &EventAttr, config: &SamplingConfig) -> Attr {
     if matches!(config.call_graph, CallGraph::Dwarf(_)) {
         flags |= 1 << 22 | 1 << 17; // exclude_callchain_user, mmap_data
     }
+    if config.memory.is_some() {
+        flags |= 1 << 17; // mmap_data
+    }
     Attr {
         type_: e.type_,
         size: 128,
@@ -577,7 +624,11 @@ fn drain(
     stop: Arc<AtomicBool>,
     seed: CaptureWriter,
     compact: bool,
+    resolve: Option<u32>,
 ) -> DrainResult {
+    let format = SampleFormat::of(&seed.attr);
+    let mut pages = resolve.map(PageNodes::new);
+    let mut pending: Vec<u64> = Vec::new();
     let mut writer = seed;
     // Address space only: pages are touched as records arrive.
     writer.data.reserve(256 << 20);
@@ -612,6 +663,15 @@ fn drain(
                         &scratch
                     }
                 };
+                if let (kind::SAMPLE, Some(p)) = (type_, pages.as_mut()) {
+                    if let Ok(sample) = Sample::parse(body, 8, &format) {
+                        if let (Some(addr), Some(pid)) = (sample.addr, sample.pid) {
+                            if pid == p.pid && addr != 0 && p.want(addr) {
+                                pending.push(addr);
+                            }
+                        }
+                    }
+                }
                 match type_ {
                     kind::SAMPLE => result.samples += 1,
                     kind::LOST => result.lost += u64_at(body, 8),
@@ -620,6 +680,10 @@ fn drain(
                 }
                 writer.push_body(type_, misc, body);
             }
+        }
+        if let Some(p) = pages.as_mut() {
+            p.ask(&pending);
+            pending.clear();
         }
         // A buffer whose task exited reports POLLHUP for good: stop polling it, or poll
         // would return at once forever.
@@ -639,6 +703,7 @@ fn drain(
             finishing = true;
         }
     }
+    result.pages = pages;
     result.records = std::mem::take(&mut writer.data);
     result.stack_bytes_saved = writer.stack_bytes_saved;
     result

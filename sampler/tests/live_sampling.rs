@@ -44,6 +44,7 @@ fn config(stack: u32) -> SamplingConfig {
         },
         buffer_pages: 64,
         compact_stacks: true,
+        memory: None,
     }
 }
 
