@@ -668,7 +668,7 @@ pub fn profile_capture_with(
                     }
                     if let Some(n) = numa.as_mut().filter(|_| placed) {
                         match (&pages, s.addr) {
-                            (Some(p), Some(addr)) => match p.node(addr) {
+                            (Some(p), Some(addr)) => match p.node(s.pid.unwrap_or(0), addr) {
                                 Ok(node) => n.add_node(s.cpu, node, &sample),
                                 Err(why) => n.add_unplaced(why),
                             },

@@ -40,25 +40,24 @@ pub struct Topology {
     pub blocks: Vec<(u64, u64, u32)>,
 }
 
-/// The node of each sampled data page of a process, as `move_pages(2)` told while the
-/// process ran: a node, or why not (`-ENOENT`: not present, `-EFAULT`: not mapped).
+/// The node of each sampled data page of the processes sampled, as `move_pages(2)` told
+/// while they ran: a node, or why not (`-ENOENT`: not present, `-EFAULT`: not mapped,
+/// `-ESRCH`: the process was gone).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PageNodes {
-    /// The process asked about.
+    /// The process sampled (its children are asked about too).
     pub pid: u32,
     /// The page size pages are keyed by.
     pub page_size: u64,
-    /// Page address to node, or to a negative errno.
-    pub nodes: HashMap<u64, i32>,
-    /// Pages whose answer is pending.
-    asked: u64,
+    /// (pid, page address) to node, or to a negative errno.
+    pub nodes: HashMap<(u32, u64), i32>,
 }
 
 /// A page not yet answered.
 const PENDING: i32 = i32::MIN;
 
 impl PageNodes {
-    /// An empty table for `pid`.
+    /// An empty table for `pid` (and the processes it starts).
     pub fn new(pid: u32) -> PageNodes {
         // SAFETY: sysconf has no preconditions.
         let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
@@ -66,7 +65,6 @@ impl PageNodes {
             pid,
             page_size: u64::try_from(size).ok().filter(|&s| s > 0).unwrap_or(4096),
             nodes: HashMap::new(),
-            asked: 0,
         }
     }
 
@@ -74,55 +72,59 @@ impl PageNodes {
         addr & !(self.page_size - 1)
     }
 
-    /// Whether `addr`'s page is to be asked about: new, or last found absent (a page
-    /// freed and touched again is a new page); it is then marked pending.
-    pub fn want(&mut self, addr: u64) -> bool {
-        let page = self.page(addr);
-        match self.nodes.get_mut(&page) {
+    /// Whether `addr`'s page in `pid` is to be asked about: new, or last found absent (a
+    /// page freed and touched again is a new page); it is then marked pending.
+    pub fn want(&mut self, pid: u32, addr: u64) -> bool {
+        let key = (pid, self.page(addr));
+        match self.nodes.get_mut(&key) {
             Some(n) if *n >= 0 || *n == PENDING => false,
             Some(n) => {
                 *n = PENDING;
                 true
             }
             None => {
-                self.nodes.insert(page, PENDING);
+                self.nodes.insert(key, PENDING);
                 true
             }
         }
     }
 
-    /// Asks the kernel about the pages of `addrs`, in batches.
-    pub fn ask(&mut self, addrs: &[u64]) {
-        for chunk in addrs.chunks(4096) {
-            let pages: Vec<*mut libc::c_void> = chunk
-                .iter()
-                .map(|&a| self.page(a) as *mut libc::c_void)
-                .collect();
-            let mut status = vec![PENDING; pages.len()];
-            // SAFETY: move_pages with a null node array only reads `pages` and writes
-            // `status`, both of `pages.len()` entries that outlive the call.
-            let rc = unsafe {
-                libc::syscall(
-                    libc::SYS_move_pages,
-                    self.pid as libc::pid_t,
-                    pages.len() as libc::c_ulong,
-                    pages.as_ptr(),
-                    std::ptr::null::<libc::c_int>(),
-                    status.as_mut_ptr(),
-                    0 as libc::c_int,
-                )
-            };
-            let failed = (rc != 0).then(|| {
-                -std::io::Error::last_os_error()
-                    .raw_os_error()
-                    .unwrap_or(libc::EINVAL)
-            });
-            for (&a, st) in chunk.iter().zip(status) {
-                let page = self.page(a);
-                self.nodes.insert(page, failed.unwrap_or(st));
+    /// Asks the kernel about `(pid, address)` pages, one call per process and batch.
+    pub fn ask(&mut self, pending: &mut Vec<(u32, u64)>) {
+        pending.sort_unstable();
+        for run in pending.chunk_by(|a, b| a.0 == b.0) {
+            let pid = run[0].0;
+            for chunk in run.chunks(4096) {
+                let pages: Vec<*mut libc::c_void> = chunk
+                    .iter()
+                    .map(|&(_, a)| self.page(a) as *mut libc::c_void)
+                    .collect();
+                let mut status = vec![PENDING; pages.len()];
+                // SAFETY: move_pages with a null node array only reads `pages` and writes
+                // `status`, both of `pages.len()` entries that outlive the call.
+                let rc = unsafe {
+                    libc::syscall(
+                        libc::SYS_move_pages,
+                        pid as libc::pid_t,
+                        pages.len() as libc::c_ulong,
+                        pages.as_ptr(),
+                        std::ptr::null::<libc::c_int>(),
+                        status.as_mut_ptr(),
+                        0 as libc::c_int,
+                    )
+                };
+                let failed = (rc != 0).then(|| {
+                    -std::io::Error::last_os_error()
+                        .raw_os_error()
+                        .unwrap_or(libc::EINVAL)
+                });
+                for (&(_, a), st) in chunk.iter().zip(status) {
+                    let key = (pid, self.page(a));
+                    self.nodes.insert(key, failed.unwrap_or(st));
+                }
             }
-            self.asked += chunk.len() as u64;
         }
+        pending.clear();
     }
 
     /// Pages answered with a node.
@@ -140,14 +142,17 @@ impl PageNodes {
     /// Writes the table beside `capture` (whole, through a temporary file and a rename).
     pub fn write_beside(&self, capture: &Path) -> Result<PathBuf, String> {
         let path = PageNodes::sidecar(capture);
-        let mut pages: Vec<(u64, i32)> = self.nodes.iter().map(|(p, n)| (*p, *n)).collect();
+        let mut pages: Vec<((u32, u64), i32)> = self.nodes.iter().map(|(k, n)| (*k, *n)).collect();
         pages.sort_unstable();
         let doc = serde_json::json!({
             "schema": "sparkles.pages/1",
             "source": "move_pages",
             "pid": self.pid,
             "page_size": self.page_size,
-            "pages": pages.iter().map(|(p, n)| serde_json::json!([format!("{p:#x}"), n])).collect::<Vec<_>>(),
+            "pages": pages
+                .iter()
+                .map(|((pid, p), n)| serde_json::json!([pid, format!("{p:#x}"), n]))
+                .collect::<Vec<_>>(),
         });
         let tmp = path.with_extension("json.tmp");
         std::fs::write(&tmp, doc.to_string())
@@ -181,24 +186,24 @@ impl PageNodes {
             .ok_or_else(|| bad("page_size"))?;
         let mut nodes = HashMap::new();
         for entry in v["pages"].as_array().ok_or_else(|| bad("pages"))? {
-            let page = entry[0]
+            let pid = entry[0].as_u64().ok_or_else(|| bad("a pid"))? as u32;
+            let page = entry[1]
                 .as_str()
                 .and_then(|s| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok())
                 .ok_or_else(|| bad("a page address"))?;
-            let node = entry[1].as_i64().ok_or_else(|| bad("a node"))? as i32;
-            nodes.insert(page, node);
+            let node = entry[2].as_i64().ok_or_else(|| bad("a node"))? as i32;
+            nodes.insert((pid, page), node);
         }
         Ok(Some(PageNodes {
             pid: v["pid"].as_u64().unwrap_or(0) as u32,
             page_size,
             nodes,
-            asked: 0,
         }))
     }
 
-    /// The node of `addr`'s page, or why it is not known.
-    pub fn node(&self, addr: u64) -> Result<u32, &'static str> {
-        match self.nodes.get(&self.page(addr)) {
+    /// The node of `addr`'s page in `pid`, or why it is not known.
+    pub fn node(&self, pid: u32, addr: u64) -> Result<u32, &'static str> {
+        match self.nodes.get(&(pid, self.page(addr))) {
             Some(&n) if n >= 0 => Ok(n as u32),
             Some(&n) if n == -libc::ENOENT => {
                 Err("page not present when asked (freed, or not yet touched)")
@@ -206,6 +211,7 @@ impl PageNodes {
             Some(&n) if n == -libc::EFAULT => {
                 Err("page unmapped when asked (freed before the drain asked)")
             }
+            Some(&n) if n == -libc::ESRCH => Err("process gone when asked"),
             Some(&n) if n == -libc::EPERM || n == -libc::EACCES => {
                 Err("move_pages refused: not permitted for that process")
             }

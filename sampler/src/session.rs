@@ -628,7 +628,7 @@ fn drain(
 ) -> DrainResult {
     let format = SampleFormat::of(&seed.attr);
     let mut pages = resolve.map(PageNodes::new);
-    let mut pending: Vec<u64> = Vec::new();
+    let mut pending: Vec<(u32, u64)> = Vec::new();
     let mut writer = seed;
     // Address space only: pages are touched as records arrive.
     writer.data.reserve(256 << 20);
@@ -666,8 +666,8 @@ fn drain(
                 if let (kind::SAMPLE, Some(p)) = (type_, pages.as_mut()) {
                     if let Ok(sample) = Sample::parse(body, 8, &format) {
                         if let (Some(addr), Some(pid)) = (sample.addr, sample.pid) {
-                            if pid == p.pid && addr != 0 && p.want(addr) {
-                                pending.push(addr);
+                            if addr != 0 && p.want(pid, addr) {
+                                pending.push((pid, addr));
                             }
                         }
                     }
@@ -682,8 +682,7 @@ fn drain(
             }
         }
         if let Some(p) = pages.as_mut() {
-            p.ask(&pending);
-            pending.clear();
+            p.ask(&mut pending);
         }
         // A buffer whose task exited reports POLLHUP for good: stop polling it, or poll
         // would return at once forever.
