@@ -28,6 +28,8 @@ use sparkles_sampler::perf_data::writer::{CaptureWriter, HostInfo};
 use sparkles_sampler::perf_data::{PerfData, Record};
 use sparkles_symbolize::symbolizer::{DataKind, DataObject};
 
+mod support;
+
 fn fixture() -> Option<PathBuf> {
     let p = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../shared/fixtures/pebs/skx-ldlat-weight_struct.perf.data");
@@ -105,19 +107,6 @@ fn synthetic_capture(real: &Path, n: usize, dir: &Path) -> Result<PathBuf, Strin
     Ok(path)
 }
 
-fn shell(script: &str) -> Result<u64, String> {
-    let out = Command::new("sh")
-        .args(["-c", script])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .output()
-        .map_err(|e| e.to_string())?;
-    if !out.status.success() {
-        return Err(format!("`{script}` failed ({})", out.status));
-    }
-    Ok(out.stdout.len() as u64)
-}
-
 fn main() {
     let args = HarnessArgs::parse();
     let mut suite = Suite::new("memory");
@@ -138,12 +127,16 @@ fn main() {
                 let sparkles = env!("CARGO_BIN_EXE_sparkles").to_string();
                 let f = file.clone();
                 g.case("sparkles_report", move |bench| {
-                    bench.try_iter(|| shell(&format!("'{sparkles}' report '{f}' --format json")))
+                    bench.try_iter(|| {
+                        support::shell(&format!("'{sparkles}' report '{f}' --format json"))
+                    })
                 });
                 if have_perf {
                     g.case("perf_mem_report", move |bench| {
                         bench.try_iter(|| {
-                            shell(&format!("perf mem report -i '{file}' --stdio 2>/dev/null"))
+                            support::shell(&format!(
+                                "perf mem report -i '{file}' --stdio 2>/dev/null"
+                            ))
                         })
                     });
                 } else {

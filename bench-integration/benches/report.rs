@@ -13,26 +13,11 @@
 //! (smoke mode: a short one). Needs gcc and perf; without them it says so.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use clap::Parser;
 use sparkles_bench::{HarnessArgs, Suite};
 
 mod support;
-
-/// Runs a shell pipeline; the bytes it printed.
-fn shell(script: &str) -> Result<u64, String> {
-    let out = Command::new("sh")
-        .args(["-c", script])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .output()
-        .map_err(|e| e.to_string())?;
-    if !out.status.success() {
-        return Err(format!("`{script}` failed ({})", out.status));
-    }
-    Ok(out.stdout.len() as u64)
-}
 
 fn samples_in(path: &Path) -> Result<u64, String> {
     let data = sparkles_sampler::perf_data::PerfData::open(path).map_err(|e| e.to_string())?;
@@ -65,11 +50,11 @@ fn main() {
                 let sparkles = env!("CARGO_BIN_EXE_sparkles").to_string();
                 let f = file.clone();
                 g.case("sparkles_svg", move |bench| {
-                    bench.try_iter(|| shell(&format!("'{sparkles}' report '{f}' --format svg")))
+                    bench.try_iter(|| support::shell(&format!("'{sparkles}' report '{f}' --format svg")))
                 });
                 let f = file.clone();
                 g.case("perf_report", move |bench| {
-                    bench.try_iter(|| shell(&format!("perf report -i '{f}' --stdio 2>/dev/null")))
+                    bench.try_iter(|| support::shell(&format!("perf report -i '{f}' --stdio 2>/dev/null")))
                 });
                 match &inferno {
                     Some(bin) => {
@@ -77,7 +62,7 @@ fn main() {
                         let bin = bin.display().to_string();
                         g.case("perf_inferno", move |bench| {
                             bench.try_iter(|| {
-                                shell(&format!(
+                                support::shell(&format!(
                                     "perf script -i '{f}' 2>/dev/null | '{bin}/inferno-collapse-perf' | '{bin}/inferno-flamegraph'"
                                 ))
                             })

@@ -721,15 +721,8 @@ fn profile_sampling(
             }
         })?;
         let mut config = config;
-        config.event = plan.event;
-        config.memory = Some(plan.memory);
-        if let Some(p) = plan.period {
-            config.rate = Rate::Period(p);
-        }
-        if let (Some(max), CallGraph::Dwarf(bytes)) = (plan.max_stack, config.call_graph) {
-            config.call_graph = CallGraph::Dwarf(bytes.min(max));
-        }
-        return Ok((config, plan.note));
+        let note = plan.apply(&mut config);
+        return Ok((config, note));
     }
     Ok((config, note))
 }

@@ -75,15 +75,8 @@ pub(crate) fn record(args: &RecordArgs) -> Result<(), String> {
         }
         let plan = sparkles_sampler::mem_events::live_plan(&resolver, &system)?;
         let mut config = config;
-        config.event = plan.event;
-        config.memory = Some(plan.memory);
-        if let Some(p) = plan.period {
-            config.rate = Rate::Period(p);
-        }
-        if let (Some(max), CallGraph::Dwarf(bytes)) = (plan.max_stack, config.call_graph) {
-            config.call_graph = CallGraph::Dwarf(bytes.min(max));
-        }
-        (config, plan.note)
+        let note = plan.apply(&mut config);
+        (config, note)
     } else {
         (config, note)
     };

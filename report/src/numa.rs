@@ -275,60 +275,71 @@ pub fn table(n: &Numa, top: usize) -> String {
         out.push_str(&format!("  not placed: {count} samples: {why}\n"));
     }
     if !n.code.is_empty() {
-        out.push_str(if n.source == "first_touch" {
-            "pages first touched by code\n"
+        let title = if n.source == "first_touch" {
+            "pages first touched by code"
         } else {
-            "placed accesses by code\n"
-        });
-        for c in n.code.iter().take(top) {
-            out.push_str(&format!(
-                "{:>9} samples  {}{}{}\n",
-                c.samples,
-                c.function,
-                c.symbol
-                    .as_deref()
-                    .map(|s| format!(" in {s}"))
-                    .unwrap_or_default(),
-                match (&c.file, c.line) {
-                    (Some(f), Some(l)) => format!("  {f}:{l}"),
-                    _ => String::new(),
-                }
-            ));
-        }
-        out.push_str("by data object\n");
-        for d in n.data_objects.iter().take(top) {
-            out.push_str(&format!(
-                "{:>9} samples  {} ({}{})\n",
-                d.samples,
-                d.name,
-                d.kind,
-                d.address
-                    .as_deref()
-                    .map(|a| format!(" at {a}"))
-                    .unwrap_or_default()
-            ));
-        }
+            "placed accesses by code"
+        };
+        rows(
+            &mut out,
+            title,
+            "by data object",
+            &n.code,
+            &n.data_objects,
+            top,
+        );
     }
     if !n.remote_code.is_empty() {
-        out.push_str("remote accesses by code\n");
-        for c in n.remote_code.iter().take(top) {
-            out.push_str(&format!(
-                "{:>9} samples  {}{}\n",
-                c.samples,
-                c.function,
-                match (&c.file, c.line) {
-                    (Some(f), Some(l)) => format!("  {f}:{l}"),
-                    _ => String::new(),
-                }
-            ));
-        }
-        out.push_str("remote accesses by data object\n");
-        for d in n.remote_data.iter().take(top) {
-            out.push_str(&format!(
-                "{:>9} samples  {} ({})\n",
-                d.samples, d.name, d.kind
-            ));
-        }
+        rows(
+            &mut out,
+            "remote accesses by code",
+            "remote accesses by data object",
+            &n.remote_code,
+            &n.remote_data,
+            top,
+        );
     }
     out
+}
+
+/// Code rows then data rows under their titles, the top `top` of each.
+fn rows(
+    out: &mut String,
+    code_title: &str,
+    data_title: &str,
+    code: &[CodeRow],
+    data: &[DataRow],
+    top: usize,
+) {
+    out.push_str(code_title);
+    out.push('\n');
+    for c in code.iter().take(top) {
+        out.push_str(&format!(
+            "{:>9} samples  {}{}{}\n",
+            c.samples,
+            c.function,
+            c.symbol
+                .as_deref()
+                .map(|s| format!(" in {s}"))
+                .unwrap_or_default(),
+            match (&c.file, c.line) {
+                (Some(f), Some(l)) => format!("  {f}:{l}"),
+                _ => String::new(),
+            }
+        ));
+    }
+    out.push_str(data_title);
+    out.push('\n');
+    for d in data.iter().take(top) {
+        out.push_str(&format!(
+            "{:>9} samples  {} ({}{})\n",
+            d.samples,
+            d.name,
+            d.kind,
+            d.address
+                .as_deref()
+                .map(|a| format!(" at {a}"))
+                .unwrap_or_default()
+        ));
+    }
 }

@@ -251,6 +251,23 @@ pub struct LivePlan {
     pub note: String,
 }
 
+impl LivePlan {
+    /// Sets `config` to sample as planned: the event, its memory fields, the period and
+    /// the stack size; the note to print.
+    pub fn apply(self, config: &mut crate::session::SamplingConfig) -> String {
+        use crate::session::{CallGraph, Rate};
+        config.event = self.event;
+        config.memory = Some(self.memory);
+        if let Some(p) = self.period {
+            config.rate = Rate::Period(p);
+        }
+        if let (Some(max), CallGraph::Dwarf(bytes)) = (self.max_stack, config.call_graph) {
+            config.call_graph = CallGraph::Dwarf(bytes.min(max));
+        }
+        self.note
+    }
+}
+
 /// The plan for this machine: its precise memory event where the sampler can open it,
 /// else page faults with their data addresses (first-touch placement), with the reason.
 pub fn live_plan(

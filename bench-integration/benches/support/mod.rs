@@ -1,5 +1,8 @@
-//! Shared by the unwind and report benches: a capture `perf record --call-graph dwarf`
-//! makes of `testdata/unwind/callchains.c`, recorded once into the bench-data folder.
+//! Shared by the unwind, report and memory benches: a capture `perf record --call-graph
+//! dwarf` makes of `testdata/unwind/callchains.c`, recorded once into the bench-data
+//! folder, and running a peer tool's shell pipeline. Each bench uses what it needs.
+
+#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -56,4 +59,18 @@ pub fn callchains_capture(
     run(dir, "perf", &args)?;
     std::fs::rename(&tmp, &path).map_err(|e| e.to_string())?;
     Ok(path)
+}
+
+/// Runs a shell pipeline, its output discarded; the bytes it printed.
+pub fn shell(script: &str) -> Result<u64, String> {
+    let out = Command::new("sh")
+        .args(["-c", script])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .output()
+        .map_err(|e| e.to_string())?;
+    if !out.status.success() {
+        return Err(format!("`{script}` failed ({})", out.status));
+    }
+    Ok(out.stdout.len() as u64)
 }
