@@ -40,6 +40,42 @@ pub struct Cell {
     pub weight_total: u64,
 }
 
+/// The distinct pages placed on one node.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PageRow {
+    /// The node.
+    pub node: u32,
+    /// Distinct pages sampled there (a huge page once).
+    pub pages: u64,
+    /// Their bytes (each page its own size: DATA_PAGE_SIZE where sampled).
+    pub bytes: u64,
+    /// Of them, pages larger than the base page (transparent or hugetlb huge pages).
+    pub huge_pages: u64,
+}
+
+/// A sampled page: its process, first address and size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Page {
+    /// The process.
+    pub pid: u32,
+    /// Its first address.
+    pub start: u64,
+    /// Its size, bytes.
+    pub size: u64,
+}
+
+impl Page {
+    /// The page of `addr` in `pid`, `size` bytes (a power of two).
+    pub fn of(pid: u32, addr: u64, size: u64) -> Page {
+        let size = if size.is_power_of_two() { size } else { 4096 };
+        Page {
+            pid,
+            start: addr & !(size - 1),
+            size,
+        }
+    }
+}
+
 /// The `numa` section.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Numa {
@@ -55,6 +91,9 @@ pub struct Numa {
     pub samples: u64,
     /// Samples whose memory node is unknown, by reason.
     pub unplaced: BTreeMap<String, u64>,
+    /// Distinct pages per memory node (a huge page counted once, with its size).
+    #[serde(default)]
+    pub pages: Vec<PageRow>,
     /// Where the memory node came from, where it is not the sample itself:
     /// `move_pages` (asked of the live process).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -80,6 +119,8 @@ pub struct NumaBuilder {
     remote: MemoryBuilder,
     all: MemoryBuilder,
     node_source: Option<&'static str>,
+    /// Distinct pages placed, with their node.
+    pages: std::collections::HashMap<Page, u32>,
 }
 
 /// Why a sample's memory node is unknown.
@@ -104,6 +145,7 @@ impl NumaBuilder {
             remote: MemoryBuilder::new(),
             all: MemoryBuilder::new(),
             node_source: None,
+            pages: std::collections::HashMap::new(),
         }
     }
 
@@ -134,11 +176,20 @@ impl NumaBuilder {
 
     /// Adds a sample whose memory node is `mem_node` (already placed, e.g. by
     /// move_pages).
-    pub fn add_node(&mut self, cpu: Option<u32>, mem_node: u32, s: &MemorySample<'_>) {
+    pub fn add_node(
+        &mut self,
+        cpu: Option<u32>,
+        mem_node: u32,
+        page: Option<Page>,
+        s: &MemorySample<'_>,
+    ) {
         let Some(cpu_node) = cpu.and_then(|c| self.topology.node_of_cpu(c)) else {
             self.unplaced(Unplaced::NoCpu);
             return;
         };
+        if let Some(p) = page {
+            self.pages.insert(p, mem_node);
+        }
         let cell = self.cells.entry((cpu_node, mem_node)).or_default();
         cell.0 += 1;
         cell.1 += s.weight;
@@ -149,11 +200,17 @@ impl NumaBuilder {
     }
 
     /// Adds a sample by its physical address.
-    pub fn add_phys(&mut self, cpu: Option<u32>, phys: Option<u64>, s: &MemorySample<'_>) {
+    pub fn add_phys(
+        &mut self,
+        cpu: Option<u32>,
+        phys: Option<u64>,
+        page: Option<Page>,
+        s: &MemorySample<'_>,
+    ) {
         match phys.filter(|&p| p != 0) {
             None => self.unplaced(Unplaced::NoPhysical),
             Some(p) => match self.topology.node_of_phys(p) {
-                Some(node) => self.add_node(cpu, node, s),
+                Some(node) => self.add_node(cpu, node, page, s),
                 None => self.unplaced(Unplaced::NotRam),
             },
         }
@@ -168,6 +225,19 @@ impl NumaBuilder {
             .filter(|((c, m), _)| c == m)
             .map(|(_, v)| v.0)
             .sum();
+        let base = self.pages.keys().map(|p| p.size).min().unwrap_or(4096);
+        let mut per_node: BTreeMap<u32, PageRow> = BTreeMap::new();
+        for (p, node) in &self.pages {
+            let row = per_node.entry(*node).or_insert(PageRow {
+                node: *node,
+                pages: 0,
+                bytes: 0,
+                huge_pages: 0,
+            });
+            row.pages += 1;
+            row.bytes += p.size;
+            row.huge_pages += u64::from(p.size > base.max(4096));
+        }
         let remote = (!self.remote.is_empty()).then(|| self.remote.finish());
         let all = (!self.all.is_empty()).then(|| self.all.finish());
         Numa {
@@ -200,6 +270,7 @@ impl NumaBuilder {
             },
             samples,
             unplaced: self.unplaced,
+            pages: per_node.into_values().collect(),
             node_source: self.node_source.map(str::to_string),
             code: all
                 .as_ref()
@@ -269,6 +340,19 @@ pub fn table(n: &Numa, top: usize) -> String {
             c.samples,
             c.weight_total,
             100.0 * c.samples as f64 / n.samples.max(1) as f64
+        ));
+    }
+    for p in &n.pages {
+        out.push_str(&format!(
+            "  node{}: {} distinct pages sampled, {:.1} MiB{}\n",
+            p.node,
+            p.pages,
+            p.bytes as f64 / (1 << 20) as f64,
+            if p.huge_pages > 0 {
+                format!(" ({} huge pages)", p.huge_pages)
+            } else {
+                String::new()
+            }
         ));
     }
     for (why, count) in &n.unplaced {

@@ -17,7 +17,7 @@ use sparkles_sampler::perf_data::{PerfData, Record};
 
 use crate::memory::{MemoryBuilder, MemorySample};
 use crate::names::normalize;
-use crate::numa::NumaBuilder;
+use crate::numa::{NumaBuilder, Page};
 use crate::stacks::{NamedFrame, NamedStack, StackNamer, StackOptions, Weighting};
 use sparkles_sampler::numa::{PageNodes, Topology};
 
@@ -667,12 +667,20 @@ pub fn profile_capture_with(
                         memory.add(&sample);
                     }
                     if let Some(n) = numa.as_mut().filter(|_| placed) {
+                        // The sampled page: DATA_PAGE_SIZE where sampled (a huge page
+                        // is one page), else the page the table was asked by.
+                        let size = s
+                            .data_page_size
+                            .filter(|&z| z > 0)
+                            .or(pages.as_ref().map(|p| p.page_size))
+                            .unwrap_or(4096);
+                        let page = s.addr.map(|a| Page::of(s.pid.unwrap_or(0), a, size));
                         match (&pages, s.addr) {
                             (Some(p), Some(addr)) => match p.node(s.pid.unwrap_or(0), addr) {
-                                Ok(node) => n.add_node(s.cpu, node, &sample),
+                                Ok(node) => n.add_node(s.cpu, node, page, &sample),
                                 Err(why) => n.add_unplaced(why),
                             },
-                            _ => n.add_phys(s.cpu, s.phys_addr, &sample),
+                            _ => n.add_phys(s.cpu, s.phys_addr, page, &sample),
                         }
                     }
                 }

@@ -30,6 +30,19 @@ const REMOTE_RAM_HIT: u64 = (0x0d << 33) | (1 << 37) | (2 << 43) | ((0x100 | 0x0
 
 /// A SAMPLE record: IP | TID | TIME | ADDR | CPU | PERIOD | WEIGHT | DATA_SRC | PHYS_ADDR.
 fn sample(time: u64, cpu: u32, addr: u64, weight: u64, data_src: u64, phys: u64) -> Vec<u8> {
+    sample_sized(time, cpu, addr, weight, data_src, phys, None)
+}
+
+/// [`sample`], with DATA_PAGE_SIZE after PHYS_ADDR where given.
+fn sample_sized(
+    time: u64,
+    cpu: u32,
+    addr: u64,
+    weight: u64,
+    data_src: u64,
+    phys: u64,
+    page_size: Option<u64>,
+) -> Vec<u8> {
     let mut body = Vec::new();
     body.extend_from_slice(&0x40_1000u64.to_le_bytes()); // ip
     body.extend_from_slice(&1234u32.to_le_bytes()); // pid
@@ -42,6 +55,9 @@ fn sample(time: u64, cpu: u32, addr: u64, weight: u64, data_src: u64, phys: u64)
     body.extend_from_slice(&weight.to_le_bytes());
     body.extend_from_slice(&data_src.to_le_bytes());
     body.extend_from_slice(&phys.to_le_bytes());
+    if let Some(size) = page_size {
+        body.extend_from_slice(&size.to_le_bytes());
+    }
     let mut r = Vec::new();
     r.extend_from_slice(&9u32.to_le_bytes()); // PERF_RECORD_SAMPLE
     r.extend_from_slice(&2u16.to_le_bytes()); // user
@@ -51,6 +67,10 @@ fn sample(time: u64, cpu: u32, addr: u64, weight: u64, data_src: u64, phys: u64)
 }
 
 fn capture(dir: &Path, topology: &Topology, samples: &[Vec<u8>]) -> PathBuf {
+    capture_with(dir, topology, samples, 0)
+}
+
+fn capture_with(dir: &Path, topology: &Topology, samples: &[Vec<u8>], extra: u64) -> PathBuf {
     let attr = Attr {
         type_: 4,
         config: 0x1cd,
@@ -63,7 +83,8 @@ fn capture(dir: &Path, topology: &Topology, samples: &[Vec<u8>]) -> PathBuf {
             | st::PERIOD
             | st::WEIGHT
             | st::DATA_SRC
-            | st::PHYS_ADDR,
+            | st::PHYS_ADDR
+            | extra,
         ..Attr::default()
     };
     let mut w = CaptureWriter::new(attr, vec![7], "cpu/mem-loads,ldlat=30/P".into());
@@ -185,4 +206,32 @@ fn without_a_topology_the_reason_is_given() {
         "{:?}",
         p.notes
     );
+}
+
+#[test]
+fn a_huge_page_is_counted_once_with_its_size() {
+    let Some(root) = tree() else { return };
+    let topology = Topology::from_sysfs(&root).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let huge = 2 << 20;
+    let samples = vec![
+        // Three loads in one 2 MiB page on node 1, from CPU 4 (node 1).
+        sample_sized(1, 4, 0x7f00_0020_0000, 5, RAM_HIT, 0x4020_0000, Some(huge)),
+        sample_sized(2, 4, 0x7f00_0020_1000, 5, RAM_HIT, 0x4020_1000, Some(huge)),
+        sample_sized(3, 5, 0x7f00_003f_f000, 5, RAM_HIT, 0x403f_f000, Some(huge)),
+        // Two loads in two 4 KiB pages on node 0, from CPU 0.
+        sample_sized(4, 0, 0x5500_0000_1000, 5, RAM_HIT, 0x1000, Some(4096)),
+        sample_sized(5, 0, 0x5500_0000_2008, 5, RAM_HIT, 0x2008, Some(4096)),
+    ];
+    let path = capture_with(tmp.path(), &topology, &samples, st::DATA_PAGE_SIZE);
+    let (p, _) = profile_capture(&path, "huge", &StackOptions::default()).unwrap();
+    let n = p.numa.unwrap();
+    let pages: Vec<(u32, u64, u64, u64)> = n
+        .pages
+        .iter()
+        .map(|r| (r.node, r.pages, r.bytes, r.huge_pages))
+        .collect();
+    assert_eq!(pages, [(0, 2, 8192, 0), (1, 1, huge, 1)]);
+    assert_eq!(n.samples, 5);
+    assert_eq!(n.local_share, 1.0);
 }

@@ -288,6 +288,12 @@ pub fn live_plan(
         phys_addr: system.is_root,
     };
     let choice = choose(resolver, &options);
+    // Every choice and refusal, with its reason, goes into the note.
+    let considered = if choice.notes.is_empty() {
+        String::new()
+    } else {
+        format!(" [{}]", choice.notes.join("; "))
+    };
     let precise = choice
         .events
         .iter()
@@ -308,7 +314,7 @@ pub fn live_plan(
                 period: None,
                 max_stack: None,
                 note: format!(
-                    "memory sampling: {} ({}){}",
+                    "memory sampling: {} ({}){considered}{}",
                     e.spelling,
                     choice.kind,
                     if options.phys_addr {
@@ -343,7 +349,7 @@ pub fn live_plan(
         period: Some(FIRST_TOUCH_PERIOD),
         max_stack: Some(2048),
         note: format!(
-            "first-touch placement, not access sampling: {why_not}; sampling one page fault in {FIRST_TOUCH_PERIOD} with its data address (where pages were first touched, and from which code), their nodes asked of the kernel (move_pages) while the process runs"
+            "first-touch placement, not access sampling: {why_not}{considered}; sampling one page fault in {FIRST_TOUCH_PERIOD} with its data address (where pages were first touched, and from which code), their nodes asked of the kernel (move_pages) while the process runs"
         ),
     })
 }

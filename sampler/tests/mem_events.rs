@@ -175,3 +175,30 @@ fn a_tree_without_a_precise_memory_pmu_says_why() {
     let why = c.unavailable.unwrap();
     assert!(why.starts_with("no precise memory PMU"), "{why}");
 }
+
+#[test]
+fn the_live_plan_samples_ibs_on_zen4_and_falls_back_where_the_group_is_needed() {
+    use sparkles_sampler::mem_events::live_plan;
+    let Some(root) = fixtures() else { return };
+    let system = sparkles_sampler::system::System::probe();
+    let zen4 = EventResolver::new(root.join("sysfs/amd-zen4")).unwrap();
+    let plan = live_plan(&zen4, &system).unwrap();
+    assert!(!plan.first_touch);
+    assert_eq!(plan.event.pmu, "ibs_op");
+    assert_ne!(plan.memory.sample_type & st::DATA_SRC, 0);
+    assert!(
+        plan.note.starts_with("memory sampling: ibs_op// (ibs_op)"),
+        "{}",
+        plan.note
+    );
+    // Sapphire Rapids needs {mem-loads-aux, mem-loads}: not opened by the sampler yet,
+    // so first-touch placement, saying why, with what was considered.
+    let spr = EventResolver::new(root.join("sysfs/intel-sapphire-rapids")).unwrap();
+    let plan = live_plan(&spr, &system).unwrap();
+    assert!(plan.first_touch);
+    assert_eq!(plan.event.name, "page-faults");
+    assert_eq!(plan.memory.sample_type, st::ADDR);
+    assert_ne!(plan.memory.without & st::PERIOD, 0);
+    assert!(plan.note.contains("mem-loads-aux"), "{}", plan.note);
+    assert!(plan.note.contains("cpu: cpu/mem-stores/P"), "{}", plan.note);
+}
