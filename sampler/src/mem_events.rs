@@ -21,7 +21,9 @@ use crate::perf_data::attr::sample_type as st;
 
 /// One page fault in this many is sampled in first-touch placement: every fault, with
 /// an 8 KiB stack copy each, outruns the drain (4 MiB of fresh pages is 1024 faults).
-pub const FIRST_TOUCH_PERIOD: u64 = 16;
+/// A prime: buffers are mostly a power of two of pages, and a period of 16 would sample
+/// the same 64 of a 1024-page buffer's pages on every pass; 17 walks all of them.
+pub const FIRST_TOUCH_PERIOD: u64 = 17;
 
 /// Load-latency threshold perf uses by default (`perf_mem_events__loads_ldlat`).
 pub const DEFAULT_LDLAT: u32 = 30;
