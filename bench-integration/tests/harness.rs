@@ -486,6 +486,7 @@ fn profile_mem_places_first_touched_pages_on_their_nodes() {
             ldlat: 30,
             kernel: (6, 1),
             phys_addr: false,
+            hypervisor: false,
         },
     );
     if let Some(why) = &choice.unavailable {

@@ -71,6 +71,20 @@ pub struct CodeRow {
     pub top_level: String,
 }
 
+impl CodeRow {
+    /// `function[ in symbol][  file:line]`, as the tables print a row.
+    pub fn location(&self) -> String {
+        let mut out = self.function.clone();
+        if let Some(s) = &self.symbol {
+            out.push_str(&format!(" in {s}"));
+        }
+        if let (Some(f), Some(l)) = (&self.file, self.line) {
+            out.push_str(&format!("  {f}:{l}"));
+        }
+        out
+    }
+}
+
 /// One data object's row.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DataRow {
@@ -663,29 +677,18 @@ pub fn table(m: &Memory, n: usize) -> String {
         "weight%", "samples", "mean", "mostly"
     ));
     for c in m.code.iter().take(n) {
-        let place = match (&c.file, c.line) {
-            (Some(f), Some(l)) => format!("  {f}:{l}"),
-            _ => String::new(),
-        };
         let module = c
             .module
             .as_deref()
             .map(|m| format!("  ({})", m.rsplit('/').next().unwrap_or(m)))
             .unwrap_or_default();
-        let within = c
-            .symbol
-            .as_deref()
-            .map(|s| format!(" in {s}"))
-            .unwrap_or_default();
         out.push_str(&format!(
-            "{:>7} {:>9} {:>9.1}  {:<22} {}{}{}{}\n",
+            "{:>7} {:>9} {:>9.1}  {:<22} {}{}\n",
             pct(c.share),
             c.samples,
             c.weight_mean,
             c.top_level,
-            c.function,
-            within,
-            place,
+            c.location(),
             module
         ));
     }

@@ -238,8 +238,18 @@ impl NumaBuilder {
             row.bytes += p.size;
             row.huge_pages += u64::from(p.size > base.max(4096));
         }
-        let remote = (!self.remote.is_empty()).then(|| self.remote.finish());
-        let all = (!self.all.is_empty()).then(|| self.all.finish());
+        // The ten heaviest code and data rows of a set of samples.
+        let top = |b: MemoryBuilder| -> (Vec<CodeRow>, Vec<DataRow>) {
+            if b.is_empty() {
+                return (Vec::new(), Vec::new());
+            }
+            let mut m = b.finish();
+            m.code.truncate(10);
+            m.data_objects.truncate(10);
+            (m.code, m.data_objects)
+        };
+        let (code, data_objects) = top(self.all);
+        let (remote_code, remote_data) = top(self.remote);
         Numa {
             source: self.source.into(),
             nodes: self
@@ -272,22 +282,10 @@ impl NumaBuilder {
             unplaced: self.unplaced,
             pages: per_node.into_values().collect(),
             node_source: self.node_source.map(str::to_string),
-            code: all
-                .as_ref()
-                .map(|m| m.code.iter().take(10).cloned().collect())
-                .unwrap_or_default(),
-            data_objects: all
-                .as_ref()
-                .map(|m| m.data_objects.iter().take(10).cloned().collect())
-                .unwrap_or_default(),
-            remote_code: remote
-                .as_ref()
-                .map(|m| m.code.iter().take(10).cloned().collect())
-                .unwrap_or_default(),
-            remote_data: remote
-                .as_ref()
-                .map(|m| m.data_objects.iter().take(10).cloned().collect())
-                .unwrap_or_default(),
+            code,
+            data_objects,
+            remote_code,
+            remote_data,
         }
     }
 }
@@ -398,19 +396,7 @@ fn rows(
     out.push_str(code_title);
     out.push('\n');
     for c in code.iter().take(top) {
-        out.push_str(&format!(
-            "{:>9} samples  {}{}{}\n",
-            c.samples,
-            c.function,
-            c.symbol
-                .as_deref()
-                .map(|s| format!(" in {s}"))
-                .unwrap_or_default(),
-            match (&c.file, c.line) {
-                (Some(f), Some(l)) => format!("  {f}:{l}"),
-                _ => String::new(),
-            }
-        ));
+        out.push_str(&format!("{:>9} samples  {}\n", c.samples, c.location()));
     }
     out.push_str(data_title);
     out.push('\n');

@@ -555,6 +555,46 @@ pub fn event_name(data: &PerfData) -> String {
     }
 }
 
+/// How a capture's samples are placed on NUMA nodes: by their physical addresses through
+/// the capture's memory topology, else by the page table asked of the live process and
+/// written beside the capture (with it, the table); else why neither can be.
+fn numa_placement(
+    data: &PerfData,
+    path: &Path,
+) -> Result<(NumaBuilder, Option<PageNodes>), String> {
+    let topology = Topology::from_features(&data.features);
+    let phys = data
+        .attrs
+        .iter()
+        .any(|a| a.attr.sample_type & st::PHYS_ADDR != 0);
+    if phys {
+        if let Some(t) = topology.clone().filter(Topology::knows_memory) {
+            return Ok((NumaBuilder::new(t, "phys_addr"), None));
+        }
+    }
+    let Some(pages) = PageNodes::read_beside(path)? else {
+        return Err(if phys {
+            "the capture records no memory topology (NUMA_TOPOLOGY and MEM_TOPOLOGY), so physical addresses cannot be placed on nodes"
+        } else {
+            "the samples carry no physical address (PHYS_ADDR), and a capture read offline cannot ask the kernel which node a page is on"
+        }
+        .into());
+    };
+    let topology = topology
+        .or_else(|| Topology::from_sysfs(Path::new("/")).ok())
+        .ok_or("the capture records no NUMA topology and this machine's sysfs has none")?;
+    // Page faults are where pages are first touched: first-touch placement.
+    let faults = data
+        .attrs
+        .first()
+        .is_some_and(|a| a.attr.type_ == 1 && matches!(a.attr.config, 2 | 5 | 6));
+    let source = if faults { "first_touch" } else { "move_pages" };
+    Ok((
+        NumaBuilder::new(topology, source).with_node_source("move_pages"),
+        Some(pages),
+    ))
+}
+
 /// Unwinds, names and aggregates every sample of a capture.
 pub fn profile_capture(
     path: &Path,
@@ -586,47 +626,11 @@ pub fn profile_capture_with(
     let mut namer = StackNamer::for_capture(&data, options);
     let mut builder = Builder::new();
     let mut memory = MemoryBuilder::new();
-    // NUMA placement: physical addresses through the capture's memory topology.
     let sampled = |bit: u64| data.attrs.iter().any(|a| a.attr.sample_type & bit != 0);
-    let topology = Topology::from_features(&data.features);
-    let numa_absent = match &topology {
-        _ if !sampled(st::PHYS_ADDR) => {
-            "the samples carry no physical address (PHYS_ADDR), and a capture read offline cannot ask the kernel which node a page is on"
-        }
-        Some(t) if t.knows_memory() => "",
-        _ => "the capture records no memory topology (NUMA_TOPOLOGY and MEM_TOPOLOGY), so physical addresses cannot be placed on nodes",
+    let (mut numa, pages, numa_absent) = match numa_placement(&data, path) {
+        Ok((n, pages)) => (Some(n), pages, String::new()),
+        Err(why) => (None, None, why),
     };
-    let mut numa_absent = numa_absent.to_string();
-    let mut numa = topology
-        .clone()
-        .filter(|_| numa_absent.is_empty())
-        .map(|t| NumaBuilder::new(t, "phys_addr"));
-    // Else the page table asked of the live process, beside the capture.
-    let pages = match PageNodes::read_beside(path) {
-        Ok(p) => p,
-        Err(e) => {
-            numa_absent = e;
-            None
-        }
-    };
-    let pages = pages.filter(|_| numa.is_none());
-    if pages.is_some() {
-        match topology.or_else(|| Topology::from_sysfs(Path::new("/")).ok()) {
-            Some(t) => {
-                // Page faults are where pages are first touched: first-touch placement.
-                let faults = data
-                    .attrs
-                    .first()
-                    .is_some_and(|a| a.attr.type_ == 1 && matches!(a.attr.config, 2 | 5 | 6));
-                let source = if faults { "first_touch" } else { "move_pages" };
-                numa = Some(NumaBuilder::new(t, source).with_node_source("move_pages"));
-            }
-            None => {
-                numa_absent =
-                    "the capture records no NUMA topology and this machine's sysfs has none".into();
-            }
-        }
-    }
     // Samples whose data source says nothing (PERF_MEM_NA: not a memory event).
     let mut unknown_sources = 0u64;
     let mut lost = 0u64;

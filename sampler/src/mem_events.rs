@@ -37,6 +37,8 @@ pub struct MemOptions {
     pub kernel: (u32, u32),
     /// Whether physical addresses may be sampled (CAP_SYS_ADMIN or CAP_PERFMON).
     pub phys_addr: bool,
+    /// Whether the machine is a virtual machine (the reason a PMU lacks them).
+    pub hypervisor: bool,
 }
 
 /// One event to open.
@@ -217,7 +219,7 @@ pub fn choose(resolver: &EventResolver, options: &MemOptions) -> MemChoice {
             format!(
                 "no precise memory PMU: {} has neither AMD IBS (ibs_op) nor Intel PEBS load-latency events (mem-loads){}",
                 core.join(", "),
-                if crate::system::System::probe().hypervisor && resolver.is_live() {
+                if options.hypervisor {
                     "; this is a virtual machine, whose PMU does not pass them through"
                 } else {
                     ""
@@ -288,6 +290,7 @@ pub fn live_plan(
         ldlat: DEFAULT_LDLAT,
         kernel,
         phys_addr: system.is_root,
+        hypervisor: system.hypervisor,
     };
     let choice = choose(resolver, &options);
     // Every choice and refusal, with its reason, goes into the note.

@@ -313,13 +313,7 @@ impl Session {
         let stop = Arc::new(AtomicBool::new(false));
         let stop_flag = stop.clone();
         let compact = config.compact_stacks;
-        let resolve = config
-            .memory
-            .filter(|m| m.resolve_pages)
-            .map(|_| match target {
-                Target::CurrentThread => std::process::id(),
-                Target::Process(pid) => pid,
-            });
+        let resolve = config.memory.filter(|m| m.resolve_pages).map(|_| pid);
         let drain_thread = std::thread::Builder::new()
             .name("sparkles-drain".into())
             .spawn(move || {

@@ -17,6 +17,7 @@ const OPTIONS: MemOptions = MemOptions {
     ldlat: DEFAULT_LDLAT,
     kernel: (6, 1),
     phys_addr: true,
+    hypervisor: false,
 };
 
 /// `(role, pmu, type, config, config1, precise_ip, leader)` of each chosen event.
