@@ -25,7 +25,7 @@ fn config(compact: bool) -> Option<SamplingConfig> {
     let resolver = EventResolver::live().ok()?;
     let (event, _) = default_event(&resolver, &System::probe());
     Some(SamplingConfig {
-        event,
+        events: vec![event.into()],
         rate: Rate::Frequency(4000),
         call_graph: CallGraph::Dwarf(8192),
         buffer_pages: 256,

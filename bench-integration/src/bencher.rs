@@ -395,7 +395,7 @@ fn profile_pass(routine: &mut dyn Routine, plan: &ProfilePlan) -> Result<Profile
     let system = sparkles_sampler::system::System::probe();
     let mut summary = ProfileSummary {
         capture: None,
-        event: plan.sampling.event.name.clone(),
+        event: plan.sampling.name(),
         samples: 0,
         lost: 0,
         lost_samples: 0,

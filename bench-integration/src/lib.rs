@@ -692,7 +692,7 @@ fn profile_sampling(
             }
         })?;
     let config = SamplingConfig {
-        event,
+        events: vec![event.into()],
         rate: args
             .profile_period
             .map(Rate::Period)

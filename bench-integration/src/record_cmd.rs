@@ -58,7 +58,7 @@ pub(crate) fn record(args: &RecordArgs) -> Result<(), String> {
     let (event, note) =
         choose_event(&resolver, &system, args.event.as_deref()).map_err(|e| e.to_string())?;
     let config = SamplingConfig {
-        event,
+        events: vec![event.into()],
         rate: args
             .period
             .map(Rate::Period)

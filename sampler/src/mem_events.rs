@@ -236,12 +236,12 @@ pub fn choose(resolver: &EventResolver, options: &MemOptions) -> MemChoice {
     }
 }
 
-/// How a live process's memory is sampled: the event, what it samples, and the line
+/// How a live process's memory is sampled: the events, what they sample, and the line
 /// saying what was chosen and why.
 #[derive(Debug, Clone)]
 pub struct LivePlan {
-    /// The event to open.
-    pub event: EventAttr,
+    /// The events to open (the first names the profile).
+    pub events: Vec<crate::session::SampledEvent>,
     /// Its memory sampling.
     pub memory: crate::session::MemorySampling,
     /// Whether it is the page-fault fallback (first-touch placement).
@@ -260,7 +260,7 @@ impl LivePlan {
     /// the stack size; the note to print.
     pub fn apply(self, config: &mut crate::session::SamplingConfig) -> String {
         use crate::session::{CallGraph, Rate};
-        config.event = self.event;
+        config.events = self.events;
         config.memory = Some(self.memory);
         if let Some(p) = self.period {
             config.rate = Rate::Period(p);
@@ -299,46 +299,97 @@ pub fn live_plan(
     } else {
         format!(" [{}]", choice.notes.join("; "))
     };
-    let precise = choice
+    if let Some(why) = &choice.unavailable {
+        return first_touch(resolver, why, &considered);
+    }
+    let events = sampled_events(resolver, &choice);
+    let spellings: Vec<String> = choice
         .events
         .iter()
-        .find(|e| e.leader.is_none() && e.role != "loads-aux");
-    let grouped = choice.events.iter().any(|e| e.leader.is_some());
-    let why_not = match (&choice.unavailable, precise, grouped) {
-        (Some(why), _, _) => why.clone(),
-        (None, Some(e), false) => {
-            return Ok(LivePlan {
-                event: e.attr.clone(),
-                memory: crate::session::MemorySampling {
-                    sample_type: choice.sample_type & !st::CALLCHAIN,
-                    resolve_pages: !options.phys_addr,
-                    without: 0,
-                    wakeup_events: 0,
-                },
-                first_touch: false,
-                period: None,
-                max_stack: None,
-                note: format!(
-                    "memory sampling: {} ({}){considered}{}",
-                    e.spelling,
-                    choice.kind,
-                    if options.phys_addr {
-                        "; physical addresses place pages on nodes"
-                    } else {
-                        "; not root: pages placed on nodes by move_pages while the process runs"
-                    }
-                ),
+        .filter(|e| e.role != "loads-aux")
+        .map(|e| match e.leader {
+            Some(l) => format!("{{{},{}}}", choice.events[l].spelling, e.spelling),
+            None => e.spelling.clone(),
+        })
+        .collect();
+    Ok(LivePlan {
+        events,
+        memory: crate::session::MemorySampling {
+            sample_type: choice.sample_type & !st::CALLCHAIN,
+            resolve_pages: !options.phys_addr,
+            without: 0,
+            wakeup_events: 0,
+        },
+        first_touch: false,
+        period: None,
+        max_stack: None,
+        note: format!(
+            "memory sampling: {} ({}){considered}{}{}",
+            spellings.join(", "),
+            choice.kind,
+            if choice.events.iter().any(|e| e.role == "loads-aux") {
+                "; each auxiliary leader only counts (as perf 5.12's {…}:S had it): its samples would carry no data source"
+            } else {
+                ""
+            },
+            if options.phys_addr {
+                "; physical addresses place pages on nodes"
+            } else {
+                "; not root: pages placed on nodes by move_pages while the process runs"
+            }
+        ),
+    })
+}
+
+/// The session's events for a choice: each sampling event with its auxiliary leader, and
+/// the CPUs of its PMU where the PMU says (a hybrid machine's `cpu_core`, `cpu_atom`).
+pub fn sampled_events(
+    resolver: &EventResolver,
+    choice: &MemChoice,
+) -> Vec<crate::session::SampledEvent> {
+    choice
+        .events
+        .iter()
+        .filter(|e| e.role != "loads-aux")
+        .map(|e| {
+            let mut attr = e.attr.clone();
+            attr.name = e.spelling.clone();
+            let leader = e.leader.map(|l| {
+                let mut aux = choice.events[l].attr.clone();
+                aux.name = choice.events[l].spelling.clone();
+                // A counting leader is not sampled: no precise level.
+                aux.precise_ip = 0;
+                aux.precise_max = false;
+                aux
             });
-        }
-        (None, _, _) => "load-latency sampling on this core needs the {mem-loads-aux, mem-loads} group, which the sampler does not open yet".to_string(),
-    };
+            let cpus = resolver
+                .pmu(&e.attr.pmu)
+                .and_then(|p| p.cpus.as_deref())
+                .map(|list| {
+                    crate::numa::parse_list(list)
+                        .into_iter()
+                        .map(|c| c as usize)
+                        .collect()
+                });
+            crate::session::SampledEvent { attr, leader, cpus }
+        })
+        .collect()
+}
+
+/// Page faults with their data addresses: where pages were first touched, and by which
+/// code; their nodes asked of the kernel while the process runs.
+fn first_touch(
+    resolver: &EventResolver,
+    why_not: &str,
+    considered: &str,
+) -> Result<LivePlan, String> {
     let mut event = resolver
         .resolve("page-faults")
         .map_err(|e| e.to_string())?
         .remove(0);
     event.name = "page-faults".into();
     Ok(LivePlan {
-        event,
+        events: vec![event.into()],
         memory: crate::session::MemorySampling {
             sample_type: st::ADDR,
             resolve_pages: true,

@@ -21,7 +21,7 @@ use crate::perf_data::attr::{flag, sample_type as st, Attr};
 use crate::perf_data::record::{kind, parse_record, Record, RecordHeader};
 use crate::perf_data::sample::{Sample, SampleFormat};
 use crate::perf_data::synth::{self, tasks_of};
-use crate::perf_data::writer::{CaptureWriter, HostInfo};
+use crate::perf_data::writer::{CaptureWriter, HostInfo, WrittenEvent};
 use crate::system::System;
 
 /// User registers framehop needs: on x86_64 perf's full mask (AX…R15 without the
@@ -53,11 +53,37 @@ pub enum Rate {
     Period(u64),
 }
 
+/// One event a session samples.
+#[derive(Debug, Clone)]
+pub struct SampledEvent {
+    /// The event.
+    pub attr: EventAttr,
+    /// A group leader opened just before it that only counts, never samples: an event
+    /// that works only on the PMU together with another (Sapphire Rapids' `mem-loads`
+    /// needs `mem-loads-aux` as its leader).
+    pub leader: Option<EventAttr>,
+    /// The CPUs its PMU counts on (a hybrid machine's `cpu_core` or `cpu_atom`); `None`:
+    /// every CPU.
+    pub cpus: Option<Vec<usize>>,
+}
+
+impl From<EventAttr> for SampledEvent {
+    fn from(attr: EventAttr) -> SampledEvent {
+        SampledEvent {
+            attr,
+            leader: None,
+            cpus: None,
+        }
+    }
+}
+
 /// What to sample and how.
 #[derive(Debug, Clone)]
 pub struct SamplingConfig {
-    /// The event.
-    pub event: EventAttr,
+    /// The events, at least one. All of them write into one ring buffer per sampled task
+    /// and CPU, each sample naming its event (IDENTIFIER); the capture lists them in
+    /// this order, each leader before its event.
+    pub events: Vec<SampledEvent>,
     /// Sampling rate.
     pub rate: Rate,
     /// Stack capture.
@@ -246,25 +272,35 @@ impl SamplingConfig {
         }
     }
 
+    /// The events' names, joined: what a profile says it sampled.
+    pub fn name(&self) -> String {
+        let names: Vec<&str> = self.events.iter().map(|e| e.attr.name.as_str()).collect();
+        names.join(", ")
+    }
+
+    /// A builder for one sampling event. Only the first event of a ring buffer tracks
+    /// mappings, names and tasks: the others would repeat its records.
     fn builder(
         &self,
         buffer_bytes: usize,
         attr: &EventAttr,
+        precise: u8,
         target: OpenTarget,
         inherit: bool,
+        tracking: bool,
     ) -> perf_event::Builder<'static> {
         let mode = match self.rate {
             Rate::Period(p) => OpenMode::Sampling { period: p },
             Rate::Frequency(_) => OpenMode::Sampling { period: 1 },
         };
-        let mut b = builder_for(attr, attr.precise_ip, mode, target);
+        let mut b = builder_for(attr, precise, mode, target);
         if let Rate::Frequency(hz) = self.rate {
             b.sample_frequency(hz);
         }
-        b.mmap(true)
-            .comm(true)
-            .comm_exec(true)
-            .task(true)
+        b.mmap(tracking)
+            .comm(tracking)
+            .comm_exec(tracking)
+            .task(tracking)
             .sample_id_all(true)
             .inherit(inherit);
         match self.memory.map(|m| m.wakeup_events).filter(|&n| n > 0) {
@@ -274,21 +310,41 @@ impl SamplingConfig {
         {
             let a = b.attrs_mut();
             a.sample_type = self.sample_type();
-            a.set_mmap2(1);
-            if self.memory.is_some() {
+            a.set_mmap2(u64::from(tracking));
+            if tracking && self.memory.is_some() {
                 // Data addresses are placed in the mappings of heap, stacks and files.
                 a.set_mmap_data(1);
             }
             if let CallGraph::Dwarf(bytes) = self.call_graph {
                 // Unwinders read .eh_frame from read-only segments and the stack from
                 // [stack]: those mappings must be in the capture too.
-                a.set_mmap_data(1);
+                a.set_mmap_data(u64::from(tracking));
                 a.sample_regs_user = USER_REGS_MASK;
                 a.sample_stack_user = bytes;
                 // User frames come from the stack copy; the kernel's user walk would
                 // duplicate them.
                 a.set_exclude_callchain_user(1);
             }
+        }
+        b
+    }
+
+    /// A builder for a counting-only group leader: no period, no tracking; the sample
+    /// fields of the events it leads, so every event of the capture has the same layout.
+    fn leader_builder(
+        &self,
+        attr: &EventAttr,
+        target: OpenTarget,
+        inherit: bool,
+    ) -> perf_event::Builder<'static> {
+        let mut b = builder_for(attr, 0, OpenMode::Counting, target);
+        b.sample_id_all(true).inherit(inherit);
+        let a = b.attrs_mut();
+        a.sample_type = self.sample_type();
+        if let CallGraph::Dwarf(bytes) = self.call_graph {
+            a.sample_regs_user = USER_REGS_MASK;
+            a.sample_stack_user = bytes;
+            a.set_exclude_callchain_user(1);
         }
         b
     }
@@ -308,7 +364,8 @@ impl Session {
         };
         // The drain thread starts first, so that it is neither inherited by the events
         // opened below nor attached as an existing thread: its work is not the target's.
-        let (work_tx, work_rx) = std::sync::mpsc::channel::<(Vec<Sampler>, CaptureWriter)>();
+        type Work = (Vec<Sampler>, Vec<perf_event::Counter>, CaptureWriter);
+        let (work_tx, work_rx) = std::sync::mpsc::channel::<Work>();
         let (tid_tx, tid_rx) = std::sync::mpsc::channel::<u32>();
         let stop = Arc::new(AtomicBool::new(false));
         let stop_flag = stop.clone();
@@ -319,15 +376,17 @@ impl Session {
             .spawn(move || {
                 let _ = tid_tx.send(gettid());
                 match work_rx.recv() {
-                    Ok((samplers, seed)) => drain(samplers, stop_flag, seed, compact, resolve),
+                    Ok((samplers, others, seed)) => {
+                        drain(samplers, others, stop_flag, seed, compact, resolve)
+                    }
                     Err(_) => DrainResult::default(),
                 }
             })
             .map_err(|e| format!("drain thread: {e}"))?;
         let drain_tid = tid_rx.recv().unwrap_or(0);
-        let mut attr = config.event.clone();
-        let mut restrictions = Vec::new();
-        let mut uncovered = Vec::new();
+        if config.events.is_empty() {
+            return Err("no event to sample".to_string());
+        }
         // Per-task opens for each thread; for the current thread, per CPU with inherit.
         let mut plan: Vec<(OpenTarget, bool, u32)> = Vec::new();
         match target {
@@ -405,82 +464,22 @@ impl Session {
             }
         }
         let map_bytes = pages * 4096;
+        let mut events = Opening::new(config);
         let mut samplers: Vec<Sampler> = Vec::new();
+        let mut others: Vec<perf_event::Counter> = Vec::new();
         for (open_target, inherit, tid) in plan {
-            let built = config
-                .builder(map_bytes, &attr, open_target, inherit)
-                .build();
-            let counter = match built {
-                Ok(c) => c,
-                Err(e)
-                    if matches!(e.raw_os_error(), Some(libc::EACCES | libc::EPERM))
-                        && !attr.exclude_kernel =>
-                {
-                    // paranoid 2 allows user-mode sampling of one's own processes.
-                    attr.exclude_kernel = true;
-                    attr.exclude_hv = true;
-                    restrictions.push(format!(
-                        "user mode only: perf_event_paranoid is {} (sysctl kernel.perf_event_paranoid=1, or CAP_PERFMON, to see kernel frames)",
-                        system.perf_event_paranoid
-                    ));
-                    match config
-                        .builder(map_bytes, &attr, open_target, inherit)
-                        .build()
-                    {
-                        Ok(c) => c,
-                        Err(e) => {
-                            uncovered.push(format!(
-                                "thread {tid}: {}",
-                                explain(
-                                    e.raw_os_error().unwrap_or(0),
-                                    &attr,
-                                    attr.precise_ip,
-                                    OpenMode::Sampling { period: 1 },
-                                    system
-                                )
-                            ));
-                            continue;
-                        }
-                    }
-                }
-                Err(e) => {
-                    let errno = e.raw_os_error().unwrap_or(0);
-                    // A thread that exited between listing and opening is not a loss.
-                    if errno == libc::ESRCH {
-                        continue;
-                    }
-                    let reason = explain(
-                        errno,
-                        &attr,
-                        attr.precise_ip,
-                        OpenMode::Sampling { period: 1 },
-                        system,
-                    );
-                    if samplers.is_empty() && inherit {
-                        return Err(reason);
-                    }
-                    uncovered.push(format!("thread {tid}: {reason}"));
-                    continue;
-                }
-            };
-            match counter.sampled(map_bytes) {
-                Ok(s) => samplers.push(s),
-                Err(e) => {
-                    let msg = if e.raw_os_error() == Some(libc::EPERM) {
-                        format!(
-                            "ring buffer of {} KiB refused: over perf_event_mlock_kb (sysctl kernel.perf_event_mlock_kb, or a smaller --profile buffer)",
-                            map_bytes / 1024
-                        )
-                    } else {
-                        format!("ring buffer mmap failed: {e}")
-                    };
-                    if samplers.is_empty() {
-                        return Err(msg);
-                    }
-                    uncovered.push(format!("thread {tid}: {msg}"));
-                }
+            if let Some((ring, more)) =
+                events.open_target(config, open_target, inherit, tid, map_bytes, system)?
+            {
+                samplers.push(ring);
+                others.extend(more);
             }
         }
+        let Opening {
+            events: opened,
+            mut restrictions,
+            uncovered,
+        } = events;
         if samplers.is_empty() {
             return Err(format!(
                 "no event could be opened for process {pid}: {}",
@@ -489,14 +488,12 @@ impl Session {
         }
         restrictions.dedup();
         let buffer_note = mlock_note;
-        let ids: Vec<u64> = samplers.iter().map(|s| s.as_counter().id()).collect();
-        let stored = stored_attr(&attr, config);
-        let mut writer = CaptureWriter::new(stored.clone(), ids.clone(), attr.name.clone());
+        let (mut writer, tracking) = events_writer(config, &opened);
         writer.compact_stacks = config.compact_stacks;
         writer.host = HostInfo::probe();
         writer.cmdline = std::env::args().collect();
         let dwarf = matches!(config.call_graph, CallGraph::Dwarf(_));
-        for record in synth::synthesize_process(&stored, ids[0], pid, dwarf) {
+        for record in synth::synthesize_process(&writer.attr, tracking, pid, dwarf) {
             writer.push(&record);
         }
         for s in &mut samplers {
@@ -504,11 +501,14 @@ impl Session {
                 .enable()
                 .map_err(|e| format!("enable failed: {e}"))?;
         }
+        for c in &mut others {
+            c.enable().map_err(|e| format!("enable failed: {e}"))?;
+        }
         // The drain appends to a copy holding the synthesized records.
         let seed = writer.clone();
         writer.data.clear();
         work_tx
-            .send((samplers, seed))
+            .send((samplers, others, seed))
             .map_err(|_| "the drain thread ended before sampling started".to_string())?;
         Ok(Session {
             stop,
@@ -560,41 +560,334 @@ impl Session {
     }
 }
 
+/// One event of a session while its events are opened, task by task.
+struct EventState {
+    /// The attr as opened: kernel mode dropped where the paranoid level refused it.
+    attr: EventAttr,
+    /// The precise level: the attr's, or with `:P` the highest the kernel accepted.
+    precise: u8,
+    /// `:P` and not opened yet: a refusal lowers the level and tries again.
+    probing: bool,
+    /// Its counting-only group leader, as opened.
+    leader: Option<EventAttr>,
+    /// The id of each opened instance, and of its leader.
+    ids: Vec<u64>,
+    leader_ids: Vec<u64>,
+    /// Why it could not be opened where first tried: it is left out of the session.
+    refused: Option<String>,
+}
+
+/// Opening a session's events on each of its tasks (and CPUs): per task, the first event
+/// that opens gets the ring buffer, and the others write into it.
+struct Opening {
+    events: Vec<EventState>,
+    restrictions: Vec<String>,
+    uncovered: Vec<String>,
+}
+
+/// Whether a refusal is the paranoid level's, which kernel mode alone would lift: then
+/// `attr` is switched to user mode only, said once, and the open is tried again.
+fn user_mode_only(
+    attr: &mut EventAttr,
+    errno: i32,
+    restrictions: &mut Vec<String>,
+    system: &System,
+) -> bool {
+    if !matches!(errno, libc::EACCES | libc::EPERM) || attr.exclude_kernel {
+        return false;
+    }
+    // paranoid 2 allows user-mode sampling of one's own processes.
+    attr.exclude_kernel = true;
+    attr.exclude_hv = true;
+    restrictions.push(format!(
+        "user mode only: perf_event_paranoid is {} (sysctl kernel.perf_event_paranoid=1, or CAP_PERFMON, to see kernel frames)",
+        system.perf_event_paranoid
+    ));
+    true
+}
+
+impl Opening {
+    fn new(config: &SamplingConfig) -> Opening {
+        let events = config
+            .events
+            .iter()
+            .map(|e| EventState {
+                attr: e.attr.clone(),
+                precise: if e.attr.precise_max {
+                    e.attr.precise_ip.max(3)
+                } else {
+                    e.attr.precise_ip
+                },
+                probing: e.attr.precise_max,
+                leader: e.leader.clone(),
+                ids: Vec::new(),
+                leader_ids: Vec::new(),
+                refused: None,
+            })
+            .collect();
+        Opening {
+            events,
+            restrictions: Vec::new(),
+            uncovered: Vec::new(),
+        }
+    }
+
+    /// Opens every event that counts on `target`'s CPU: the ring buffer and the other
+    /// counters to keep open, or `None` where none opened (the thread exited, or every
+    /// event was refused, which is said). An error ends the session.
+    fn open_target(
+        &mut self,
+        config: &SamplingConfig,
+        target: OpenTarget,
+        inherit: bool,
+        tid: u32,
+        map_bytes: usize,
+        system: &System,
+    ) -> Result<Option<(Sampler, Vec<perf_event::Counter>)>, String> {
+        let cpu = match target {
+            OpenTarget::Task { cpu, .. } => cpu,
+            _ => None,
+        };
+        let mut ring: Option<Sampler> = None;
+        let mut more = Vec::new();
+        let mut got: Vec<(usize, u64, Option<u64>)> = Vec::new();
+        for (i, event) in config.events.iter().enumerate() {
+            if let (Some(cpu), Some(cpus)) = (cpu, &event.cpus) {
+                if !cpus.contains(&cpu) {
+                    continue;
+                }
+            }
+            let state = &mut self.events[i];
+            if state.refused.is_some() {
+                continue;
+            }
+            let mut leader = match state.leader.as_mut() {
+                None => None,
+                Some(l) => {
+                    let opened = loop {
+                        match config.leader_builder(l, target, inherit).build() {
+                            Ok(c) => break Ok(c),
+                            Err(e) => {
+                                let errno = e.raw_os_error().unwrap_or(0);
+                                if !user_mode_only(l, errno, &mut self.restrictions, system) {
+                                    break Err(errno);
+                                }
+                            }
+                        }
+                    };
+                    match opened {
+                        Ok(c) => Some(c),
+                        Err(libc::ESRCH) => return Ok(None),
+                        Err(errno) => {
+                            let why = format!(
+                                "its group leader {}: {}",
+                                l.name,
+                                explain(errno, l, 0, OpenMode::Counting, system)
+                            );
+                            self.refuse(i, inherit, tid, why);
+                            continue;
+                        }
+                    }
+                }
+            };
+            let tracking = ring.is_none();
+            let opened = loop {
+                let b = config.builder(
+                    map_bytes,
+                    &state.attr,
+                    state.precise,
+                    target,
+                    inherit,
+                    tracking,
+                );
+                let built = match leader.as_mut() {
+                    Some(l) => b.build_with_group(l),
+                    None => b.build(),
+                };
+                match built {
+                    Ok(c) => break Ok(c),
+                    Err(e) => {
+                        let errno = e.raw_os_error().unwrap_or(0);
+                        if user_mode_only(&mut state.attr, errno, &mut self.restrictions, system)
+                        {
+                            continue;
+                        }
+                        if state.probing
+                            && state.precise > 0
+                            && !matches!(errno, libc::ESRCH | libc::EMFILE)
+                        {
+                            state.precise -= 1;
+                            continue;
+                        }
+                        break Err(errno);
+                    }
+                }
+            };
+            let counter = match opened {
+                Ok(c) => c,
+                // A thread that exited between listing and opening is not a loss.
+                Err(libc::ESRCH) => return Ok(None),
+                Err(errno) => {
+                    let state = &self.events[i];
+                    let why = explain(
+                        errno,
+                        &state.attr,
+                        state.precise,
+                        OpenMode::Sampling { period: 1 },
+                        system,
+                    );
+                    self.refuse(i, inherit, tid, why);
+                    continue;
+                }
+            };
+            state.probing = false;
+            let id = counter.id();
+            match ring.as_ref() {
+                None => match counter.sampled(map_bytes) {
+                    Ok(s) => ring = Some(s),
+                    Err(e) => {
+                        let msg = if e.raw_os_error() == Some(libc::EPERM) {
+                            format!(
+                                "ring buffer of {} KiB refused: over perf_event_mlock_kb (sysctl kernel.perf_event_mlock_kb, or a smaller --profile buffer)",
+                                map_bytes / 1024
+                            )
+                        } else {
+                            format!("ring buffer mmap failed: {e}")
+                        };
+                        if self.events.iter().all(|e| e.ids.is_empty()) {
+                            return Err(msg);
+                        }
+                        self.uncovered.push(format!("thread {tid}: {msg}"));
+                        return Ok(None);
+                    }
+                },
+                Some(r) => {
+                    // SAFETY: both are open perf_event file descriptors.
+                    let rc = unsafe {
+                        perf_event_open_sys::ioctls::SET_OUTPUT(
+                            counter.as_raw_fd(),
+                            r.as_counter().as_raw_fd(),
+                        )
+                    };
+                    if rc != 0 {
+                        let why = format!(
+                            "its records cannot join the ring buffer (PERF_EVENT_IOC_SET_OUTPUT: {})",
+                            std::io::Error::last_os_error()
+                        );
+                        self.refuse(i, inherit, tid, why);
+                        continue;
+                    }
+                    more.push(counter);
+                }
+            }
+            got.push((i, id, leader.as_ref().map(|l| l.id())));
+            more.extend(leader);
+        }
+        let Some(ring) = ring else {
+            return Ok(None);
+        };
+        for (i, id, leader) in got {
+            self.events[i].ids.push(id);
+            self.events[i].leader_ids.extend(leader);
+        }
+        Ok(Some((ring, more)))
+    }
+
+    /// An event refused on a task: where it never opened, it is left out of the session
+    /// with the reason; else that task is not covered by it.
+    fn refuse(&mut self, i: usize, inherit: bool, tid: u32, why: String) {
+        let state = &mut self.events[i];
+        if inherit && state.ids.is_empty() && state.refused.is_none() {
+            self.restrictions
+                .push(format!("{} not sampled: {why}", state.attr.name));
+            self.uncovered.push(format!("{}: {why}", state.attr.name));
+            state.refused = Some(why);
+        } else {
+            self.uncovered
+                .push(format!("thread {tid}: {}: {why}", state.attr.name));
+        }
+    }
+}
+
+/// The capture writer for the events opened (each leader just before its event), and the
+/// id synthesized records carry: the tracking event's.
+fn events_writer(config: &SamplingConfig, opened: &[EventState]) -> (CaptureWriter, u64) {
+    let mut written: Vec<WrittenEvent> = Vec::new();
+    let mut tracking = None;
+    for state in opened.iter().filter(|s| !s.ids.is_empty()) {
+        if let Some(l) = state.leader.as_ref().filter(|_| !state.leader_ids.is_empty()) {
+            written.push(WrittenEvent {
+                attr: stored_attr(l, 0, config, Role::Counting),
+                ids: state.leader_ids.clone(),
+                name: l.name.clone(),
+            });
+        }
+        let role = if tracking.is_none() {
+            tracking = Some(state.ids[0]);
+            Role::Tracking
+        } else {
+            Role::Sampling
+        };
+        written.push(WrittenEvent {
+            attr: stored_attr(&state.attr, state.precise, config, role),
+            ids: state.ids.clone(),
+            name: state.attr.name.clone(),
+        });
+    }
+    let first = written.remove(0);
+    let mut writer = CaptureWriter::new(first.attr, first.ids, first.name);
+    writer.more_events = written;
+    (writer, tracking.unwrap_or(0))
+}
+
+/// What an event does in a capture.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// Samples, and records mappings, names and tasks.
+    Tracking,
+    /// Samples.
+    Sampling,
+    /// Counts only (a group leader).
+    Counting,
+}
+
 /// The attr as the capture stores it: the event plus the sampling fields.
-fn stored_attr(e: &EventAttr, config: &SamplingConfig) -> Attr {
-    let mut flags = flag::DISABLED
-        | flag::MMAP
-        | flag::COMM
-        | flag::TASK
-        | flag::SAMPLE_ID_ALL
-        | flag::MMAP2
-        | flag::COMM_EXEC
-        | (u64::from(e.precise_ip) << flag::PRECISE_SHIFT);
+fn stored_attr(e: &EventAttr, precise: u8, config: &SamplingConfig, role: Role) -> Attr {
+    let tracking = role == Role::Tracking;
+    let counting = role == Role::Counting;
+    let mut flags = flag::DISABLED | flag::SAMPLE_ID_ALL | (u64::from(precise) << flag::PRECISE_SHIFT);
     for (set, bit) in [
+        (tracking, flag::MMAP | flag::COMM | flag::TASK | flag::MMAP2 | flag::COMM_EXEC),
         (e.exclude_user, flag::EXCLUDE_USER),
         (e.exclude_kernel, flag::EXCLUDE_KERNEL),
         (e.exclude_hv, flag::EXCLUDE_HV),
         (e.exclude_guest, flag::EXCLUDE_GUEST),
         (e.exclude_host, flag::EXCLUDE_HOST),
-        (matches!(config.rate, Rate::Frequency(_)), flag::FREQ),
+        (
+            !counting && matches!(config.rate, Rate::Frequency(_)),
+            flag::FREQ,
+        ),
+        (
+            tracking && (config.memory.is_some() || matches!(config.call_graph, CallGraph::Dwarf(_))),
+            flag::MMAP_DATA,
+        ),
+        (
+            matches!(config.call_graph, CallGraph::Dwarf(_)),
+            flag::EXCLUDE_CALLCHAIN_USER,
+        ),
     ] {
         if set {
             flags |= bit;
         }
     }
-    if matches!(config.call_graph, CallGraph::Dwarf(_)) {
-        flags |= 1 << 22 | 1 << 17; // exclude_callchain_user, mmap_data
-    }
-    if config.memory.is_some() {
-        flags |= 1 << 17; // mmap_data
-    }
     Attr {
         type_: e.type_,
         size: 128,
         config: e.config,
-        sample_period_or_freq: match config.rate {
-            Rate::Frequency(hz) => hz,
-            Rate::Period(p) => p,
+        sample_period_or_freq: match (role, config.rate) {
+            (Role::Counting, _) => 0,
+            (_, Rate::Frequency(hz)) => hz,
+            (_, Rate::Period(p)) => p,
         },
         sample_type: config.sample_type(),
         flags,
@@ -613,8 +906,11 @@ fn stored_attr(e: &EventAttr, config: &SamplingConfig) -> Attr {
     }
 }
 
+/// Drains the ring buffers until stopped; `others` (events writing into them, and group
+/// leaders) are kept open with them and disabled with them.
 fn drain(
     mut samplers: Vec<Sampler>,
+    mut others: Vec<perf_event::Counter>,
     stop: Arc<AtomicBool>,
     seed: CaptureWriter,
     compact: bool,
@@ -692,6 +988,9 @@ fn drain(
         if stop.load(Ordering::Acquire) {
             for s in &mut samplers {
                 let _ = s.as_counter_mut().disable();
+            }
+            for c in &mut others {
+                let _ = c.disable();
             }
             finishing = true;
         }

@@ -35,7 +35,7 @@ fn config(stack: u32) -> SamplingConfig {
     let mut event = resolver.resolve("cpu-clock").unwrap().remove(0);
     event.name = "cpu-clock".into();
     SamplingConfig {
-        event,
+        events: vec![event.into()],
         rate: Rate::Frequency(1000),
         call_graph: if stack == 0 {
             CallGraph::FramePointer
@@ -186,4 +186,109 @@ fn a_session_dropped_without_finish_stops_its_drain() {
     // What a panicking profiled body does: the session unwinds away.
     drop(session);
     assert_eq!(drain_threads(), 0, "the drain thread outlived its session");
+}
+
+/// A session of several events: a sampling event led by a counting-only leader (the
+/// shape of Sapphire Rapids' `{mem-loads-aux, mem-loads}`), and a second sampling event,
+/// here software events that every kernel allowing sampling has.
+#[test]
+fn several_events_share_one_ring_buffer_and_the_capture_names_each() {
+    use sparkles_sampler::perf_data::attr::flag;
+    use sparkles_sampler::session::SampledEvent;
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let resolver = EventResolver::live().unwrap();
+    let named = |spelling: &str| {
+        let mut e = resolver.resolve(spelling).unwrap().remove(0);
+        e.name = spelling.into();
+        e
+    };
+    let mut config = config(0);
+    config.events = vec![
+        SampledEvent {
+            attr: named("page-faults"),
+            leader: Some(named("dummy")),
+            cpus: None,
+        },
+        named("cpu-clock").into(),
+    ];
+    let session = match Session::start(&config, Target::CurrentThread, &System::probe()) {
+        Ok(s) => s,
+        Err(reason) => {
+            eprintln!("skipped: the kernel refuses sampling here: {reason}");
+            return;
+        }
+    };
+    // Fresh pages fault; the loop takes CPU time.
+    let start = Instant::now();
+    let mut kept = Vec::new();
+    while start.elapsed() < Duration::from_millis(300) {
+        let mut block = vec![0u8; 1 << 20];
+        for page in block.chunks_mut(4096) {
+            page[0] = 1;
+        }
+        kept.push(std::hint::black_box(block));
+        if kept.len() > 64 {
+            kept.clear();
+        }
+    }
+    let capture = session.finish();
+    assert!(capture.uncovered.is_empty(), "{:?}", capture.uncovered);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("group.perf.data");
+    capture.writer.write(&path).unwrap();
+    let data = PerfData::open(&path).unwrap();
+    let names: Vec<&str> = data
+        .attrs
+        .iter()
+        .map(|a| a.name.as_deref().unwrap_or(""))
+        .collect();
+    assert_eq!(names, ["dummy", "page-faults", "cpu-clock"]);
+    let (leader, faults, clock) = (&data.attrs[0], &data.attrs[1], &data.attrs[2]);
+    // The leader only counts; only the first sampling event tracks mappings and tasks.
+    assert_eq!(leader.attr.sample_period_or_freq, 0);
+    assert_eq!(leader.attr.flags & (flag::FREQ | flag::MMAP), 0);
+    assert_ne!(faults.attr.flags & flag::MMAP, 0);
+    assert_eq!(clock.attr.flags & (flag::MMAP | flag::COMM | flag::TASK), 0);
+    assert_eq!(leader.attr.sample_type, faults.attr.sample_type);
+    assert_eq!(clock.attr.sample_type, faults.attr.sample_type);
+    // One instance of each per CPU (the calling thread, inherited), each with its id.
+    for a in &data.attrs {
+        assert!(!a.ids.is_empty(), "{:?} has no ids", a.name);
+    }
+    // No GROUP_DESC: perf report's group view would show the group by its leader's
+    // samples, of which a counting leader has none.
+    assert!(data.features.group_desc.is_none());
+    let mut per_attr = [0u64; 3];
+    let mut mmaps = BTreeSet::new();
+    let mut repeated = 0;
+    data.for_each_record(|e| {
+        match &e.record {
+            Record::Sample(_) => per_attr[e.attr.unwrap()] += 1,
+            Record::Mmap(m) => {
+                if !mmaps.insert((m.pid, m.addr, m.len, m.pgoff, m.filename.to_vec())) {
+                    repeated += 1;
+                }
+            }
+            _ => {}
+        }
+        Ok::<(), ()>(())
+    })
+    .unwrap();
+    assert_eq!(per_attr[0], 0, "the counting leader sampled");
+    assert!(per_attr[1] > 0 && per_attr[2] > 0, "samples per event: {per_attr:?}");
+    assert_eq!(per_attr.iter().sum::<u64>(), capture.samples);
+    assert_eq!(repeated, 0, "a mapping was recorded twice");
+    // perf reports the samples of both sampling events, where installed.
+    if let Ok(out) = std::process::Command::new("perf")
+        .args(["report", "--stdio", "--sort", "dso", "-i"])
+        .arg(&path)
+        .output()
+    {
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        for (name, n) in [("page-faults", per_attr[1]), ("cpu-clock", per_attr[2])] {
+            let line = format!("# Samples: {n}  of event '{name}'");
+            assert!(text.contains(&line), "perf report lacks {line:?}:\n{text}");
+        }
+    }
 }

@@ -178,28 +178,99 @@ fn a_tree_without_a_precise_memory_pmu_says_why() {
 }
 
 #[test]
-fn the_live_plan_samples_ibs_on_zen4_and_falls_back_where_the_group_is_needed() {
+fn the_live_plan_samples_ibs_on_zen4_and_the_aux_group_on_sapphire_rapids() {
     use sparkles_sampler::mem_events::live_plan;
     let Some(root) = fixtures() else { return };
     let system = sparkles_sampler::system::System::probe();
     let zen4 = EventResolver::new(root.join("sysfs/amd-zen4")).unwrap();
     let plan = live_plan(&zen4, &system).unwrap();
     assert!(!plan.first_touch);
-    assert_eq!(plan.event.pmu, "ibs_op");
+    assert_eq!(plan.events.len(), 1);
+    assert_eq!(plan.events[0].attr.pmu, "ibs_op");
+    assert!(plan.events[0].leader.is_none());
     assert_ne!(plan.memory.sample_type & st::DATA_SRC, 0);
     assert!(
         plan.note.starts_with("memory sampling: ibs_op// (ibs_op)"),
         "{}",
         plan.note
     );
-    // Sapphire Rapids needs {mem-loads-aux, mem-loads}: not opened by the sampler yet,
-    // so first-touch placement, saying why, with what was considered.
+    // Sapphire Rapids: mem-loads led by mem-loads-aux (a counting leader: no period, no
+    // precise level), and mem-stores on its own.
     let spr = EventResolver::new(root.join("sysfs/intel-sapphire-rapids")).unwrap();
     let plan = live_plan(&spr, &system).unwrap();
+    assert!(!plan.first_touch, "{}", plan.note);
+    let names: Vec<&str> = plan.events.iter().map(|e| e.attr.name.as_str()).collect();
+    assert_eq!(names, ["cpu/mem-loads,ldlat=30/P", "cpu/mem-stores/P"]);
+    let loads = &plan.events[0];
+    assert_eq!((loads.attr.config, loads.attr.config1), (0x1cd, 30));
+    assert!(loads.attr.precise_max);
+    let aux = loads.leader.as_ref().unwrap();
+    assert_eq!((aux.name.as_str(), aux.config), ("cpu/mem-loads-aux/P", 0x8203));
+    assert_eq!((aux.precise_ip, aux.precise_max), (0, false));
+    assert!(plan.events[1].leader.is_none());
+    assert!(plan.events.iter().all(|e| e.cpus.is_none()));
+    assert!(
+        plan.note.starts_with(
+            "memory sampling: {cpu/mem-loads-aux/P,cpu/mem-loads,ldlat=30/P}, cpu/mem-stores/P (pebs)"
+        ),
+        "{}",
+        plan.note
+    );
+    assert!(plan.note.contains("auxiliary leader only counts"), "{}", plan.note);
+}
+
+#[test]
+fn the_live_plan_on_a_hybrid_opens_each_core_pmus_events_on_its_own_cpus() {
+    use sparkles_sampler::mem_events::live_plan;
+    let Some(root) = fixtures() else { return };
+    let system = sparkles_sampler::system::System::probe();
+    let adl = EventResolver::new(root.join("sysfs/intel-alder-lake-hybrid")).unwrap();
+    let plan = live_plan(&adl, &system).unwrap();
+    assert!(!plan.first_touch, "{}", plan.note);
+    let rows: Vec<(&str, bool, Vec<usize>)> = plan
+        .events
+        .iter()
+        .map(|e| {
+            (
+                e.attr.name.as_str(),
+                e.leader.is_some(),
+                e.cpus.clone().unwrap(),
+            )
+        })
+        .collect();
+    let core: Vec<usize> = (0..16).collect();
+    let atom: Vec<usize> = (16..24).collect();
+    assert_eq!(
+        rows,
+        [
+            ("cpu_core/mem-loads,ldlat=30/P", true, core.clone()),
+            ("cpu_core/mem-stores/P", false, core),
+            ("cpu_atom/mem-loads,ldlat=30/P", false, atom.clone()),
+            ("cpu_atom/mem-stores/P", false, atom),
+        ]
+    );
+    assert_eq!(
+        plan.events[0].leader.as_ref().unwrap().name,
+        "cpu_core/mem-loads-aux/P"
+    );
+}
+
+#[test]
+fn the_live_plan_without_a_precise_pmu_is_first_touch_placement_with_the_reason() {
+    use sparkles_sampler::mem_events::live_plan;
+    let Some(root) = fixtures() else { return };
+    let system = sparkles_sampler::system::System::probe();
+    let none = EventResolver::new(root.join("sysfs/numa-2node")).unwrap();
+    let plan = live_plan(&none, &system).unwrap();
     assert!(plan.first_touch);
-    assert_eq!(plan.event.name, "page-faults");
+    assert_eq!(plan.events.len(), 1);
+    assert_eq!(plan.events[0].attr.name, "page-faults");
     assert_eq!(plan.memory.sample_type, st::ADDR);
     assert_ne!(plan.memory.without & st::PERIOD, 0);
-    assert!(plan.note.contains("mem-loads-aux"), "{}", plan.note);
-    assert!(plan.note.contains("cpu: cpu/mem-stores/P"), "{}", plan.note);
+    assert!(
+        plan.note
+            .starts_with("first-touch placement, not access sampling: no precise memory PMU"),
+        "{}",
+        plan.note
+    );
 }

@@ -154,6 +154,10 @@ pub mod flag {
     pub const PRECISE_SHIFT: u32 = 15;
     /// sample_id_all: non-sample records carry the id trailer.
     pub const SAMPLE_ID_ALL: u64 = 1 << 18;
+    /// `exclude_callchain_user`: no user frames in the kernel's callchain.
+    pub const EXCLUDE_CALLCHAIN_USER: u64 = 1 << 22;
+    /// `mmap_data`: MMAP records for data mappings too.
+    pub const MMAP_DATA: u64 = 1 << 17;
     /// Exclude the host.
     pub const EXCLUDE_HOST: u64 = 1 << 19;
     /// Exclude guests.

@@ -24,6 +24,7 @@ pub mod id {
     pub const EVENT_DESC: u32 = 12;
     pub const CPU_TOPOLOGY: u32 = 13;
     pub const NUMA_TOPOLOGY: u32 = 14;
+    pub const GROUP_DESC: u32 = 17;
     pub const MEM_TOPOLOGY: u32 = 22;
     pub const CLOCKID: u32 = 23;
     pub const CLOCK_DATA: u32 = 29;
@@ -86,6 +87,17 @@ pub struct EventDesc {
     pub attr: Attr,
     /// Its ids.
     pub ids: Vec<u64>,
+}
+
+/// One event group of GROUP_DESC.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GroupDesc {
+    /// Its name (`{anon_group}` where it has none).
+    pub name: String,
+    /// The index of its leader among the capture's attrs.
+    pub leader: u32,
+    /// Events in it, the leader included.
+    pub members: u32,
 }
 
 /// Where one CPU sits.
@@ -194,6 +206,8 @@ pub struct Features {
     pub cmdline: Option<Vec<String>>,
     /// EVENT_DESC.
     pub event_desc: Option<Vec<EventDesc>>,
+    /// GROUP_DESC: each event group.
+    pub group_desc: Option<Vec<GroupDesc>>,
     /// CPU_TOPOLOGY.
     pub cpu_topology: Option<CpuTopology>,
     /// NUMA_TOPOLOGY.
@@ -285,6 +299,22 @@ impl Features {
                     events.push(EventDesc { name, attr, ids });
                 }
                 self.event_desc = Some(events);
+            }
+            id::GROUP_DESC => {
+                let nr = c.u32("group_desc nr")?;
+                // Each group is at least a 4-byte name length and two u32s.
+                if nr as usize > c.remaining() / 12 {
+                    return Err(c.error(format!("group_desc: {nr} groups do not fit")));
+                }
+                let mut groups = Vec::new();
+                for _ in 0..nr {
+                    groups.push(GroupDesc {
+                        name: string(&mut c, "group_desc name")?,
+                        leader: c.u32("group_desc leader index")?,
+                        members: c.u32("group_desc members")?,
+                    });
+                }
+                self.group_desc = Some(groups);
             }
             id::CPU_TOPOLOGY => {
                 let mut t = CpuTopology {
@@ -392,5 +422,50 @@ impl Features {
             _ => self.skipped.push(name),
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// GROUP_DESC as perf's `write_group_desc` lays it out: the count, then per group a
+    /// string (u32 length, NUL-padded to 64), the leader's index and the member count.
+    fn group_desc(groups: &[(&str, u32, u32)]) -> Vec<u8> {
+        let mut b = (groups.len() as u32).to_le_bytes().to_vec();
+        for (name, leader, members) in groups {
+            let len = (name.len() + 1).next_multiple_of(64);
+            b.extend_from_slice(&(len as u32).to_le_bytes());
+            let mut s = name.as_bytes().to_vec();
+            s.resize(len, 0);
+            b.extend_from_slice(&s);
+            b.extend_from_slice(&leader.to_le_bytes());
+            b.extend_from_slice(&members.to_le_bytes());
+        }
+        b
+    }
+
+    #[test]
+    fn group_desc_names_each_group_its_leader_and_size() {
+        let mut f = Features::default();
+        let bytes = group_desc(&[("{anon_group}", 0, 2), ("mem", 3, 3)]);
+        f.parse_one(id::GROUP_DESC, &bytes, 0).unwrap();
+        let groups = f.group_desc.unwrap();
+        let rows: Vec<(&str, u32, u32)> = groups
+            .iter()
+            .map(|g| (g.name.as_str(), g.leader, g.members))
+            .collect();
+        assert_eq!(rows, [("{anon_group}", 0, 2), ("mem", 3, 3)]);
+    }
+
+    #[test]
+    fn a_group_count_larger_than_the_section_is_an_error_at_its_offset() {
+        let mut f = Features::default();
+        let mut bytes = group_desc(&[("{anon_group}", 0, 2)]);
+        bytes[0] = 200;
+        let e = f.parse_one(id::GROUP_DESC, &bytes, 4096).unwrap_err();
+        let text = e.to_string();
+        assert!(text.contains("200 groups do not fit"), "{text}");
+        assert!(text.contains("offset 4100"), "{text}");
     }
 }

@@ -182,16 +182,32 @@ impl HostInfo {
     }
 }
 
-/// A capture being assembled: one event (attr and the ids of all its ring buffers), the
-/// records, and what the header says.
+/// An event of a capture after its first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WrittenEvent {
+    /// Its attr: the same sample fields as the first event's.
+    pub attr: Attr,
+    /// The ids of every opened instance of it.
+    pub ids: Vec<u64>,
+    /// Its name (EVENT_DESC).
+    pub name: String,
+}
+
+/// A capture being assembled: its events (attrs and the ids of all their ring buffers),
+/// the records, and what the header says.
 #[derive(Debug, Clone, Default)]
 pub struct CaptureWriter {
-    /// The event's attr.
+    /// The first event's attr (every event samples the same fields, so this is the
+    /// layout of every record).
     pub attr: Attr,
     /// The ids of every opened instance of it.
     pub ids: Vec<u64>,
     /// Its name (EVENT_DESC).
     pub event_name: String,
+    /// The other events, in order. A counting-only group leader is written as an event
+    /// of its own, with no GROUP_DESC: perf report's group view shows a group by its
+    /// leader's samples, and would hide those of its sampling member.
+    pub more_events: Vec<WrittenEvent>,
     /// The records, as the data section.
     pub data: Vec<u8>,
     /// Build ids: `(pid, build id, file)` for each module with samples.
@@ -317,15 +333,17 @@ impl CaptureWriter {
         let mut b = Vec::new();
         put_strings(&mut b, &self.cmdline);
         out.push((feat::CMDLINE, b));
-        let attr = self.attr.to_bytes();
+        let attrs = self.attr_bytes();
         let mut b = Vec::new();
-        put_u32(&mut b, 1);
-        put_u32(&mut b, attr.len() as u32);
-        b.extend_from_slice(&attr);
-        put_u32(&mut b, self.ids.len() as u32);
-        put_string(&mut b, &self.event_name);
-        for id in &self.ids {
-            put_u64(&mut b, *id);
+        put_u32(&mut b, attrs.len() as u32);
+        put_u32(&mut b, attrs[0].len() as u32);
+        for ((ids, name), attr) in self.events().zip(&attrs) {
+            b.extend_from_slice(attr);
+            put_u32(&mut b, ids.len() as u32);
+            put_string(&mut b, name);
+            for id in ids {
+                put_u64(&mut b, *id);
+            }
         }
         out.push((feat::EVENT_DESC, b));
         let mut b = Vec::new();
@@ -372,14 +390,39 @@ impl CaptureWriter {
         out
     }
 
+    /// Every event's ids and name, in order.
+    fn events(&self) -> impl Iterator<Item = (&[u64], &str)> {
+        std::iter::once((self.ids.as_slice(), self.event_name.as_str())).chain(
+            self.more_events
+                .iter()
+                .map(|e| (e.ids.as_slice(), e.name.as_str())),
+        )
+    }
+
+    /// Every event's attr as stored, all of one size: perf reads each attr by its own
+    /// size field and steps by the header's, so a shorter one is padded with zeros (the
+    /// fields it lacks) and says the larger size.
+    fn attr_bytes(&self) -> Vec<Vec<u8>> {
+        let mut attrs: Vec<Vec<u8>> = std::iter::once(&self.attr)
+            .chain(self.more_events.iter().map(|e| &e.attr))
+            .map(Attr::to_bytes)
+            .collect();
+        let size = attrs.iter().map(Vec::len).max().unwrap_or(0);
+        for a in &mut attrs {
+            a.resize(size, 0);
+            a[4..8].copy_from_slice(&(size as u32).to_le_bytes());
+        }
+        attrs
+    }
+
     /// The whole file.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let attr = self.attr.to_bytes();
-        let attr_size = attr.len() + 16;
+        let attrs = self.attr_bytes();
+        let attr_size = attrs[0].len() + 16;
         let ids_offset = 104u64;
-        let ids_size = (self.ids.len() * 8) as u64;
-        let attrs_offset = ids_offset + ids_size;
-        let data_offset = attrs_offset + attr_size as u64;
+        let ids_total: usize = self.events().map(|(ids, _)| ids.len()).sum();
+        let attrs_offset = ids_offset + (ids_total * 8) as u64;
+        let data_offset = attrs_offset + (attr_size * attrs.len()) as u64;
         let features = self.features();
         let mut bitmap = [0u64; 4];
         for (id, _) in &features {
@@ -390,7 +433,7 @@ impl CaptureWriter {
         put_u64(&mut out, 104);
         put_u64(&mut out, attr_size as u64);
         put_u64(&mut out, attrs_offset);
-        put_u64(&mut out, attr_size as u64);
+        put_u64(&mut out, (attr_size * attrs.len()) as u64);
         put_u64(&mut out, data_offset);
         put_u64(&mut out, self.data.len() as u64);
         put_u64(&mut out, 0);
@@ -398,12 +441,18 @@ impl CaptureWriter {
         for w in bitmap {
             put_u64(&mut out, w);
         }
-        for id in &self.ids {
-            put_u64(&mut out, *id);
+        for (ids, _) in self.events() {
+            for id in ids {
+                put_u64(&mut out, *id);
+            }
         }
-        out.extend_from_slice(&attr);
-        put_u64(&mut out, ids_offset);
-        put_u64(&mut out, ids_size);
+        let mut ids_at = ids_offset;
+        for ((ids, _), attr) in self.events().zip(&attrs) {
+            out.extend_from_slice(attr);
+            put_u64(&mut out, ids_at);
+            put_u64(&mut out, (ids.len() * 8) as u64);
+            ids_at += (ids.len() * 8) as u64;
+        }
         out.extend_from_slice(&self.data);
         // The feature section table, then each feature's data.
         let table_end = out.len() + features.len() * 16;
