@@ -87,6 +87,11 @@ pub enum Command {
         /// `samples` (one each).
         #[arg(long, value_enum, default_value = "period")]
         weight: WeightArg,
+        /// Only this event's samples (its name as the capture lists it, e.g.
+        /// `cpu/mem-stores/P`); default: every event's, with a note where there are
+        /// several.
+        #[arg(long, value_name = "NAME")]
+        event: Option<String>,
         /// How stacks are found and named.
         #[command(flatten)]
         stack_args: StackArgs,
@@ -909,9 +914,11 @@ where
             output,
             top,
             weight,
+            event,
             stack_args,
         } => stack_args.options().and_then(|mut options| {
             use sparkles_report::stacks::Weighting;
+            options.event = event.clone();
             options.weight = match weight {
                 WeightArg::Period => Weighting::Period,
                 WeightArg::Latency => Weighting::Latency,

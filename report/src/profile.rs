@@ -544,15 +544,46 @@ impl Builder {
     }
 }
 
-/// The event a capture sampled: its EVENT_DESC name, else its attr's type and config.
-pub fn event_name(data: &PerfData) -> String {
-    match data.attrs.first() {
-        Some(a) => match &a.name {
-            Some(n) if !n.is_empty() => n.clone(),
-            _ => format!("type {} config {:#x}", a.attr.type_, a.attr.config),
-        },
-        None => "unknown event".into(),
+/// An event's name: its EVENT_DESC name, else its attr's type and config.
+fn attr_name(a: &sparkles_sampler::perf_data::AttrEntry) -> String {
+    match &a.name {
+        Some(n) if !n.is_empty() => n.clone(),
+        _ => format!("type {} config {:#x}", a.attr.type_, a.attr.config),
     }
+}
+
+/// The event a capture sampled: the name of each event that samples (a counting-only
+/// group leader does not), joined; the first event's where none says it samples.
+pub fn event_name(data: &PerfData) -> String {
+    let sampling: Vec<String> = data
+        .attrs
+        .iter()
+        .filter(|a| a.attr.sample_period_or_freq != 0)
+        .map(attr_name)
+        .collect();
+    match (sampling.is_empty(), data.attrs.first()) {
+        (false, _) => sampling.join(", "),
+        (true, Some(a)) => attr_name(a),
+        (true, None) => "unknown event".into(),
+    }
+}
+
+/// Which of a capture's events a report takes samples from: the one `--event` names,
+/// else every one.
+fn chosen_events(data: &PerfData, path: &Path, event: Option<&str>) -> Result<Vec<bool>, String> {
+    let Some(wanted) = event else {
+        return Ok(vec![true; data.attrs.len().max(1)]);
+    };
+    let chosen: Vec<bool> = data.attrs.iter().map(|a| attr_name(a) == wanted).collect();
+    if !chosen.contains(&true) {
+        let names: Vec<String> = data.attrs.iter().map(attr_name).collect();
+        return Err(format!(
+            "--event {wanted}: {} has no event of that name; its events: {}",
+            path.display(),
+            names.join(", ")
+        ));
+    }
+    Ok(chosen)
 }
 
 /// How a capture's samples are placed on NUMA nodes: by their physical addresses through
@@ -623,6 +654,9 @@ pub fn profile_capture_with(
             path.display()
         ));
     }
+    let chosen = chosen_events(&data, path, options.event.as_deref())?;
+    // Samples per event, to say which events a profile mixes.
+    let mut per_event = vec![0u64; chosen.len()];
     let mut namer = StackNamer::for_capture(&data, options);
     let mut builder = Builder::new();
     let mut memory = MemoryBuilder::new();
@@ -637,7 +671,11 @@ pub fn profile_capture_with(
     data.for_each_record(|e| {
         namer.observe(&e.record);
         match &e.record {
+            Record::Sample(_) if !chosen.get(e.attr.unwrap_or(0)).copied().unwrap_or(true) => {}
             Record::Sample(s) => {
+                if let Some(n) = per_event.get_mut(e.attr.unwrap_or(0)) {
+                    *n += 1;
+                }
                 let stack = namer.stack(s);
                 observe(&stack);
                 let weight = match options.weight {
@@ -711,9 +749,27 @@ pub fn profile_capture_with(
             .collect(),
         truncated_pct: stats.truncated_pct(),
     };
-    let (mut profile, folded) = builder.finish(case, &event_name(&data), lost, unwinding);
+    let event = match &options.event {
+        Some(name) => name.clone(),
+        None => event_name(&data),
+    };
+    let (mut profile, folded) = builder.finish(case, &event, lost, unwinding);
     profile.weighting = options.weight.as_str().into();
     profile.notes = namer.notes.clone();
+    let sampled_events: Vec<String> = data
+        .attrs
+        .iter()
+        .zip(&per_event)
+        .filter(|(_, &n)| n > 0)
+        .map(|(a, n)| format!("{} ({n})", attr_name(a)))
+        .collect();
+    if sampled_events.len() > 1 {
+        profile.notes.push(format!(
+            "samples of {} events together: {}; --event NAME reports one",
+            sampled_events.len(),
+            sampled_events.join(", ")
+        ));
+    }
     if let Some(n) = numa {
         profile.numa = Some(n.finish());
     } else if !memory.is_empty() || sampled(st::ADDR) {

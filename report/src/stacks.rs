@@ -23,6 +23,8 @@ pub struct StackOptions {
     pub debug_dirs: Vec<PathBuf>,
     /// `--weight`: what a sample weighs in the profile.
     pub weight: Weighting,
+    /// `--event`: only the samples of the event of this name; all where `None`.
+    pub event: Option<String>,
 }
 
 /// What a sample weighs in a profile (`--weight`).

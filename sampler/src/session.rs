@@ -708,8 +708,7 @@ impl Opening {
                     Ok(c) => break Ok(c),
                     Err(e) => {
                         let errno = e.raw_os_error().unwrap_or(0);
-                        if user_mode_only(&mut state.attr, errno, &mut self.restrictions, system)
-                        {
+                        if user_mode_only(&mut state.attr, errno, &mut self.restrictions, system) {
                             continue;
                         }
                         if state.probing
@@ -815,7 +814,11 @@ fn events_writer(config: &SamplingConfig, opened: &[EventState]) -> (CaptureWrit
     let mut written: Vec<WrittenEvent> = Vec::new();
     let mut tracking = None;
     for state in opened.iter().filter(|s| !s.ids.is_empty()) {
-        if let Some(l) = state.leader.as_ref().filter(|_| !state.leader_ids.is_empty()) {
+        if let Some(l) = state
+            .leader
+            .as_ref()
+            .filter(|_| !state.leader_ids.is_empty())
+        {
             written.push(WrittenEvent {
                 attr: stored_attr(l, 0, config, Role::Counting),
                 ids: state.leader_ids.clone(),
@@ -855,9 +858,13 @@ enum Role {
 fn stored_attr(e: &EventAttr, precise: u8, config: &SamplingConfig, role: Role) -> Attr {
     let tracking = role == Role::Tracking;
     let counting = role == Role::Counting;
-    let mut flags = flag::DISABLED | flag::SAMPLE_ID_ALL | (u64::from(precise) << flag::PRECISE_SHIFT);
+    let mut flags =
+        flag::DISABLED | flag::SAMPLE_ID_ALL | (u64::from(precise) << flag::PRECISE_SHIFT);
     for (set, bit) in [
-        (tracking, flag::MMAP | flag::COMM | flag::TASK | flag::MMAP2 | flag::COMM_EXEC),
+        (
+            tracking,
+            flag::MMAP | flag::COMM | flag::TASK | flag::MMAP2 | flag::COMM_EXEC,
+        ),
         (e.exclude_user, flag::EXCLUDE_USER),
         (e.exclude_kernel, flag::EXCLUDE_KERNEL),
         (e.exclude_hv, flag::EXCLUDE_HV),
@@ -868,7 +875,8 @@ fn stored_attr(e: &EventAttr, precise: u8, config: &SamplingConfig, role: Role) 
             flag::FREQ,
         ),
         (
-            tracking && (config.memory.is_some() || matches!(config.call_graph, CallGraph::Dwarf(_))),
+            tracking
+                && (config.memory.is_some() || matches!(config.call_graph, CallGraph::Dwarf(_))),
             flag::MMAP_DATA,
         ),
         (

@@ -264,10 +264,10 @@ fn several_events_share_one_ring_buffer_and_the_capture_names_each() {
     data.for_each_record(|e| {
         match &e.record {
             Record::Sample(_) => per_attr[e.attr.unwrap()] += 1,
-            Record::Mmap(m) => {
-                if !mmaps.insert((m.pid, m.addr, m.len, m.pgoff, m.filename.to_vec())) {
-                    repeated += 1;
-                }
+            Record::Mmap(m)
+                if !mmaps.insert((m.pid, m.addr, m.len, m.pgoff, m.filename.to_vec())) =>
+            {
+                repeated += 1;
             }
             _ => {}
         }
@@ -275,7 +275,10 @@ fn several_events_share_one_ring_buffer_and_the_capture_names_each() {
     })
     .unwrap();
     assert_eq!(per_attr[0], 0, "the counting leader sampled");
-    assert!(per_attr[1] > 0 && per_attr[2] > 0, "samples per event: {per_attr:?}");
+    assert!(
+        per_attr[1] > 0 && per_attr[2] > 0,
+        "samples per event: {per_attr:?}"
+    );
     assert_eq!(per_attr.iter().sum::<u64>(), capture.samples);
     assert_eq!(repeated, 0, "a mapping was recorded twice");
     // perf reports the samples of both sampling events, where installed.
@@ -285,7 +288,11 @@ fn several_events_share_one_ring_buffer_and_the_capture_names_each() {
         .output()
     {
         let text = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         for (name, n) in [("page-faults", per_attr[1]), ("cpu-clock", per_attr[2])] {
             let line = format!("# Samples: {n}  of event '{name}'");
             assert!(text.contains(&line), "perf report lacks {line:?}:\n{text}");

@@ -205,7 +205,10 @@ fn the_live_plan_samples_ibs_on_zen4_and_the_aux_group_on_sapphire_rapids() {
     assert_eq!((loads.attr.config, loads.attr.config1), (0x1cd, 30));
     assert!(loads.attr.precise_max);
     let aux = loads.leader.as_ref().unwrap();
-    assert_eq!((aux.name.as_str(), aux.config), ("cpu/mem-loads-aux/P", 0x8203));
+    assert_eq!(
+        (aux.name.as_str(), aux.config),
+        ("cpu/mem-loads-aux/P", 0x8203)
+    );
     assert_eq!((aux.precise_ip, aux.precise_max), (0, false));
     assert!(plan.events[1].leader.is_none());
     assert!(plan.events.iter().all(|e| e.cpus.is_none()));
@@ -216,7 +219,11 @@ fn the_live_plan_samples_ibs_on_zen4_and_the_aux_group_on_sapphire_rapids() {
         "{}",
         plan.note
     );
-    assert!(plan.note.contains("auxiliary leader only counts"), "{}", plan.note);
+    assert!(
+        plan.note.contains("auxiliary leader only counts"),
+        "{}",
+        plan.note
+    );
 }
 
 #[test]

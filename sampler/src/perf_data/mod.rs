@@ -22,6 +22,6 @@ pub mod writer;
 
 pub use attr::Attr;
 pub use data_src::DataSource;
-pub use file::{Event, Mode, PerfData, ReadError, ReadFailure, Stats};
+pub use file::{AttrEntry, Event, Mode, PerfData, ReadError, ReadFailure, Stats};
 pub use record::{Record, RecordHeader, SampleId};
 pub use sample::{Sample, SampleFormat};
