@@ -299,3 +299,37 @@ fn several_events_share_one_ring_buffer_and_the_capture_names_each() {
         }
     }
 }
+
+/// `:P` asks for the highest precise level the PMU takes: the session probes downwards
+/// as perf does, and the capture records the level that opened (the one a plain open
+/// finds), where hardware cycles can be sampled at all.
+#[test]
+fn a_precise_max_event_opens_at_the_level_the_kernel_takes() {
+    use sparkles_sampler::open::{open, OpenMode};
+    use sparkles_sampler::perf_data::attr::flag;
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let system = System::probe();
+    let resolver = EventResolver::live().unwrap();
+    let Ok(mut cycles) = resolver.resolve("cycles:P").map(|mut a| a.remove(0)) else {
+        eprintln!("skipped: no cycles event here");
+        return;
+    };
+    cycles.name = "cycles:P".into();
+    let expected = match open(&cycles, OpenMode::Sampling { period: 100_000 }, &system) {
+        Ok(o) => o.precise_ip,
+        Err(e) => {
+            eprintln!("skipped: cycles cannot be sampled here: {e}");
+            return;
+        }
+    };
+    let mut config = config(0);
+    config.events = vec![cycles.into()];
+    let session = Session::start(&config, Target::CurrentThread, &system).unwrap();
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_millis(50) {
+        std::hint::black_box(start.elapsed());
+    }
+    let capture = session.finish();
+    let level = (capture.writer.attr.flags >> flag::PRECISE_SHIFT) & 3;
+    assert_eq!(level, u64::from(expected));
+}
