@@ -929,3 +929,46 @@ fn report_weight_latency_weighs_stacks_by_access_latency() {
         .iter()
         .any(|n| n.as_str().unwrap().contains("not a memory event")));
 }
+
+/// A real hybrid capture (`cpu_atom/cycles:Pu/`, `cpu_core/cycles:Pu/` and perf's
+/// tracking `dummy:HGu`, recorded by perf ≥ 6.3): the profile is named by the event that
+/// sampled, and `--event` keeps one event's samples or names the events it lacks.
+#[test]
+fn report_event_keeps_one_event_of_a_hybrid_capture() {
+    let Some(file) = fixture("callchain/cpp-inlining.perf-ge6.3.perf.data") else {
+        return;
+    };
+    let f = file.to_str().unwrap();
+    let p = json(&sparkles(&["report", "--format", "json", f]));
+    // Every sample is cpu_core's (ids 540 and 541 of its attr).
+    assert_eq!(p["event"], "cpu_core/cycles:Pu/");
+    assert_eq!(p["samples"], 539);
+    let p = json(&sparkles(&[
+        "report",
+        "--format",
+        "json",
+        "--event",
+        "cpu_atom/cycles:Pu/",
+        f,
+    ]));
+    assert_eq!(p["event"], "cpu_atom/cycles:Pu/");
+    assert_eq!(p["samples"], 0);
+    let tmp = tempfile::tempdir().unwrap();
+    let out_file = tmp.path().join("r.json");
+    let out = sparkles(&[
+        "report",
+        "--event",
+        "cycles",
+        "-o",
+        out_file.to_str().unwrap(),
+        f,
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--event cycles: ")
+            && err.contains("its events: cpu_atom/cycles:Pu/, cpu_core/cycles:Pu/, dummy:HGu"),
+        "{err}"
+    );
+    assert!(!out_file.exists());
+}

@@ -749,21 +749,28 @@ pub fn profile_capture_with(
             .collect(),
         truncated_pct: stats.truncated_pct(),
     };
-    let event = match &options.event {
-        Some(name) => name.clone(),
-        None => event_name(&data),
-    };
-    let (mut profile, folded) = builder.finish(case, &event, lost, unwinding);
-    profile.weighting = options.weight.as_str().into();
-    profile.notes = namer.notes.clone();
-    let sampled_events: Vec<String> = data
+    // The events that sampled name the profile; with none, those that sample.
+    let sampling: Vec<(String, u64)> = data
         .attrs
         .iter()
         .zip(&per_event)
         .filter(|(_, &n)| n > 0)
-        .map(|(a, n)| format!("{} ({n})", attr_name(a)))
+        .map(|(a, &n)| (attr_name(a), n))
         .collect();
-    if sampled_events.len() > 1 {
+    let event = match (&options.event, sampling.is_empty()) {
+        (Some(name), _) => name.clone(),
+        (None, false) => {
+            let names: Vec<&str> = sampling.iter().map(|(name, _)| name.as_str()).collect();
+            names.join(", ")
+        }
+        (None, true) => event_name(&data),
+    };
+    let (mut profile, folded) = builder.finish(case, &event, lost, unwinding);
+    profile.weighting = options.weight.as_str().into();
+    profile.notes = namer.notes.clone();
+    if sampling.len() > 1 {
+        let sampled_events: Vec<String> =
+            sampling.iter().map(|(name, n)| format!("{name} ({n})")).collect();
         profile.notes.push(format!(
             "samples of {} events together: {}; --event NAME reports one",
             sampled_events.len(),
