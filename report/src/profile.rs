@@ -769,8 +769,10 @@ pub fn profile_capture_with(
     profile.weighting = options.weight.as_str().into();
     profile.notes = namer.notes.clone();
     if sampling.len() > 1 {
-        let sampled_events: Vec<String> =
-            sampling.iter().map(|(name, n)| format!("{name} ({n})")).collect();
+        let sampled_events: Vec<String> = sampling
+            .iter()
+            .map(|(name, n)| format!("{name} ({n})"))
+            .collect();
         profile.notes.push(format!(
             "samples of {} events together: {}; --event NAME reports one",
             sampled_events.len(),

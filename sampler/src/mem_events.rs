@@ -302,6 +302,9 @@ pub fn live_plan(
     if let Some(why) = &choice.unavailable {
         return first_touch(resolver, why, &considered);
     }
+    if let Some(why) = ibs_refusal(&choice, options.kernel, system) {
+        return first_touch(resolver, &why, &considered);
+    }
     let events = sampled_events(resolver, &choice);
     let spellings: Vec<String> = choice
         .events
@@ -339,6 +342,32 @@ pub fn live_plan(
             }
         ),
     })
+}
+
+/// Why `ibs_op` cannot sample one process here, where it cannot (perf-amd-ibs(1)): IBS
+/// samples whole CPUs only before Linux 6.2, and it cannot leave kernel mode out, so
+/// it needs kernel mode allowed (root, CAP_PERFMON, or perf_event_paranoid at most 1).
+fn ibs_refusal(
+    choice: &MemChoice,
+    kernel: (u32, u32),
+    system: &crate::system::System,
+) -> Option<String> {
+    if choice.kind != "ibs_op" {
+        return None;
+    }
+    if kernel < (6, 2) {
+        return Some(format!(
+            "ibs_op samples whole CPUs only before Linux 6.2 (this kernel is {}.{}), and a profile samples one process",
+            kernel.0, kernel.1
+        ));
+    }
+    if !system.is_root && system.perf_event_paranoid > 1 {
+        return Some(format!(
+            "ibs_op cannot leave kernel mode out, and perf_event_paranoid is {} (sysctl kernel.perf_event_paranoid=1, or CAP_PERFMON, lets it sample)",
+            system.perf_event_paranoid
+        ));
+    }
+    None
 }
 
 /// The session's events for a choice: each sampling event with its auxiliary leader, and

@@ -181,7 +181,12 @@ fn a_tree_without_a_precise_memory_pmu_says_why() {
 fn the_live_plan_samples_ibs_on_zen4_and_the_aux_group_on_sapphire_rapids() {
     use sparkles_sampler::mem_events::live_plan;
     let Some(root) = fixtures() else { return };
-    let system = sparkles_sampler::system::System::probe();
+    // A root session on a kernel that samples IBS per process.
+    let system = sparkles_sampler::system::System {
+        kernel: Some("6.8.0".into()),
+        is_root: true,
+        ..sparkles_sampler::system::System::probe()
+    };
     let zen4 = EventResolver::new(root.join("sysfs/amd-zen4")).unwrap();
     let plan = live_plan(&zen4, &system).unwrap();
     assert!(!plan.first_touch);
@@ -194,6 +199,39 @@ fn the_live_plan_samples_ibs_on_zen4_and_the_aux_group_on_sapphire_rapids() {
         "{}",
         plan.note
     );
+    // IBS samples one process from Linux 6.2 on, and only where kernel mode is allowed.
+    let old = sparkles_sampler::system::System {
+        kernel: Some("6.1.0-13-amd64".into()),
+        ..system.clone()
+    };
+    let plan = live_plan(&zen4, &old).unwrap();
+    assert!(plan.first_touch);
+    assert!(
+        plan.note.starts_with(
+            "first-touch placement, not access sampling: ibs_op samples whole CPUs only before Linux 6.2 (this kernel is 6.1)"
+        ),
+        "{}",
+        plan.note
+    );
+    let user = sparkles_sampler::system::System {
+        kernel: Some("6.8.0".into()),
+        is_root: false,
+        perf_event_paranoid: 2,
+        ..system.clone()
+    };
+    let plan = live_plan(&zen4, &user).unwrap();
+    assert!(plan.first_touch);
+    assert!(
+        plan.note
+            .contains("ibs_op cannot leave kernel mode out, and perf_event_paranoid is 2"),
+        "{}",
+        plan.note
+    );
+    let allowed = sparkles_sampler::system::System {
+        perf_event_paranoid: 1,
+        ..user
+    };
+    assert!(!live_plan(&zen4, &allowed).unwrap().first_touch);
     // Sapphire Rapids: mem-loads led by mem-loads-aux (a counting leader: no period, no
     // precise level), and mem-stores on its own.
     let spr = EventResolver::new(root.join("sysfs/intel-sapphire-rapids")).unwrap();
