@@ -481,10 +481,22 @@ impl Session {
             uncovered,
         } = events;
         if samplers.is_empty() {
-            return Err(format!(
-                "no event could be opened for process {pid}: {}",
-                uncovered.join("; ")
-            ));
+            let mut why: Vec<String> = opened
+                .iter()
+                .filter_map(|s| s.refused.as_ref().map(|r| (s, r)))
+                .map(|(s, r)| match config.events.len() {
+                    1 => r.clone(),
+                    _ => format!("{}: {r}", s.attr.name),
+                })
+                .collect();
+            why.extend(uncovered);
+            return Err(match why.len() {
+                1 => why.remove(0),
+                _ => format!(
+                    "no event could be opened for process {pid}: {}",
+                    why.join("; ")
+                ),
+            });
         }
         restrictions.dedup();
         let buffer_note = mlock_note;
@@ -799,7 +811,6 @@ impl Opening {
         if inherit && state.ids.is_empty() && state.refused.is_none() {
             self.restrictions
                 .push(format!("{} not sampled: {why}", state.attr.name));
-            self.uncovered.push(format!("{}: {why}", state.attr.name));
             state.refused = Some(why);
         } else {
             self.uncovered

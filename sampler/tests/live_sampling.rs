@@ -333,3 +333,49 @@ fn a_precise_max_event_opens_at_the_level_the_kernel_takes() {
     let level = (capture.writer.attr.flags >> flag::PRECISE_SHIFT) & 3;
     assert_eq!(level, u64::from(expected));
 }
+
+/// An event the kernel refuses is left out with its reason, and the others still sample.
+#[test]
+fn a_refused_event_is_named_and_the_others_still_sample() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let resolver = EventResolver::live().unwrap();
+    let mut bogus = resolver.resolve("cpu-clock").unwrap().remove(0);
+    // A tracepoint id no kernel has.
+    bogus.type_ = 2;
+    bogus.config = 0xffff_fff0;
+    bogus.name = "no-such-tracepoint".into();
+    let mut config = config(0);
+    let clock = config.events.remove(0);
+    config.events = vec![bogus.clone().into(), clock.clone()];
+    let session = match Session::start(&config, Target::CurrentThread, &System::probe()) {
+        Ok(s) => s,
+        Err(reason) => {
+            eprintln!("skipped: the kernel refuses sampling here: {reason}");
+            return;
+        }
+    };
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_millis(50) {
+        std::hint::black_box(start.elapsed());
+    }
+    let capture = session.finish();
+    assert!(
+        capture
+            .restrictions
+            .iter()
+            .any(|r| r.starts_with("no-such-tracepoint not sampled: ")),
+        "{:?}",
+        capture.restrictions
+    );
+    assert!(capture.uncovered.is_empty(), "{:?}", capture.uncovered);
+    assert_eq!(capture.writer.event_name, "cpu-clock");
+    assert!(capture.writer.more_events.is_empty());
+    assert!(capture.samples > 0);
+    // Alone, the refused event is the session's error, with the kernel's reason.
+    config.events = vec![bogus.into()];
+    let err = Session::start(&config, Target::CurrentThread, &System::probe()).unwrap_err();
+    assert!(
+        !err.is_empty() && !err.contains("no event could be opened"),
+        "{err}"
+    );
+}
