@@ -48,6 +48,23 @@ fn config(stack: u32) -> SamplingConfig {
     }
 }
 
+/// A session of `config` over `ms` milliseconds of busy work on this thread, or `None`
+/// (saying why) where the kernel refuses sampling.
+fn busy_capture(config: &SamplingConfig, ms: u64) -> Option<sparkles_sampler::session::Capture> {
+    let session = match Session::start(config, Target::CurrentThread, &System::probe()) {
+        Ok(s) => s,
+        Err(reason) => {
+            eprintln!("skipped: the kernel refuses sampling here: {reason}");
+            return None;
+        }
+    };
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_millis(ms) {
+        std::hint::black_box(start.elapsed());
+    }
+    Some(session.finish())
+}
+
 #[test]
 fn threads_started_before_and_during_sampling_are_all_sampled() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -121,19 +138,9 @@ fn threads_started_before_and_during_sampling_are_all_sampled() {
 #[test]
 fn a_capture_is_a_perf_data_file_with_header_features() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let system = System::probe();
-    let session = match Session::start(&config(0), Target::CurrentThread, &system) {
-        Ok(s) => s,
-        Err(reason) => {
-            eprintln!("skipped: the kernel refuses sampling here: {reason}");
-            return;
-        }
+    let Some(capture) = busy_capture(&config(0), 100) else {
+        return;
     };
-    let start = Instant::now();
-    while start.elapsed() < Duration::from_millis(100) {
-        std::hint::black_box(start.elapsed());
-    }
-    let capture = session.finish();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("c.perf.data");
     capture.writer.write(&path).unwrap();
@@ -324,12 +331,7 @@ fn a_precise_max_event_opens_at_the_level_the_kernel_takes() {
     };
     let mut config = config(0);
     config.events = vec![cycles.into()];
-    let session = Session::start(&config, Target::CurrentThread, &system).unwrap();
-    let start = Instant::now();
-    while start.elapsed() < Duration::from_millis(50) {
-        std::hint::black_box(start.elapsed());
-    }
-    let capture = session.finish();
+    let capture = busy_capture(&config, 50).unwrap();
     let level = (capture.writer.attr.flags >> flag::PRECISE_SHIFT) & 3;
     assert_eq!(level, u64::from(expected));
 }
@@ -346,19 +348,10 @@ fn a_refused_event_is_named_and_the_others_still_sample() {
     bogus.name = "no-such-tracepoint".into();
     let mut config = config(0);
     let clock = config.events.remove(0);
-    config.events = vec![bogus.clone().into(), clock.clone()];
-    let session = match Session::start(&config, Target::CurrentThread, &System::probe()) {
-        Ok(s) => s,
-        Err(reason) => {
-            eprintln!("skipped: the kernel refuses sampling here: {reason}");
-            return;
-        }
+    config.events = vec![bogus.clone().into(), clock];
+    let Some(capture) = busy_capture(&config, 50) else {
+        return;
     };
-    let start = Instant::now();
-    while start.elapsed() < Duration::from_millis(50) {
-        std::hint::black_box(start.elapsed());
-    }
-    let capture = session.finish();
     assert!(
         capture
             .restrictions
