@@ -421,17 +421,104 @@ fn overflow_sampling(p: &Probe<'_>) -> Concern {
     }
 }
 
+/// Loads that miss the first cache levels for `d`: strided reads over 16 MiB written
+/// first (untouched pages would all read the one zero page).
+fn load_misses(d: Duration) -> u64 {
+    let buffer = vec![1u8; 16 << 20];
+    let start = Instant::now();
+    let mut sum = 0u64;
+    let mut at = 0usize;
+    while start.elapsed() < d {
+        for _ in 0..4096 {
+            // A page and a line apart: neither the prefetcher nor one TLB entry helps.
+            at = (at + 4096 + 64) % buffer.len();
+            sum = sum.wrapping_add(u64::from(std::hint::black_box(buffer[at])));
+        }
+    }
+    sum
+}
+
+/// What `--profile=mem` opens on this machine (the memory plan's events, any group
+/// leader with them), sampled for 20 ms of loads that miss: whether samples come, and
+/// how many carry a data source; where the plan falls back to first-touch placement,
+/// why.
+fn memory_plan(p: &Probe<'_>) -> Attempt {
+    use crate::session::{CallGraph, Rate, SamplingConfig, Session, Target};
+    let plan = match crate::mem_events::live_plan(p.resolver, p.system) {
+        Ok(plan) if plan.first_touch => {
+            return fail("choose --profile=mem's events".into(), plan.note)
+        }
+        Ok(plan) => plan,
+        Err(e) => return fail("choose --profile=mem's events".into(), e),
+    };
+    let names: Vec<String> = plan
+        .events
+        .iter()
+        .map(|e| match &e.leader {
+            Some(l) => format!("{{{},{}}}", l.name, e.attr.name),
+            None => e.attr.name.clone(),
+        })
+        .collect();
+    let what = format!(
+        "sample {} every 10000 for 20 ms (what --profile=mem opens)",
+        names.join(", ")
+    );
+    let mut config = SamplingConfig {
+        events: Vec::new(),
+        rate: Rate::Period(10_000),
+        call_graph: CallGraph::FramePointer,
+        buffer_pages: 64,
+        compact_stacks: false,
+        memory: None,
+    };
+    plan.apply(&mut config);
+    // The probe samples its own loads: no page-table queries.
+    if let Some(m) = config.memory.as_mut() {
+        m.resolve_pages = false;
+    }
+    let session = match Session::start(&config, Target::CurrentThread, p.system) {
+        Ok(s) => s,
+        Err(e) => return fail(what, e),
+    };
+    load_misses(Duration::from_millis(20));
+    let capture = session.finish();
+    let data = match crate::perf_data::PerfData::from_bytes(capture.writer.to_bytes()) {
+        Ok(d) => d,
+        Err(e) => return fail(what, format!("the capture does not read back: {e}")),
+    };
+    let (mut samples, mut sourced) = (0u64, 0u64);
+    let _ = data.for_each_record(|e| {
+        if let crate::perf_data::Record::Sample(s) = &e.record {
+            samples += 1;
+            sourced += u64::from(
+                s.data_src
+                    .is_some_and(|d| !crate::perf_data::DataSource::new(d).is_na()),
+            );
+        }
+        Ok::<(), ()>(())
+    });
+    let mut limits = capture.restrictions.clone();
+    limits.extend(capture.uncovered.iter().cloned());
+    let result =
+        format!("{samples} samples in 20 ms of loads that miss, {sourced} with a data source");
+    if sourced == 0 {
+        fail(what, result)
+    } else {
+        Attempt {
+            limited: (!limits.is_empty()).then(|| limits.join("; ")),
+            ..success(what, result)
+        }
+    }
+}
+
 fn precise_data_source(p: &Probe<'_>) -> Concern {
     let r = p.resolver;
     let mut tried = Vec::new();
     let mut reasons = Vec::new();
     let ibs = r.pmu("ibs_op").is_some();
     let mem_loads = r.core_pmus().any(|c| c.aliases.contains_key("mem-loads"));
-    if ibs {
-        tried.push(p.sample("ibs_op//", 100_000));
-    }
-    if mem_loads {
-        tried.push(p.sample("mem-loads:P", 10_000));
+    if ibs || mem_loads {
+        tried.push(memory_plan(p));
     }
     // What the kernel says to a precise request, whatever sysfs claims.
     tried.push(p.sample("cycles:pp", 100_000));
@@ -813,4 +900,38 @@ pub fn render(report: &CapsReport) -> String {
         out.push_str(&format!("note: {note}\n"));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The memory probe opens what `--profile=mem` would on a Sapphire Rapids tree (here
+    /// on whatever PMU this kernel has) and says what came of it: the group and the
+    /// stores event named, and the samples counted or the kernel's refusal given.
+    #[test]
+    fn the_memory_probe_opens_the_plan_and_counts_data_sources() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../shared/fixtures/sysfs/intel-sapphire-rapids");
+        let Ok(resolver) = EventResolver::new(&root) else {
+            eprintln!("skipped: {} is absent", root.display());
+            return;
+        };
+        let system = System::probe();
+        let a = memory_plan(&Probe {
+            resolver: &resolver,
+            system: &system,
+        });
+        assert_eq!(
+            a.what,
+            "sample {cpu/mem-loads-aux/P,cpu/mem-loads,ldlat=30/P}, cpu/mem-stores/P every 10000 for 20 ms (what --profile=mem opens)"
+        );
+        let counted = a.result.contains(" samples in 20 ms of loads that miss, ")
+            && a.result.ends_with(" with a data source");
+        assert!(counted || !a.ok, "{a:?}");
+        // Where it opened, a sample without a data source is no precise memory sample.
+        if a.result.ends_with(", 0 with a data source") {
+            assert!(!a.ok, "{a:?}");
+        }
+    }
 }

@@ -372,3 +372,78 @@ fn a_refused_event_is_named_and_the_others_still_sample() {
         "{err}"
     );
 }
+
+/// The memory plan `--profile=mem` makes on Sapphire Rapids (`{mem-loads-aux,
+/// mem-loads}` and `mem-stores`), opened on this kernel's own hardware PMU: a counting
+/// leader in a group with its sampling member, and a second hardware event writing into
+/// the same ring buffers. Where that PMU refuses these raw codes, it skips saying why.
+#[test]
+fn the_sapphire_rapids_memory_plan_opens_as_a_hardware_group_here() {
+    use sparkles_sampler::mem_events::live_plan;
+    use sparkles_sampler::perf_data::attr::flag;
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/fixtures/sysfs/intel-sapphire-rapids");
+    let Ok(resolver) = EventResolver::new(&root) else {
+        eprintln!("skipped: {} is absent", root.display());
+        return;
+    };
+    let system = System::probe();
+    let plan = live_plan(&resolver, &system).unwrap();
+    assert!(!plan.first_touch, "{}", plan.note);
+    let mut config = config(0);
+    config.rate = Rate::Period(10_000);
+    plan.apply(&mut config);
+    if let Some(m) = config.memory.as_mut() {
+        m.resolve_pages = false;
+    }
+    let session = match Session::start(&config, Target::CurrentThread, &system) {
+        Ok(s) => s,
+        Err(reason) => {
+            eprintln!("skipped: this kernel's PMU refuses the plan's events: {reason}");
+            return;
+        }
+    };
+    let buffer = vec![1u8; 16 << 20];
+    let start = Instant::now();
+    let (mut at, mut sum) = (0usize, 0u64);
+    while start.elapsed() < Duration::from_millis(100) {
+        at = (at + 4096 + 64) % buffer.len();
+        sum = sum.wrapping_add(u64::from(std::hint::black_box(buffer[at])));
+    }
+    std::hint::black_box(sum);
+    let capture = session.finish();
+    let data = PerfData::from_bytes(capture.writer.to_bytes()).unwrap();
+    let names: Vec<&str> = data
+        .attrs
+        .iter()
+        .map(|a| a.name.as_deref().unwrap_or(""))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "cpu/mem-loads-aux/P",
+            "cpu/mem-loads,ldlat=30/P",
+            "cpu/mem-stores/P"
+        ],
+        "refused: {:?}",
+        capture.restrictions
+    );
+    let aux = &data.attrs[0].attr;
+    assert_eq!((aux.config, aux.sample_period_or_freq), (0x8203, 0));
+    assert_eq!((aux.flags >> flag::PRECISE_SHIFT) & 3, 0);
+    let mut per_attr = [0u64; 3];
+    data.for_each_record(|e| {
+        if let Record::Sample(_) = &e.record {
+            per_attr[e.attr.unwrap()] += 1;
+        }
+        Ok::<(), ()>(())
+    })
+    .unwrap();
+    assert_eq!(per_attr[0], 0, "the counting leader sampled");
+    assert!(per_attr[1] + per_attr[2] > 0, "no samples: {per_attr:?}");
+    eprintln!(
+        "samples per event: {per_attr:?}; {:?}",
+        capture.restrictions
+    );
+}
