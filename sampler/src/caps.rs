@@ -422,8 +422,8 @@ fn overflow_sampling(p: &Probe<'_>) -> Concern {
 }
 
 /// Loads that miss the first cache levels for `d`: strided reads over 16 MiB written
-/// first (untouched pages would all read the one zero page).
-fn load_misses(d: Duration) -> u64 {
+/// first (untouched pages would all read the one zero page). Returns their sum.
+pub fn load_misses(d: Duration) -> u64 {
     let buffer = vec![1u8; 16 << 20];
     let start = Instant::now();
     let mut sum = 0u64;
@@ -442,9 +442,9 @@ fn load_misses(d: Duration) -> u64 {
 /// leader with them), sampled for 20 ms of loads that miss: whether samples come, and
 /// how many carry a data source; where the plan falls back to first-touch placement,
 /// why.
-fn memory_plan(p: &Probe<'_>) -> Attempt {
+pub fn memory_probe(resolver: &EventResolver, system: &System) -> Attempt {
     use crate::session::{CallGraph, Rate, SamplingConfig, Session, Target};
-    let plan = match crate::mem_events::live_plan(p.resolver, p.system) {
+    let plan = match crate::mem_events::live_plan(resolver, system) {
         Ok(plan) if plan.first_touch => {
             return fail("choose --profile=mem's events".into(), plan.note)
         }
@@ -476,7 +476,7 @@ fn memory_plan(p: &Probe<'_>) -> Attempt {
     if let Some(m) = config.memory.as_mut() {
         m.resolve_pages = false;
     }
-    let session = match Session::start(&config, Target::CurrentThread, p.system) {
+    let session = match Session::start(&config, Target::CurrentThread, system) {
         Ok(s) => s,
         Err(e) => return fail(what, e),
     };
@@ -518,7 +518,7 @@ fn precise_data_source(p: &Probe<'_>) -> Concern {
     let ibs = r.pmu("ibs_op").is_some();
     let mem_loads = r.core_pmus().any(|c| c.aliases.contains_key("mem-loads"));
     if ibs || mem_loads {
-        tried.push(memory_plan(p));
+        tried.push(memory_probe(p.resolver, p.system));
     }
     // What the kernel says to a precise request, whatever sysfs claims.
     tried.push(p.sample("cycles:pp", 100_000));
@@ -900,38 +900,4 @@ pub fn render(report: &CapsReport) -> String {
         out.push_str(&format!("note: {note}\n"));
     }
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The memory probe opens what `--profile=mem` would on a Sapphire Rapids tree (here
-    /// on whatever PMU this kernel has) and says what came of it: the group and the
-    /// stores event named, and the samples counted or the kernel's refusal given.
-    #[test]
-    fn the_memory_probe_opens_the_plan_and_counts_data_sources() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../shared/fixtures/sysfs/intel-sapphire-rapids");
-        let Ok(resolver) = EventResolver::new(&root) else {
-            eprintln!("skipped: {} is absent", root.display());
-            return;
-        };
-        let system = System::probe();
-        let a = memory_plan(&Probe {
-            resolver: &resolver,
-            system: &system,
-        });
-        assert_eq!(
-            a.what,
-            "sample {cpu/mem-loads-aux/P,cpu/mem-loads,ldlat=30/P}, cpu/mem-stores/P every 10000 for 20 ms (what --profile=mem opens)"
-        );
-        let counted = a.result.contains(" samples in 20 ms of loads that miss, ")
-            && a.result.ends_with(" with a data source");
-        assert!(counted || !a.ok, "{a:?}");
-        // Where it opened, a sample without a data source is no precise memory sample.
-        if a.result.ends_with(", 0 with a data source") {
-            assert!(!a.ok, "{a:?}");
-        }
-    }
 }
