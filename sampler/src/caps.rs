@@ -459,13 +459,15 @@ pub fn memory_probe(resolver: &EventResolver, system: &System) -> Attempt {
             None => e.attr.name.clone(),
         })
         .collect();
+    // A frequency, not a period: the kernel keeps the interrupts at this rate whatever
+    // the events count.
     let what = format!(
-        "sample {} every 10000 for 20 ms (what --profile=mem opens)",
+        "sample {} at 1000 Hz for 20 ms (what --profile=mem opens)",
         names.join(", ")
     );
     let mut config = SamplingConfig {
         events: Vec::new(),
-        rate: Rate::Period(10_000),
+        rate: Rate::Frequency(1000),
         call_graph: CallGraph::FramePointer,
         buffer_pages: 64,
         compact_stacks: false,

@@ -236,6 +236,15 @@ fn gettid() -> u32 {
     crate::counters::gettid() as u32
 }
 
+/// `kernel.perf_event_max_sample_rate`: the highest sampling frequency the kernel takes.
+fn max_sample_rate() -> Option<u64> {
+    std::fs::read_to_string("/proc/sys/kernel/perf_event_max_sample_rate")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
 fn online_cpus() -> Vec<usize> {
     let text = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
     let mut cpus = Vec::new();
@@ -387,6 +396,24 @@ impl Session {
         if config.events.is_empty() {
             return Err("no event to sample".to_string());
         }
+        // The kernel refuses a frequency above perf_event_max_sample_rate (EINVAL), and
+        // lowers that limit itself when sampling interrupts take too long: sample at the
+        // limit instead, as perf record does, and say so.
+        let mut clamped = None;
+        let limited;
+        let config = match (config.rate, max_sample_rate()) {
+            (Rate::Frequency(hz), Some(max)) if hz > max => {
+                limited = SamplingConfig {
+                    rate: Rate::Frequency(max),
+                    ..config.clone()
+                };
+                clamped = Some(format!(
+                    "sampling at {max} Hz, not {hz}: kernel.perf_event_max_sample_rate is {max} (the kernel lowers it when sampling interrupts take too long; sysctl kernel.perf_event_max_sample_rate={hz} raises it)"
+                ));
+                &limited
+            }
+            _ => config,
+        };
         // Per-task opens for each thread; for the current thread, per CPU with inherit.
         let mut plan: Vec<(OpenTarget, bool, u32)> = Vec::new();
         match target {
@@ -480,6 +507,7 @@ impl Session {
             mut restrictions,
             uncovered,
         } = events;
+        restrictions.extend(clamped);
         if samplers.is_empty() {
             let mut why: Vec<String> = opened
                 .iter()

@@ -392,8 +392,10 @@ fn the_sapphire_rapids_memory_plan_opens_as_a_hardware_group_here() {
     let system = System::probe();
     let plan = live_plan(&resolver, &system).unwrap();
     assert!(!plan.first_touch, "{}", plan.note);
+    // A low frequency: these raw codes may count anything on this PMU, and a period
+    // would let them interrupt so often that the kernel lowers its sampling limit.
     let mut config = config(0);
-    config.rate = Rate::Period(10_000);
+    config.rate = Rate::Frequency(200);
     plan.apply(&mut config);
     if let Some(m) = config.memory.as_mut() {
         m.resolve_pages = false;
@@ -447,7 +449,7 @@ fn the_sapphire_rapids_memory_plan_opens_as_a_hardware_group_here() {
     let probe = sparkles_sampler::caps::memory_probe(&resolver, &system);
     assert_eq!(
         probe.what,
-        "sample {cpu/mem-loads-aux/P,cpu/mem-loads,ldlat=30/P}, cpu/mem-stores/P every 10000 for 20 ms (what --profile=mem opens)"
+        "sample {cpu/mem-loads-aux/P,cpu/mem-loads,ldlat=30/P}, cpu/mem-stores/P at 1000 Hz for 20 ms (what --profile=mem opens)"
     );
     assert!(
         probe
@@ -456,4 +458,32 @@ fn the_sapphire_rapids_memory_plan_opens_as_a_hardware_group_here() {
         "{probe:?}"
     );
     assert_eq!(probe.ok, !probe.result.ends_with(", 0 with a data source"));
+}
+
+/// A frequency above kernel.perf_event_max_sample_rate (which the kernel refuses, and
+/// lowers by itself after slow sampling interrupts) samples at the limit, saying so.
+#[test]
+fn a_frequency_above_the_kernel_limit_samples_at_the_limit() {
+    use sparkles_sampler::perf_data::attr::flag;
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(max) = std::fs::read_to_string("/proc/sys/kernel/perf_event_max_sample_rate")
+        .ok()
+        .and_then(|t| t.trim().parse::<u64>().ok())
+    else {
+        eprintln!("skipped: kernel.perf_event_max_sample_rate is unreadable");
+        return;
+    };
+    let mut config = config(0);
+    config.rate = Rate::Frequency(max + 1);
+    let Some(capture) = busy_capture(&config, 20) else {
+        return;
+    };
+    let note = format!("sampling at {max} Hz, not {}: ", max + 1);
+    assert!(
+        capture.restrictions.iter().any(|r| r.starts_with(&note)),
+        "{:?}",
+        capture.restrictions
+    );
+    assert_ne!(capture.writer.attr.flags & flag::FREQ, 0);
+    assert_eq!(capture.writer.attr.sample_period_or_freq, max);
 }
