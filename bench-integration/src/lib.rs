@@ -393,12 +393,18 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
         .as_ref()
         .map(|b| baseline::compare_rows(&mut rows, b));
 
+    let profiles: Vec<&profile::ProfileSummary> =
+        rows.iter().filter_map(|r| r.profile.as_ref()).collect();
+    let common = common_notes(&profiles);
+    for note in &common {
+        eprintln!("profile: every case: {note}");
+    }
     for row in &rows {
         let Some(p) = &row.profile else { continue };
         if let Some(error) = &p.error {
             eprintln!("profile: {}: no capture: {error}", row.case);
         }
-        for note in &p.notes {
+        for note in p.notes.iter().filter(|n| !common.contains(n)) {
             eprintln!("profile: {}: {note}", row.case);
         }
         if let Some(u) = &p.unwind {
@@ -727,6 +733,19 @@ fn profile_sampling(
     Ok((config, note))
 }
 
+/// The notes every one of several profiles has (the kernel's sampling limit, say), to be
+/// said once rather than per case.
+fn common_notes<'a>(profiles: &[&'a profile::ProfileSummary]) -> Vec<&'a String> {
+    match profiles.split_first() {
+        Some((first, rest)) if !rest.is_empty() => first
+            .notes
+            .iter()
+            .filter(|n| rest.iter().all(|p| p.notes.contains(n)))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
 /// A warning when this bench binary cannot be symbolized or unwound well.
 fn debug_info_warning() -> Option<String> {
     use object::{Object, ObjectSection};
@@ -806,6 +825,20 @@ fn smoke(cases: Vec<suite::Case>, args: &HarnessArgs, filtered_out: usize) -> Ou
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
+
+    #[test]
+    fn a_note_every_profile_has_is_common_and_said_once() {
+        let summary = |notes: &[&str]| super::profile::ProfileSummary {
+            notes: notes.iter().map(|n| n.to_string()).collect(),
+            ..super::profile::ProfileSummary::default()
+        };
+        let a = summary(&["sampling at 500 Hz", "a only"]);
+        let b = summary(&["b only", "sampling at 500 Hz"]);
+        assert_eq!(super::common_notes(&[&a, &b]), ["sampling at 500 Hz"]);
+        // One case: its notes stay its own.
+        assert!(super::common_notes(&[&a]).is_empty());
+        assert!(super::common_notes(&[]).is_empty());
+    }
 
     use clap::Parser;
 

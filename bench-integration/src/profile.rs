@@ -39,7 +39,7 @@ pub fn descriptors() -> Vec<MetricDescriptor> {
 }
 
 /// What one case's profile pass produced (the `profile` key of its JSON row).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProfileSummary {
     /// The capture file, when one was written.
     pub capture: Option<String>,
