@@ -376,13 +376,16 @@ fn a_profiled_baseline_gives_each_case_a_hot_function_diff() {
     let dir = tempfile::tempdir().unwrap();
     let suite = || {
         let mut suite = Suite::new("profdiff");
+        // The hot code is one function (libc's memset): a loop of tiny debug-build calls
+        // (black_box, Range::next, lt) splits its samples among them differently from
+        // run to run, as a periodic sampler and the loop beat.
         suite.case("spin", |b| {
-            b.iter(|| {
-                let mut x = 1u64;
-                for i in 0..1000u64 {
-                    x = std::hint::black_box(x.wrapping_mul(i | 1));
-                }
-                x
+            let mut buffer = vec![0u8; 64 << 10];
+            let mut i = 0u8;
+            b.iter(move || {
+                i = i.wrapping_add(1);
+                std::hint::black_box(&mut buffer).fill(i);
+                buffer[i as usize]
             })
         });
         suite
