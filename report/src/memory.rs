@@ -148,6 +148,10 @@ pub struct Memory {
     pub tlb: Vec<Breakdown>,
     /// By snoop result.
     pub snoop: Vec<Breakdown>,
+    /// By the cache or memory region that served the access (`mem_region`), where the
+    /// PMU says; absent where no sample does.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub regions: Vec<Breakdown>,
     /// Locked accesses.
     pub locked: u64,
     /// Accesses served remotely (another core's cache across nodes, another node,
@@ -235,6 +239,7 @@ pub struct MemoryBuilder {
     ops: [(u64, u64); 32],
     tlb: [(u64, u64); 128],
     snoop: [(u64, u64); 128],
+    regions: [(u64, u64); 32],
     locked: u64,
     remote: u64,
     hitm: u64,
@@ -285,6 +290,7 @@ impl Default for MemoryBuilder {
             ops: [(0, 0); 32],
             tlb: [(0, 0); 128],
             snoop: [(0, 0); 128],
+            regions: [(0, 0); 32],
             locked: 0,
             remote: 0,
             hitm: 0,
@@ -344,6 +350,7 @@ impl MemoryBuilder {
             (&mut self.ops[..], usize::from(d.op)),
             (&mut self.tlb[..], usize::from(d.tlb)),
             (&mut self.snoop[..], usize::from(d.snoop | d.snoopx << 5)),
+            (&mut self.regions[..], usize::from(d.region)),
         ] {
             table[i].0 += 1;
             table[i].1 += w;
@@ -587,6 +594,14 @@ impl MemoryBuilder {
         let snoop = table(&self.snoop, &|i| {
             DataSource::new(((i & 0x1f) << shift::SNOOP) | ((i >> 5) << shift::SNOOPX)).snoop_name()
         });
+        // Region 0 is "not said": no row.
+        let mut regions = self.regions;
+        regions[0] = (0, 0);
+        let regions = table(&regions, &|i| {
+            DataSource::new(i << shift::REGION)
+                .region_name()
+                .unwrap_or_default()
+        });
         Memory {
             samples: self.samples,
             weight_total: self.weight_total,
@@ -598,6 +613,7 @@ impl MemoryBuilder {
             ops,
             tlb,
             snoop,
+            regions,
             locked: self.locked,
             remote: self.remote,
             hitm: self.hitm,

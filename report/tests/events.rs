@@ -1,7 +1,7 @@
 //! Captures of several events (what `--profile=mem` records on Sapphire Rapids: a
 //! counting-only `mem-loads-aux` leader, `mem-loads` and `mem-stores`), built byte by
 //! byte: the profile names the events that sampled, says it mixes them, and `--event`
-//! keeps one.
+//! keeps one; and the memory regions samples name.
 
 #![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
 
@@ -158,5 +158,46 @@ fn an_event_the_capture_lacks_is_an_error_listing_those_it_has() {
     assert!(
         e.ends_with("its events: cpu/mem-loads-aux/P, cpu/mem-loads,ldlat=30/P, cpu/mem-stores/P"),
         "{e}"
+    );
+}
+
+/// `mem_region` (5 bits at 46): the memory section counts the regions the samples name,
+/// and has no `regions` key where none does.
+#[test]
+fn regions_are_counted_where_the_samples_name_them() {
+    use sparkles_sampler::perf_data::data_src::shift;
+    let tmp = tempfile::tempdir().unwrap();
+    let path = capture(tmp.path());
+    let (p, _) = profile_capture(&path, "c", &options(None)).unwrap();
+    let memory = p.memory.unwrap();
+    assert!(memory.regions.is_empty());
+    assert!(serde_json::to_value(&memory)
+        .unwrap()
+        .get("regions")
+        .is_none());
+    let mut w = CaptureWriter::new(attr(0x1cd, 4000), vec![7], "ibs_op//".into());
+    for (i, region) in [5u64, 8, 5, 0].into_iter().enumerate() {
+        w.push(&sample(
+            7,
+            1000 + i as u64,
+            LOAD_L1 | (region << shift::REGION),
+        ));
+    }
+    let path = tmp.path().join("regions.perf.data");
+    w.write(&path).unwrap();
+    let (p, _) = profile_capture(&path, "c", &options(None)).unwrap();
+    let rows: Vec<(String, u64)> = p
+        .memory
+        .unwrap()
+        .regions
+        .into_iter()
+        .map(|r| (r.name, r.samples))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("Other CA shared cache".to_string(), 2),
+            ("Memory region 0".to_string(), 1)
+        ]
     );
 }

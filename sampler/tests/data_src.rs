@@ -273,6 +273,7 @@ fn each_field_decodes_from_its_own_bits() {
         (shift::SNOOPX, 2),
         (shift::BLK, 3),
         (shift::HOPS, 3),
+        (shift::REGION, 5),
     ];
     for (i, (at, bits)) in widest.iter().enumerate() {
         let d = DataSource::new(((1u64 << bits) - 1) << at);
@@ -287,12 +288,36 @@ fn each_field_decodes_from_its_own_bits() {
             u64::from(d.snoopx),
             u64::from(d.blk),
             u64::from(d.hops),
+            u64::from(d.region),
         ];
         for (j, v) in values.iter().enumerate() {
             let want = if i == j { (1u64 << widest[j].1) - 1 } else { 0 };
             assert_eq!(*v, want, "field {j} with field {i} set");
         }
     }
+}
+
+/// `mem_region` (5 bits at 46, `PERF_MEM_REGION_*`): named where set, and left out of
+/// perf script's string, which perf 6.1 prints without it.
+#[test]
+fn the_region_is_named_where_set() {
+    let l3 = Src {
+        op: op::LOAD,
+        lvl: lvl::HIT | lvl::L3,
+        ..Src::default()
+    };
+    assert_eq!(l3.decoded().region_name(), None);
+    let other_ccx = DataSource::new(l3.raw() | (0x05 << shift::REGION));
+    assert_eq!(other_ccx.region, 5);
+    assert_eq!(
+        other_ccx.region_name().as_deref(),
+        Some("Other CA shared cache")
+    );
+    assert_eq!(other_ccx.to_string(), l3.decoded().to_string());
+    let mem2 = DataSource::new(0x0a << shift::REGION);
+    assert_eq!(mem2.region_name().as_deref(), Some("Memory region 2"));
+    let past = DataSource::new(0x1f << shift::REGION);
+    assert_eq!(past.region_name().as_deref(), Some("region 0x1f"));
 }
 
 /// perf's `tools/perf/tests/mem.c`: the snoop string followed by the level string.

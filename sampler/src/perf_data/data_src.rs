@@ -182,6 +182,8 @@ pub mod shift {
     pub const BLK: u32 = 40;
     /// mem_hops.
     pub const HOPS: u32 = 43;
+    /// mem_region: which cache or memory region served the access, where the PMU says.
+    pub const REGION: u32 = 46;
 }
 
 /// The bits that decide the level's name: mem_lvl, mem_lvl_num, mem_remote, mem_hops.
@@ -213,6 +215,8 @@ pub struct DataSource {
     pub blk: u8,
     /// mem_hops (3 bits).
     pub hops: u8,
+    /// mem_region (5 bits).
+    pub region: u8,
 }
 
 /// `mem_lvl` bit names, in bit order (perf's `mem_lvl[]`).
@@ -240,6 +244,27 @@ const HOPS_NAMES: [&str; 5] = [
     "node, same socket",
     "socket, same board",
     "board",
+];
+
+/// `mem_region` values' meanings, from 0, as the kernel's `PERF_MEM_REGION_*` comments
+/// say them.
+const REGION_NAMES: [&str; 16] = [
+    "N/A",
+    "Reserved",
+    "Local CA shared cache",
+    "Local CA non-shared cache",
+    "Other CA IO agent",
+    "Other CA shared cache",
+    "Other CA non-shared cache",
+    "MMIO",
+    "Memory region 0",
+    "Memory region 1",
+    "Memory region 2",
+    "Memory region 3",
+    "Memory region 4",
+    "Memory region 5",
+    "Memory region 6",
+    "Memory region 7",
 ];
 
 const SNOOP_NAMES: [&str; 5] = ["N/A", "None", "Hit", "Miss", "HitM"];
@@ -296,6 +321,7 @@ impl DataSource {
             snoopx: field(shift::SNOOPX, 2) as u8,
             blk: field(shift::BLK, 3) as u8,
             hops: field(shift::HOPS, 3) as u8,
+            region: field(shift::REGION, 5) as u8,
         }
     }
 
@@ -444,6 +470,16 @@ impl DataSource {
     /// The hop count's name ("core, same node", …), where set.
     pub fn hops_name(&self) -> Option<&'static str> {
         (self.hops != 0).then(|| HOPS_NAMES.get(self.hops as usize).copied().unwrap_or("N/A"))
+    }
+
+    /// The cache or memory region that served the access ("Other CA shared cache",
+    /// "Memory region 2", …), where set; a value past the kernel's is named by its
+    /// number.
+    pub fn region_name(&self) -> Option<String> {
+        (self.region != 0).then(|| match REGION_NAMES.get(self.region as usize) {
+            Some(name) => (*name).to_string(),
+            None => format!("region {:#x}", self.region),
+        })
     }
 
     /// The `mem_lvl` bits' names (without HIT and MISS), in bit order.

@@ -130,7 +130,11 @@ pub fn write_json_with<W: Write>(out: &mut W, e: &Event<'_>, extra: &[u8]) -> io
             if let Some(d) = s.data_src {
                 o.hex("data_src", d)?;
                 // The same value decoded, the level as perf 6.4+ names it.
-                o.str("mem", super::DataSource::new(d).to_string().as_bytes())?;
+                let decoded = super::DataSource::new(d);
+                o.str("mem", decoded.to_string().as_bytes())?;
+                if let Some(region) = decoded.region_name() {
+                    o.str("mem_region", region.as_bytes())?;
+                }
             }
             if let Some(p) = s.phys_addr {
                 o.hex("phys_addr", p)?;
