@@ -276,18 +276,29 @@ mod tests {
         assert_eq!(parse_io_field(text, "nosuch"), None);
     }
 
+    /// The counters are the whole process's, and other tests of this binary run in
+    /// parallel threads (reading fixtures, faulting pages): a bracket they fall into
+    /// reads their work. So the claim is that some of a few tries reads zero: a self
+    /// cost left in would show in every one.
     #[test]
     fn empty_bracket_reads_zero_after_self_cost() {
-        let mut tier = Tier0::open();
-        for _ in 0..5 {
-            tier.resume();
-            tier.pause();
-        }
-        for (id, value) in tier.values(5) {
-            if let Some(v) = value {
-                assert!(v < 1.0, "{id} = {v} for an empty bracket");
+        let mut last = Vec::new();
+        for _ in 0..20 {
+            let mut tier = Tier0::open();
+            for _ in 0..5 {
+                tier.resume();
+                tier.pause();
+            }
+            last = tier
+                .values(5)
+                .into_iter()
+                .filter(|(_, v)| v.is_some_and(|v| v >= 1.0))
+                .collect();
+            if last.is_empty() {
+                return;
             }
         }
+        panic!("an empty bracket read {last:?} in every try");
     }
 
     #[test]
