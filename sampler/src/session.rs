@@ -613,6 +613,9 @@ struct EventState {
     /// The id of each opened instance, and of its leader.
     ids: Vec<u64>,
     leader_ids: Vec<u64>,
+    /// Whether it owns a ring buffer somewhere, and so records mappings, names and
+    /// tasks there (on a hybrid machine, the first event of each PMU's CPUs).
+    tracks: bool,
     /// Why it could not be opened where first tried: it is left out of the session.
     refused: Option<String>,
 }
@@ -662,6 +665,7 @@ impl Opening {
                 leader: e.leader.clone(),
                 ids: Vec::new(),
                 leader_ids: Vec::new(),
+                tracks: false,
                 refused: None,
             })
             .collect();
@@ -825,6 +829,10 @@ impl Opening {
         let Some(ring) = ring else {
             return Ok(None);
         };
+        // The first event opened here owns the ring buffer.
+        if let Some(&(i, _, _)) = got.first() {
+            self.events[i].tracks = true;
+        }
         for (i, id, leader) in got {
             self.events[i].ids.push(id);
             self.events[i].leader_ids.extend(leader);
@@ -864,8 +872,8 @@ fn events_writer(config: &SamplingConfig, opened: &[EventState]) -> (CaptureWrit
                 name: l.name.clone(),
             });
         }
-        let role = if tracking.is_none() {
-            tracking = Some(state.ids[0]);
+        let role = if state.tracks {
+            tracking = tracking.or(Some(state.ids[0]));
             Role::Tracking
         } else {
             Role::Sampling

@@ -487,3 +487,50 @@ fn a_frequency_above_the_kernel_limit_samples_at_the_limit() {
     assert_ne!(capture.writer.attr.flags & flag::FREQ, 0);
     assert_eq!(capture.writer.attr.sample_period_or_freq, max);
 }
+
+/// An event opened only on some CPUs (a hybrid PMU's) leaves the other CPUs' buffers to
+/// the next event, which then records mappings and tasks there: both attrs say they
+/// track, and no mapping is recorded twice.
+#[test]
+fn an_event_on_some_cpus_leaves_tracking_elsewhere_to_the_next() {
+    use sparkles_sampler::perf_data::attr::flag;
+    use sparkles_sampler::session::SampledEvent;
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
+    if online.trim() == "0" {
+        eprintln!("skipped: one CPU online");
+        return;
+    }
+    let resolver = EventResolver::live().unwrap();
+    let mut config = config(0);
+    let clock = config.events.remove(0);
+    let mut faults = resolver.resolve("page-faults").unwrap().remove(0);
+    faults.name = "page-faults".into();
+    config.events = vec![
+        SampledEvent {
+            cpus: Some(vec![0]),
+            ..clock
+        },
+        faults.into(),
+    ];
+    let Some(capture) = busy_capture(&config, 50) else {
+        return;
+    };
+    let data = PerfData::from_bytes(capture.writer.to_bytes()).unwrap();
+    assert_eq!(data.attrs.len(), 2);
+    for a in &data.attrs {
+        assert_ne!(a.attr.flags & flag::MMAP, 0, "{:?} does not track", a.name);
+    }
+    let mut mmaps = BTreeSet::new();
+    let mut repeated = 0;
+    data.for_each_record(|e| {
+        if let Record::Mmap(m) = &e.record {
+            if !mmaps.insert((m.pid, m.addr, m.len, m.pgoff, m.filename.to_vec())) {
+                repeated += 1;
+            }
+        }
+        Ok::<(), ()>(())
+    })
+    .unwrap();
+    assert_eq!(repeated, 0, "a mapping was recorded twice");
+}
