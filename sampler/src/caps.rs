@@ -451,14 +451,7 @@ pub fn memory_probe(resolver: &EventResolver, system: &System) -> Attempt {
         Ok(plan) => plan,
         Err(e) => return fail("choose --profile=mem's events".into(), e),
     };
-    let names: Vec<String> = plan
-        .events
-        .iter()
-        .map(|e| match &e.leader {
-            Some(l) => format!("{{{},{}}}", l.name, e.attr.name),
-            None => e.attr.name.clone(),
-        })
-        .collect();
+    let names: Vec<String> = plan.events.iter().map(|e| e.spelling()).collect();
     // A frequency, not a period: the kernel keeps the interrupts at this rate whatever
     // the events count.
     let what = format!(

@@ -306,15 +306,7 @@ pub fn live_plan(
         return first_touch(resolver, &why, &considered);
     }
     let events = sampled_events(resolver, &choice);
-    let spellings: Vec<String> = choice
-        .events
-        .iter()
-        .filter(|e| e.role != "loads-aux")
-        .map(|e| match e.leader {
-            Some(l) => format!("{{{},{}}}", choice.events[l].spelling, e.spelling),
-            None => e.spelling.clone(),
-        })
-        .collect();
+    let spellings: Vec<String> = events.iter().map(|e| e.spelling()).collect();
     Ok(LivePlan {
         events,
         memory: crate::session::MemorySampling {

@@ -67,6 +67,16 @@ pub struct SampledEvent {
     pub cpus: Option<Vec<usize>>,
 }
 
+impl SampledEvent {
+    /// Its name, with its leader's as perf spells a group: `{leader,event}`.
+    pub fn spelling(&self) -> String {
+        match &self.leader {
+            Some(l) => format!("{{{},{}}}", l.name, self.attr.name),
+            None => self.attr.name.clone(),
+        }
+    }
+}
+
 impl From<EventAttr> for SampledEvent {
     fn from(attr: EventAttr) -> SampledEvent {
         SampledEvent {
@@ -649,6 +659,33 @@ fn user_mode_only(
     true
 }
 
+/// Opens with `build` at `precise`: where the paranoid level refuses kernel mode, again
+/// for user mode only (said once); while `probing` (`:P`), at each lower precise level
+/// in turn. The errno of the last refusal.
+fn open_retrying(
+    attr: &mut EventAttr,
+    precise: &mut u8,
+    probing: bool,
+    restrictions: &mut Vec<String>,
+    system: &System,
+    mut build: impl FnMut(&EventAttr, u8) -> std::io::Result<perf_event::Counter>,
+) -> Result<perf_event::Counter, i32> {
+    loop {
+        let errno = match build(attr, *precise) {
+            Ok(c) => return Ok(c),
+            Err(e) => e.raw_os_error().unwrap_or(0),
+        };
+        if user_mode_only(attr, errno, restrictions, system) {
+            continue;
+        }
+        if probing && *precise > 0 && !matches!(errno, libc::ESRCH | libc::EMFILE) {
+            *precise -= 1;
+            continue;
+        }
+        return Err(errno);
+    }
+}
+
 impl Opening {
     fn new(config: &SamplingConfig) -> Opening {
         let events = config
@@ -708,17 +745,10 @@ impl Opening {
             let mut leader = match state.leader.as_mut() {
                 None => None,
                 Some(l) => {
-                    let opened = loop {
-                        match config.leader_builder(l, target, inherit).build() {
-                            Ok(c) => break Ok(c),
-                            Err(e) => {
-                                let errno = e.raw_os_error().unwrap_or(0);
-                                if !user_mode_only(l, errno, &mut self.restrictions, system) {
-                                    break Err(errno);
-                                }
-                            }
-                        }
-                    };
+                    let opened =
+                        open_retrying(l, &mut 0, false, &mut self.restrictions, system, |a, _| {
+                            config.leader_builder(a, target, inherit).build()
+                        });
                     match opened {
                         Ok(c) => Some(c),
                         Err(libc::ESRCH) => return Ok(None),
@@ -735,37 +765,20 @@ impl Opening {
                 }
             };
             let tracking = ring.is_none();
-            let opened = loop {
-                let b = config.builder(
-                    map_bytes,
-                    &state.attr,
-                    state.precise,
-                    target,
-                    inherit,
-                    tracking,
-                );
-                let built = match leader.as_mut() {
-                    Some(l) => b.build_with_group(l),
-                    None => b.build(),
-                };
-                match built {
-                    Ok(c) => break Ok(c),
-                    Err(e) => {
-                        let errno = e.raw_os_error().unwrap_or(0);
-                        if user_mode_only(&mut state.attr, errno, &mut self.restrictions, system) {
-                            continue;
-                        }
-                        if state.probing
-                            && state.precise > 0
-                            && !matches!(errno, libc::ESRCH | libc::EMFILE)
-                        {
-                            state.precise -= 1;
-                            continue;
-                        }
-                        break Err(errno);
+            let opened = open_retrying(
+                &mut state.attr,
+                &mut state.precise,
+                state.probing,
+                &mut self.restrictions,
+                system,
+                |a, precise| {
+                    let b = config.builder(map_bytes, a, precise, target, inherit, tracking);
+                    match leader.as_mut() {
+                        Some(l) => b.build_with_group(l),
+                        None => b.build(),
                     }
-                }
-            };
+                },
+            );
             let counter = match opened {
                 Ok(c) => c,
                 // A thread that exited between listing and opening is not a loss.
