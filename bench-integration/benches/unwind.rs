@@ -37,7 +37,9 @@ struct Owned {
     stack: Vec<u8>,
 }
 
-/// The capture's user samples with stacks, and a symbolizer fed all its mappings.
+/// The capture's user samples with stacks, and a symbolizer fed all its mappings. Where
+/// enough of them copied 4 KiB or more (the stack above the sample point can be shorter
+/// at the top of a small stack), only those.
 fn samples(path: &Path) -> Result<(Vec<Owned>, Symbolizer), String> {
     let data = PerfData::open(path).map_err(|e| e.to_string())?;
     let mut symbolizer = Symbolizer::for_capture(&data, SearchPaths::default());
@@ -46,7 +48,7 @@ fn samples(path: &Path) -> Result<(Vec<Owned>, Symbolizer), String> {
         symbolizer.observe(&e.record);
         if let Record::Sample(s) = &e.record {
             if let (Some(r), Some(st)) = (&s.regs_user, &s.stack_user) {
-                if r.abi != 0 && st.valid().len() >= 4096 {
+                if r.abi != 0 && !st.valid().is_empty() {
                     out.push(Owned {
                         pid: s.pid.unwrap_or(0),
                         ip: s.ip.unwrap_or(0),
@@ -60,6 +62,9 @@ fn samples(path: &Path) -> Result<(Vec<Owned>, Symbolizer), String> {
         Ok::<(), ()>(())
     })
     .map_err(|e| format!("{e:?}"))?;
+    if out.iter().filter(|o| o.stack.len() >= 4096).count() >= 20 {
+        out.retain(|o| o.stack.len() >= 4096);
+    }
     Ok((out, symbolizer))
 }
 

@@ -22,9 +22,46 @@ fn run(dir: &Path, program: &str, args: &[&str]) -> Result<(), String> {
     }
 }
 
+/// The kernel's sampling frequency limit, `kernel.perf_event_max_sample_rate`; the kernel
+/// lowers it by itself when PMU interrupts run long (a VM's virtual PMU), and `perf record`
+/// then samples at the limit, not at `-F`.
+pub fn max_sample_rate() -> Option<u32> {
+    std::fs::read_to_string("/proc/sys/kernel/perf_event_max_sample_rate")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// Samples a capture needs with user registers and a stack copy to be worth measuring.
+const MIN_STACK_SAMPLES: usize = 20;
+
+/// Samples in a capture, and those of them with user registers and a stack copy.
+pub fn stack_samples(path: &Path) -> Result<(usize, usize), String> {
+    use sparkles_sampler::perf_data::{PerfData, Record};
+    let data = PerfData::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let (mut all, mut with_stacks) = (0, 0);
+    data.for_each_record(|e| {
+        if let Record::Sample(s) = &e.record {
+            all += 1;
+            if let (Some(r), Some(st)) = (&s.regs_user, &s.stack_user) {
+                if r.abi != 0 && !st.valid().is_empty() {
+                    with_stacks += 1;
+                }
+            }
+        }
+        Ok::<(), ()>(())
+    })
+    .map_err(|e| format!("{}: {e:?}", path.display()))?;
+    Ok((all, with_stacks))
+}
+
 /// `NAME-ROUNDS.perf.data` in `dir`: the program built with `gcc -O2 -g` and recorded with
 /// `perf record -F FREQ --call-graph dwarf,STACK`; each of `rounds` extra arguments is
-/// another 240 rounds of the program (about 0.3 s). Recorded once, reused after.
+/// another 240 rounds of the program (about 0.3 s). Where the kernel's frequency limit is
+/// below `freq`, more rounds are run, so that the capture still has enough samples. A
+/// capture without enough samples with stacks is an error that says what it held, and is
+/// not kept. Recorded once, reused after.
 pub fn callchains_capture(
     dir: &Path,
     name: &str,
@@ -32,6 +69,11 @@ pub fn callchains_capture(
     freq: u32,
     stack: u32,
 ) -> Result<PathBuf, String> {
+    let limit = max_sample_rate();
+    let rate = limit.map_or(freq, |l| l.min(freq)).max(1);
+    // A run of the program is about 0.25 s a round of arguments (argc counts the name).
+    let runs_needed = (4 * MIN_STACK_SAMPLES).div_ceil(rate as usize / 4 + 1);
+    let rounds = rounds.max(runs_needed.saturating_sub(1));
     let path = dir.join(format!("{name}-{rounds}.perf.data"));
     if path.is_file() {
         return Ok(path);
@@ -57,6 +99,16 @@ pub fn callchains_capture(
     let extra = vec!["x"; rounds];
     args.extend(extra.iter().copied());
     run(dir, "perf", &args)?;
+    let (all, with_stacks) = stack_samples(&tmp)?;
+    if with_stacks < MIN_STACK_SAMPLES {
+        let _ = std::fs::remove_file(&tmp);
+        let limit = limit.map_or("unreadable".to_string(), |l| format!("{l} Hz"));
+        return Err(format!(
+            "perf record -F {freq} of {} rounds gave {all} samples, {with_stacks} with a user \
+             stack (fewer than {MIN_STACK_SAMPLES}; kernel.perf_event_max_sample_rate: {limit})",
+            240 * (rounds + 1)
+        ));
+    }
     std::fs::rename(&tmp, &path).map_err(|e| e.to_string())?;
     Ok(path)
 }
