@@ -26,7 +26,7 @@ fn profile_of(dir: &Path, bin: &str, defines: &[&str], out: &str) -> Option<Prof
         run_in(dir, &args)?;
     }
     let program = format!("./{bin}");
-    perf_record(dir, "dwarf", out, &[&program])?;
+    perf_record(dir, "dwarf", out, &program, 0.45)?;
     let (p, _) = profile_capture(&dir.join(out), out, &StackOptions::default()).unwrap();
     Some(p)
 }

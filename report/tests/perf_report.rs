@@ -23,7 +23,7 @@ fn capture(dir: &Path) -> Option<PathBuf> {
         dir,
         &["gcc", "-O2", "-g", "-o", "hotspots", src.to_str().unwrap()],
     )?;
-    perf_record(dir, "dwarf", "perf.data", &["./hotspots"])
+    perf_record(dir, "dwarf", "perf.data", "./hotspots", 0.45)
 }
 
 #[test]

@@ -247,7 +247,7 @@ fn gettid() -> u32 {
 }
 
 /// `kernel.perf_event_max_sample_rate`: the highest sampling frequency the kernel takes.
-fn max_sample_rate() -> Option<u64> {
+pub fn max_sample_rate() -> Option<u64> {
     std::fs::read_to_string("/proc/sys/kernel/perf_event_max_sample_rate")
         .ok()?
         .trim()

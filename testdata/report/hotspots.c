@@ -1,6 +1,7 @@
 /* Four functions doing 8, 4, 2 and 1 units of the same work each round, so a profile
  * has several hot symbols with known shares (about 53%, 27%, 13%, 7%): the input of the
- * report tests against perf report. Built with gcc -O2 -g; about half a second. */
+ * report tests against perf report. Built with gcc -O2 -g; about half a second for each
+ * argument, the program's name included. */
 #include <stdio.h>
 
 /* The work `two` does per round: a test plants a regression by building with
@@ -24,7 +25,7 @@ __attribute__((noinline)) static unsigned long one(unsigned long x) { return wor
 int main(int argc, char **argv) {
     (void)argv;
     unsigned long x = (unsigned long)argc;
-    for (int round = 0; round < 1000; round++) {
+    for (int round = 0; round < 1000 * argc; round++) {
         x = eight(x);
         x = four(x);
         x = two(x);

@@ -26,9 +26,33 @@ pub fn run_in(dir: &Path, args: &[&str]) -> Option<String> {
     }
 }
 
-/// `perf record -F 4000 --call-graph CALL_GRAPH -o OUT PROGRAM…` in `dir`, with cycles
-/// where the PMU counts, else the CPU clock; the capture's path.
-pub fn perf_record(dir: &Path, call_graph: &str, out: &str, program: &[&str]) -> Option<PathBuf> {
+/// The frequency `perf record -F 4000` samples at here: the kernel's limit,
+/// `kernel.perf_event_max_sample_rate`, where that is lower. The kernel lowers it by itself
+/// when sampling interrupts run long (a VM's virtual PMU does), so after other tests have
+/// sampled it can be as low as the tick rate.
+pub fn sampling_rate() -> u64 {
+    sparkles_sampler::session::max_sample_rate()
+        .map_or(4000, |max| max.min(4000))
+        .max(1)
+}
+
+/// Samples a capture of [`perf_record`] is made long enough to hold, about.
+pub const SAMPLES: u64 = 600;
+
+/// `perf record -F 4000 --call-graph CALL_GRAPH -o OUT PROGRAM [x …]` in `dir`, with cycles
+/// where the PMU counts, else the CPU clock; the capture's path. The test programs take
+/// their argument count as the number of runs of their work, each about `seconds`: they
+/// are given as many as [`SAMPLES`] needs at [`sampling_rate`].
+pub fn perf_record(
+    dir: &Path,
+    call_graph: &str,
+    out: &str,
+    program: &str,
+    seconds: f64,
+) -> Option<PathBuf> {
+    let runs = (SAMPLES as f64 / (sampling_rate() as f64 * seconds))
+        .ceil()
+        .max(1.0) as usize;
     for event in ["cycles", "cpu-clock"] {
         let mut args = vec![
             "perf",
@@ -42,8 +66,9 @@ pub fn perf_record(dir: &Path, call_graph: &str, out: &str, program: &[&str]) ->
             call_graph,
             "-o",
             out,
+            program,
         ];
-        args.extend_from_slice(program);
+        args.extend(std::iter::repeat_n("x", runs - 1));
         if run_in(dir, &args).is_some() {
             return Some(dir.join(out));
         }

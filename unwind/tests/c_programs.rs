@@ -28,7 +28,7 @@ fn record(dir: &Path, cflags: &[&str], call_graph: &str) -> Option<PathBuf> {
     args.extend_from_slice(cflags);
     args.extend_from_slice(&["-o", "callchains", src.to_str().unwrap()]);
     run_in(dir, &args)?;
-    perf_record(dir, call_graph, "perf.data", &["./callchains"])
+    perf_record(dir, call_graph, "perf.data", "./callchains", 0.25)
 }
 
 /// `perf script`'s user frames per sample (keyed by its microsecond time): function

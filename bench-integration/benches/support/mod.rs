@@ -22,17 +22,6 @@ fn run(dir: &Path, program: &str, args: &[&str]) -> Result<(), String> {
     }
 }
 
-/// The kernel's sampling frequency limit, `kernel.perf_event_max_sample_rate`; the kernel
-/// lowers it by itself when PMU interrupts run long (a VM's virtual PMU), and `perf record`
-/// then samples at the limit, not at `-F`.
-pub fn max_sample_rate() -> Option<u32> {
-    std::fs::read_to_string("/proc/sys/kernel/perf_event_max_sample_rate")
-        .ok()?
-        .trim()
-        .parse()
-        .ok()
-}
-
 /// Samples a capture needs with user registers and a stack copy to be worth measuring.
 const MIN_STACK_SAMPLES: usize = 20;
 
@@ -69,8 +58,10 @@ pub fn callchains_capture(
     freq: u32,
     stack: u32,
 ) -> Result<PathBuf, String> {
-    let limit = max_sample_rate();
-    let rate = limit.map_or(freq, |l| l.min(freq)).max(1);
+    // The kernel lowers its frequency limit by itself when PMU interrupts run long (a VM's
+    // virtual PMU), and `perf record` then samples at the limit, not at `-F`.
+    let limit = sparkles_sampler::session::max_sample_rate();
+    let rate = limit.map_or(freq, |l| l.min(freq as u64) as u32).max(1);
     // A run of the program is about 0.25 s a round of arguments (argc counts the name).
     let runs_needed = (4 * MIN_STACK_SAMPLES).div_ceil(rate as usize / 4 + 1);
     let rounds = rounds.max(runs_needed.saturating_sub(1));
