@@ -38,8 +38,10 @@ struct Owned {
 }
 
 /// The capture's user samples with stacks, and a symbolizer fed all its mappings. Where
-/// enough of them copied 4 KiB or more (the stack above the sample point can be shorter
-/// at the top of a small stack), only those.
+/// enough of them copied 4 KiB or more, only those. The kernel copies up to the end of the
+/// stack mapping, and the stack starts a random distance (up to 8 KiB) below that end,
+/// above the environment: with a small environment a whole run's copies can be shorter
+/// (seen in CI, and here with `env -i`: 848 to 8192 bytes from run to run).
 fn samples(path: &Path) -> Result<(Vec<Owned>, Symbolizer), String> {
     let data = PerfData::open(path).map_err(|e| e.to_string())?;
     let mut symbolizer = Symbolizer::for_capture(&data, SearchPaths::default());
