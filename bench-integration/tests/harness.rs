@@ -307,10 +307,10 @@ fn profile_writes_a_capture_per_case() {
             x
         })
     });
-    // 300 ms at 4000 Hz, or long enough for 250 samples at the kernel's lower limit (which
+    // 300 ms at 4000 Hz, or long enough for 400 samples at the kernel's lower limit (which
     // it lowers itself when sampling interrupts run long, as a VM's do).
     let rate = sparkles_sampler::session::max_sample_rate().map_or(4000, |m| m.clamp(1, 4000));
-    let profile_time = format!("{}ms", (250_000 / rate).max(300));
+    let profile_time = format!("{}ms", (400_000 / rate).max(300));
     let outcome = run(
         suite,
         &[
