@@ -49,16 +49,14 @@ fn samples(path: &Path) -> Result<(Vec<Owned>, Symbolizer), String> {
     data.for_each_record(|e| {
         symbolizer.observe(&e.record);
         if let Record::Sample(s) = &e.record {
-            if let (Some(r), Some(st)) = (&s.regs_user, &s.stack_user) {
-                if r.abi != 0 && !st.valid().is_empty() {
-                    out.push(Owned {
-                        pid: s.pid.unwrap_or(0),
-                        ip: s.ip.unwrap_or(0),
-                        mask: r.mask,
-                        regs: r.values.0.to_vec(),
-                        stack: st.valid().to_vec(),
-                    });
-                }
+            if let Some((r, st)) = support::user_stack(s) {
+                out.push(Owned {
+                    pid: s.pid.unwrap_or(0),
+                    ip: s.ip.unwrap_or(0),
+                    mask: r.mask,
+                    regs: r.values.0.to_vec(),
+                    stack: st.valid().to_vec(),
+                });
             }
         }
         Ok::<(), ()>(())

@@ -370,7 +370,7 @@ fn samples_with_stacks(path: &std::path::Path) -> (u64, u64) {
 /// at here: 4000 Hz, or the kernel's lower limit (which it lowers itself when sampling
 /// interrupts run long, as a VM's do); 150,000 rounds are about 0.45 s.
 fn busy() -> String {
-    let rate = sparkles_sampler::session::max_sample_rate().map_or(4000, |m| m.clamp(1, 4000));
+    let rate = sparkles_sampler::session::allowed_frequency(4000);
     let rounds = 150_000 * (200 / (rate * 45 / 100).max(1) + 1);
     format!("i=0; while [ $i -lt {rounds} ]; do i=$((i+1)); done")
 }

@@ -309,7 +309,7 @@ fn profile_writes_a_capture_per_case() {
     });
     // 300 ms at 4000 Hz, or long enough for 400 samples at the kernel's lower limit (which
     // it lowers itself when sampling interrupts run long, as a VM's do).
-    let rate = sparkles_sampler::session::max_sample_rate().map_or(4000, |m| m.clamp(1, 4000));
+    let rate = sparkles_sampler::session::allowed_frequency(4000);
     let profile_time = format!("{}ms", (400_000 / rate).max(300));
     let outcome = run(
         suite,

@@ -255,6 +255,14 @@ pub fn max_sample_rate() -> Option<u64> {
         .ok()
 }
 
+/// The frequency a request for `hz` samples at here: `hz`, or the kernel's limit where that
+/// is lower. The kernel refuses a frequency above the limit, and lowers the limit itself
+/// when sampling interrupts take too long (a VM's virtual PMU); a session, like perf
+/// record, samples at the limit instead.
+pub fn allowed_frequency(hz: u64) -> u64 {
+    max_sample_rate().map_or(hz, |max| max.min(hz)).max(1)
+}
+
 fn online_cpus() -> Vec<usize> {
     let text = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
     let mut cpus = Vec::new();
@@ -406,13 +414,15 @@ impl Session {
         if config.events.is_empty() {
             return Err("no event to sample".to_string());
         }
-        // The kernel refuses a frequency above perf_event_max_sample_rate (EINVAL), and
-        // lowers that limit itself when sampling interrupts take too long: sample at the
-        // limit instead, as perf record does, and say so.
+        // Above the kernel's limit: sample at the limit, and say so.
         let mut clamped = None;
         let limited;
-        let config = match (config.rate, max_sample_rate()) {
-            (Rate::Frequency(hz), Some(max)) if hz > max => {
+        let allowed = match config.rate {
+            Rate::Frequency(hz) => Some((hz, allowed_frequency(hz))),
+            Rate::Period(_) => None,
+        };
+        let config = match allowed {
+            Some((hz, max)) if max < hz => {
                 limited = SamplingConfig {
                     rate: Rate::Frequency(max),
                     ..config.clone()

@@ -26,14 +26,14 @@ pub fn run_in(dir: &Path, args: &[&str]) -> Option<String> {
     }
 }
 
-/// The frequency `perf record -F 4000` samples at here: the kernel's limit,
-/// `kernel.perf_event_max_sample_rate`, where that is lower. The kernel lowers it by itself
-/// when sampling interrupts run long (a VM's virtual PMU does), so after other tests have
-/// sampled it can be as low as the tick rate.
-pub fn sampling_rate() -> u64 {
-    sparkles_sampler::session::max_sample_rate()
-        .map_or(4000, |max| max.min(4000))
-        .max(1)
+/// How many runs of a program, each about `seconds`, give about `samples` samples with
+/// `perf record -F HZ` here: perf samples at the kernel's limit,
+/// `kernel.perf_event_max_sample_rate`, where that is lower than `hz`. The kernel lowers it
+/// by itself when sampling interrupts run long (a VM's virtual PMU does), so after other
+/// tests have sampled it can be as low as the tick rate.
+pub fn runs_for(samples: u64, hz: u64, seconds: f64) -> usize {
+    let rate = sparkles_sampler::session::allowed_frequency(hz);
+    (samples as f64 / (rate as f64 * seconds)).ceil().max(1.0) as usize
 }
 
 /// Samples a capture of [`perf_record`] is made long enough to hold, about.
@@ -42,7 +42,7 @@ pub const SAMPLES: u64 = 600;
 /// `perf record -F 4000 --call-graph CALL_GRAPH -o OUT PROGRAM [x …]` in `dir`, with cycles
 /// where the PMU counts, else the CPU clock; the capture's path. The test programs take
 /// their argument count as the number of runs of their work, each about `seconds`: they
-/// are given as many as [`SAMPLES`] needs at [`sampling_rate`].
+/// are given as many as [`SAMPLES`] needs ([`runs_for`]).
 pub fn perf_record(
     dir: &Path,
     call_graph: &str,
@@ -50,9 +50,7 @@ pub fn perf_record(
     program: &str,
     seconds: f64,
 ) -> Option<PathBuf> {
-    let runs = (SAMPLES as f64 / (sampling_rate() as f64 * seconds))
-        .ceil()
-        .max(1.0) as usize;
+    let runs = runs_for(SAMPLES, 4000, seconds);
     for event in ["cycles", "cpu-clock"] {
         let mut args = vec![
             "perf",

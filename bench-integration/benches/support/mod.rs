@@ -7,6 +7,12 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use sparkles_sampler::perf_data::sample::{Regs, StackUser};
+use sparkles_sampler::perf_data::Sample;
+
+#[path = "../../../testdata/support/commands.rs"]
+mod commands;
+
 fn run(dir: &Path, program: &str, args: &[&str]) -> Result<(), String> {
     let status = Command::new(program)
         .args(args)
@@ -25,6 +31,15 @@ fn run(dir: &Path, program: &str, args: &[&str]) -> Result<(), String> {
 /// Samples a capture needs with user registers and a stack copy to be worth measuring.
 const MIN_STACK_SAMPLES: usize = 20;
 
+/// A sample's user registers and stack copy, where it has both (a sample of a kernel
+/// thread has no user registers; a copy can be empty).
+pub fn user_stack<'a, 's>(s: &'s Sample<'a>) -> Option<(&'s Regs<'a>, &'s StackUser<'a>)> {
+    match (&s.regs_user, &s.stack_user) {
+        (Some(r), Some(st)) if r.abi != 0 && !st.valid().is_empty() => Some((r, st)),
+        _ => None,
+    }
+}
+
 /// Samples in a capture, and those of them with user registers and a stack copy.
 pub fn stack_samples(path: &Path) -> Result<(usize, usize), String> {
     use sparkles_sampler::perf_data::{PerfData, Record};
@@ -33,11 +48,7 @@ pub fn stack_samples(path: &Path) -> Result<(usize, usize), String> {
     data.for_each_record(|e| {
         if let Record::Sample(s) = &e.record {
             all += 1;
-            if let (Some(r), Some(st)) = (&s.regs_user, &s.stack_user) {
-                if r.abi != 0 && !st.valid().is_empty() {
-                    with_stacks += 1;
-                }
-            }
+            with_stacks += usize::from(user_stack(s).is_some());
         }
         Ok::<(), ()>(())
     })
@@ -58,13 +69,9 @@ pub fn callchains_capture(
     freq: u32,
     stack: u32,
 ) -> Result<PathBuf, String> {
-    // The kernel lowers its frequency limit by itself when PMU interrupts run long (a VM's
-    // virtual PMU), and `perf record` then samples at the limit, not at `-F`.
-    let limit = sparkles_sampler::session::max_sample_rate();
-    let rate = limit.map_or(freq, |l| l.min(freq as u64) as u32).max(1);
-    // A run of the program is about 0.25 s a round of arguments (argc counts the name).
-    let runs_needed = (4 * MIN_STACK_SAMPLES).div_ceil(rate as usize / 4 + 1);
-    let rounds = rounds.max(runs_needed.saturating_sub(1));
+    // A run of the program (a round of arguments: argc counts the name) is about 0.25 s.
+    let runs = commands::runs_for(4 * MIN_STACK_SAMPLES as u64, u64::from(freq), 0.25);
+    let rounds = rounds.max(runs - 1);
     let path = dir.join(format!("{name}-{rounds}.perf.data"));
     if path.is_file() {
         return Ok(path);
@@ -93,7 +100,8 @@ pub fn callchains_capture(
     let (all, with_stacks) = stack_samples(&tmp)?;
     if with_stacks < MIN_STACK_SAMPLES {
         let _ = std::fs::remove_file(&tmp);
-        let limit = limit.map_or("unreadable".to_string(), |l| format!("{l} Hz"));
+        let limit = sparkles_sampler::session::max_sample_rate()
+            .map_or("unreadable".to_string(), |l| format!("{l} Hz"));
         return Err(format!(
             "perf record -F {freq} of {} rounds gave {all} samples, {with_stacks} with a user \
              stack (fewer than {MIN_STACK_SAMPLES}; kernel.perf_event_max_sample_rate: {limit})",
