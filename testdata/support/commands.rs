@@ -39,10 +39,21 @@ pub fn runs_for(samples: u64, hz: u64, seconds: f64) -> usize {
 /// Samples a capture of [`perf_record`] is made long enough to hold, about.
 pub const SAMPLES: u64 = 600;
 
-/// `perf record -F 4000 --call-graph CALL_GRAPH -o OUT PROGRAM [x …]` in `dir`, with cycles
-/// where the PMU counts, else the CPU clock; the capture's path. The test programs take
-/// their argument count as the number of runs of their work, each about `seconds`: they
-/// are given as many as [`SAMPLES`] needs ([`runs_for`]).
+/// The frequency the test captures sample at: 4000 Hz, or half the kernel's limit where
+/// that is lower. At the limit itself the kernel throttles the event for the rest of a
+/// tick whenever the adjusted period overshoots the per-tick budget, and sampling that
+/// follows the tick leans toward what runs after it: at a 1000 Hz limit, `perf record -F
+/// 1000` of hotspots.c was throttled 143 to 299 times in about 1000 samples, and in a
+/// diff test run one function's share was 30.1% in one capture and 21.7% in the next, of
+/// the same code. At half the limit it was throttled 0 to 4 times.
+pub fn test_frequency() -> u64 {
+    sparkles_sampler::session::max_sample_rate().map_or(4000, |limit| (limit / 2).clamp(1, 4000))
+}
+
+/// `perf record -F HZ --call-graph CALL_GRAPH -o OUT PROGRAM [x …]` in `dir`, at
+/// [`test_frequency`], with cycles where the PMU counts, else the CPU clock; the capture's
+/// path. The test programs take their argument count as the number of runs of their work,
+/// each about `seconds`: they are given as many as [`SAMPLES`] needs ([`runs_for`]).
 pub fn perf_record(
     dir: &Path,
     call_graph: &str,
@@ -50,7 +61,9 @@ pub fn perf_record(
     program: &str,
     seconds: f64,
 ) -> Option<PathBuf> {
-    let runs = runs_for(SAMPLES, 4000, seconds);
+    let hz = test_frequency();
+    let runs = runs_for(SAMPLES, hz, seconds);
+    let hz = hz.to_string();
     for event in ["cycles", "cpu-clock"] {
         let mut args = vec![
             "perf",
@@ -59,7 +72,7 @@ pub fn perf_record(
             "-e",
             event,
             "-F",
-            "4000",
+            &hz,
             "--call-graph",
             call_graph,
             "-o",
