@@ -1095,46 +1095,58 @@ mod tests {
         ));
     }
 
+    /// Both read paths count the same work within 2%. In a VM a guest counter is a host
+    /// perf event, which the host can leave unscheduled: a read(2) set, enabled and
+    /// disabled by ioctl at every bracket, then counts nothing but what the hypervisor
+    /// emulates. Seen here in about 1 run in 4 with the lib's tests in parallel: "rdpmc
+    /// 829955652 and read(2) 20", the 20 being the 2 rdpmc per bracket KVM emulated, and
+    /// once 573721311 with running equal to enabled. So the measurement is made up to 5
+    /// times, each with sets opened anew; paths that disagree every time fail.
     #[test]
     fn rdpmc_reads_agree_with_read_2_on_the_same_work() {
         let c = config(&["instructions:u"], Coverage::CallingThread);
-        let set = CounterSet::open(&c, &System::probe());
-        if set.is_empty() {
-            eprintln!("skipped: no hardware counters here: {:?}", set.absent);
-            return;
-        }
-        if set.read_path != ReadPath::Rdpmc {
-            eprintln!("skipped: rdpmc not allowed: {:?}", set.read_reason);
-            return;
-        }
-        let plain = CounterSet::open(
-            &CounterConfig {
-                rdpmc: false,
-                ..c.clone()
-            },
-            &System::probe(),
-        );
-        assert_eq!(plain.read_path, ReadPath::Read);
-        let mut fast = Bracketed::start(set);
-        let mut slow = Bracketed::start(plain);
-        for _ in 0..10 {
-            slow.resume();
-            fast.resume();
-            let mut x = 0u64;
-            for i in 0..1_000_000u64 {
-                x = std::hint::black_box(x ^ i);
+        let mut disagreements = Vec::new();
+        for _ in 0..5 {
+            let set = CounterSet::open(&c, &System::probe());
+            if set.is_empty() {
+                eprintln!("skipped: no hardware counters here: {:?}", set.absent);
+                return;
             }
-            fast.pause();
-            slow.pause();
+            if set.read_path != ReadPath::Rdpmc {
+                eprintln!("skipped: rdpmc not allowed: {:?}", set.read_reason);
+                return;
+            }
+            let plain = CounterSet::open(
+                &CounterConfig {
+                    rdpmc: false,
+                    ..c.clone()
+                },
+                &System::probe(),
+            );
+            assert_eq!(plain.read_path, ReadPath::Read);
+            let mut fast = Bracketed::start(set);
+            let mut slow = Bracketed::start(plain);
+            for _ in 0..10 {
+                slow.resume();
+                fast.resume();
+                let mut x = 0u64;
+                for i in 0..1_000_000u64 {
+                    x = std::hint::black_box(x ^ i);
+                }
+                fast.pause();
+                slow.pause();
+            }
+            let (f, s) = (
+                value(&fast.counts(), "instructions:u"),
+                value(&slow.counts(), "instructions:u"),
+            );
+            assert!(f > 1e7, "ten million iterations: {f} instructions");
+            if (f / s - 1.0).abs() < 0.02 {
+                return;
+            }
+            eprintln!("rdpmc {f} and read(2) {s} disagree");
+            disagreements.push((f, s));
         }
-        let (f, s) = (
-            value(&fast.counts(), "instructions:u"),
-            value(&slow.counts(), "instructions:u"),
-        );
-        assert!(f > 1e7, "ten million iterations: {f} instructions");
-        assert!(
-            (f / s - 1.0).abs() < 0.02,
-            "rdpmc {f} and read(2) {s} disagree"
-        );
+        panic!("rdpmc and read(2) disagree in every try: {disagreements:?}");
     }
 }
