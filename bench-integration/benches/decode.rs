@@ -17,7 +17,7 @@ use std::process::{Command, Stdio};
 
 use clap::Parser;
 use sparkles_bench::{HarnessArgs, Suite, Throughput};
-use sparkles_sampler::perf_data::{script, PerfData};
+use sparkles_perf_data::{script, PerfData};
 
 const BIG: u64 = 50 << 20;
 
@@ -74,22 +74,22 @@ fn record_capture(path: &Path, seconds: u32, min_bytes: u64) -> Result<(), Strin
 
 fn decode_all(path: &Path) -> Result<u64, String> {
     let data = PerfData::open(path).map_err(|e| e.to_string())?;
+    let mut records = data.records().map_err(|e| e.to_string())?;
     let mut n = 0u64;
-    data.for_each_record(|_| {
+    while records.next_record().map_err(|e| e.to_string())?.is_some() {
         n += 1;
-        Ok::<(), ()>(())
-    })
-    .map_err(|e| format!("{e:?}"))?;
+    }
     Ok(n)
 }
 
 fn script_text(path: &Path) -> Result<u64, String> {
     let data = PerfData::open(path).map_err(|e| e.to_string())?;
     let mut out = std::io::BufWriter::new(std::io::sink());
-    let stats = data
-        .for_each_record(|e| script::write_text(&mut out, e))
-        .map_err(|e| e.to_string())?;
-    Ok(stats.records)
+    let mut records = data.records().map_err(|e| e.to_string())?;
+    while let Some(e) = records.next_record().map_err(|e| e.to_string())? {
+        script::write_text(&mut out, &e).map_err(|e| e.to_string())?;
+    }
+    Ok(records.stats().records)
 }
 
 fn perf_script(path: &Path) -> Result<(), String> {

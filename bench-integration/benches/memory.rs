@@ -22,10 +22,10 @@ use std::rc::Rc;
 
 use clap::Parser;
 use sparkles_bench::{HarnessArgs, Suite};
+use sparkles_perf_data::writer::{CaptureWriter, HostInfo};
+use sparkles_perf_data::{PerfData, Record};
 use sparkles_report::memory::{MemoryBuilder, MemorySample};
 use sparkles_report::stacks::NamedFrame;
-use sparkles_sampler::perf_data::writer::{CaptureWriter, HostInfo};
-use sparkles_sampler::perf_data::{PerfData, Record};
 use sparkles_symbolize::symbolizer::{DataKind, DataObject};
 
 mod support;
@@ -48,7 +48,8 @@ fn synthetic_capture(real: &Path, n: usize, dir: &Path) -> Result<PathBuf, Strin
     let mut sideband: Vec<Vec<u8>> = Vec::new();
     let mut samples: Vec<Vec<u8>> = Vec::new();
     let mut last_time = 0u64;
-    data.for_each_record(|e| {
+    let mut records = data.records().map_err(|e| e.to_string())?;
+    while let Some(e) = records.next_record().map_err(|e| e.to_string())? {
         if e.decompressed {
             return Err("compressed records: not expected in this fixture".to_string());
         }
@@ -59,9 +60,7 @@ fn synthetic_capture(real: &Path, n: usize, dir: &Path) -> Result<PathBuf, Strin
             Record::Sample(_) => samples.push(record),
             _ => sideband.push(record),
         }
-        Ok(())
-    })
-    .map_err(|e| format!("{e:?}"))?;
+    }
     if samples.is_empty() {
         return Err("the fixture has no samples".into());
     }

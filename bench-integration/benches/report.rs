@@ -20,9 +20,9 @@ use sparkles_bench::{HarnessArgs, Suite};
 mod support;
 
 fn samples_in(path: &Path) -> Result<u64, String> {
-    let data = sparkles_sampler::perf_data::PerfData::open(path).map_err(|e| e.to_string())?;
+    let data = sparkles_perf_data::PerfData::open(path).map_err(|e| e.to_string())?;
     let stats = data
-        .for_each_record(|_| Ok::<(), ()>(()))
+        .for_each_record(|_| Ok::<(), sparkles_perf_data::Error>(()))
         .map_err(|e| format!("{e:?}"))?;
     Ok(stats.samples)
 }

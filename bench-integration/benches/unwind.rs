@@ -19,9 +19,9 @@ use std::process::{Command, Stdio};
 
 use clap::Parser;
 use sparkles_bench::{HarnessArgs, Suite};
-use sparkles_sampler::perf_data::bytes::U64s;
-use sparkles_sampler::perf_data::sample::{Regs, StackUser};
-use sparkles_sampler::perf_data::{PerfData, Record, Sample};
+use sparkles_perf_data::bytes::U64s;
+use sparkles_perf_data::sample::{Regs, StackUser};
+use sparkles_perf_data::{PerfData, Record, Sample};
 use sparkles_symbolize::symbolizer::Symbolizer;
 use sparkles_symbolize::SearchPaths;
 use sparkles_unwind::{Arch, Mode, Unwinder};
@@ -59,7 +59,7 @@ fn samples(path: &Path) -> Result<(Vec<Owned>, Symbolizer), String> {
                 });
             }
         }
-        Ok::<(), ()>(())
+        Ok::<(), sparkles_perf_data::Error>(())
     })
     .map_err(|e| format!("{e:?}"))?;
     if out.iter().filter(|o| o.stack.len() >= 4096).count() >= 20 {

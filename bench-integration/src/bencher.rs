@@ -449,7 +449,7 @@ fn profile_pass(routine: &mut dyn Routine, plan: &ProfilePlan) -> Result<Profile
     }
     // The nodes of the sampled data pages, asked while the body ran: beside the capture,
     // where reports find them. An old table of another run must not be taken for this one.
-    let _ = std::fs::remove_file(sparkles_sampler::numa::PageNodes::sidecar(&plan.path));
+    let _ = std::fs::remove_file(sparkles_perf_data::pages::PageNodes::sidecar(&plan.path));
     if let Some(pages) = &capture.pages {
         if let Err(e) = pages.write_beside(&plan.path) {
             summary.notes.push(format!("page nodes not written: {e}"));

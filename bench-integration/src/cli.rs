@@ -664,7 +664,7 @@ fn script(
     show_stats: bool,
     stacks: Option<&sparkles_report::stacks::StackOptions>,
 ) -> Result<(), String> {
-    use sparkles_sampler::perf_data::{script, PerfData, ReadFailure, Record};
+    use sparkles_perf_data::{script, PerfData, Record};
     let data = PerfData::open(file).map_err(|e| e.to_string())?;
     for problem in &data.feature_problems {
         eprintln!("warning: {}: {problem}", file.display());
@@ -692,7 +692,14 @@ fn script(
     }
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
-    let result = data.for_each_record(|event| {
+    let mut records = data.records().map_err(|e| e.to_string())?;
+    let mut written = Ok(());
+    let read = loop {
+        let event = match records.next_record() {
+            Ok(Some(event)) => event,
+            Ok(None) => break Ok(()),
+            Err(e) => break Err(e),
+        };
         let stack = namer.as_mut().and_then(|n| {
             n.observe(&event.record);
             match &event.record {
@@ -700,23 +707,25 @@ fn script(
                 _ => None,
             }
         });
-        match (format, &stack) {
+        written = match (format, &stack) {
             (ScriptFormat::Json, Some(st)) => script::write_json_with(
                 &mut out,
-                event,
+                &event,
                 sparkles_report::stacks::json_members(st).as_bytes(),
             ),
-            (ScriptFormat::Json, None) => script::write_json(&mut out, event),
+            (ScriptFormat::Json, None) => script::write_json(&mut out, &event),
             (ScriptFormat::Text, _) => {
-                script::write_text(&mut out, event)?;
-                match &stack {
+                script::write_text(&mut out, &event).and_then(|()| match &stack {
                     Some(st) => out.write_all(sparkles_report::stacks::text_lines(st).as_bytes()),
                     None => Ok(()),
-                }
+                })
             }
+        };
+        if written.is_err() {
+            break Ok(());
         }
-    });
-    let flushed = out.flush();
+    };
+    let written = written.and_then(|()| out.flush());
     if let Some(n) = &namer {
         // Unwind errors per cause and the modules that could not be used, with every run.
         eprintln!("sparkles script: {}", n.unwind_stats().summary());
@@ -724,24 +733,20 @@ fn script(
             eprintln!("note: {why}");
         }
     }
-    match result {
-        Ok(stats) => {
-            if show_stats {
-                eprintln!(
-                    "{}",
-                    serde_json::to_string_pretty(&stats).map_err(|e| e.to_string())?
-                );
-            }
-            match flushed {
-                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.to_string()),
-                _ => Ok(()),
-            }
-        }
+    read.map_err(|e| e.to_string())?;
+    match written {
         // A reader that went away (`| head`) ends the output, not the command.
-        Err(ReadFailure::Visit(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        Err(ReadFailure::Visit(e)) => Err(e.to_string()),
-        Err(ReadFailure::Data(e)) => Err(format!("{}: {e}", file.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(()),
+        Err(e) => return Err(e.to_string()),
+        Ok(()) => {}
     }
+    if show_stats {
+        eprintln!(
+            "{}",
+            serde_json::to_string_pretty(&records.stats()).map_err(|e| e.to_string())?
+        );
+    }
+    Ok(())
 }
 
 fn addr2line_command(

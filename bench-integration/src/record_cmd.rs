@@ -210,9 +210,11 @@ pub(crate) fn record(args: &RecordArgs) -> Result<(), String> {
         .writer
         .write(&args.output)
         .map_err(|e| format!("{}: {e}", args.output.display()))?;
-    let _ = std::fs::remove_file(sparkles_sampler::numa::PageNodes::sidecar(&args.output));
+    let _ = std::fs::remove_file(sparkles_perf_data::pages::PageNodes::sidecar(&args.output));
     if let Some(pages) = &capture.pages {
-        let path = pages.write_beside(&args.output)?;
+        let path = pages
+            .write_beside(&args.output)
+            .map_err(|e| e.to_string())?;
         eprintln!(
             "sparkles record: {} sampled pages, {} placed on a node (move_pages), in {}",
             pages.nodes.len(),

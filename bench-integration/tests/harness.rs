@@ -339,8 +339,10 @@ fn profile_writes_a_capture_per_case() {
     assert!(profile.samples > 100, "{profile:?}");
     assert_eq!(profile.lost + profile.lost_samples, 0);
     assert_eq!(row.metrics["profile.samples"], Some(profile.samples as f64));
-    let data = sparkles_sampler::perf_data::PerfData::open(&capture).unwrap();
-    let stats = data.for_each_record(|_| Ok::<(), ()>(())).unwrap();
+    let data = sparkles_perf_data::PerfData::open(&capture).unwrap();
+    let stats = data
+        .for_each_record(|_| Ok::<(), sparkles_perf_data::Error>(()))
+        .unwrap();
     assert_eq!(stats.samples, profile.samples);
     // The timing pass ran before, with nothing enabled: its samples are untouched.
     assert_eq!(row.timing.as_ref().unwrap().samples.len(), 3);
@@ -485,7 +487,7 @@ fn profile_mem_places_first_touched_pages_on_their_nodes() {
         return;
     }
     let numa = profile.numa.as_ref().expect("a numa section");
-    let topology = sparkles_sampler::numa::Topology::from_sysfs(Path::new("/")).unwrap();
+    let topology = sparkles_perf_data::topology::Topology::from_sysfs(Path::new("/")).unwrap();
     let nodes: Vec<u32> = topology.nodes.iter().map(|n| n.id).collect();
     let choice = sparkles_sampler::mem_events::choose(
         &sparkles_sampler::EventResolver::live().unwrap(),
@@ -549,7 +551,7 @@ fn profile_mem_places_first_touched_pages_on_their_nodes() {
     // The page table is beside the capture, and `sparkles report` on the capture alone
     // finds it.
     let capture = dir.path().join("profile/touch_4MiB/capture.perf.data");
-    assert!(sparkles_sampler::numa::PageNodes::read_beside(&capture)
+    assert!(sparkles_perf_data::pages::PageNodes::read_beside(&capture)
         .unwrap()
         .is_some());
     let (p, _) = sparkles_report::profile::profile_capture(

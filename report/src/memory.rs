@@ -16,7 +16,7 @@ use std::rc::Rc;
 
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
-use sparkles_sampler::perf_data::data_src::{shift, DataSource, LEVEL_BITS};
+use sparkles_perf_data::data_src::{shift, DataSource, LEVEL_BITS};
 use sparkles_symbolize::symbolizer::{DataKind, DataObject};
 
 use crate::names::normalize;

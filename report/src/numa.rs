@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-use sparkles_sampler::numa::{format_list, Topology};
+use sparkles_perf_data::topology::{format_list, Topology};
 
 use crate::memory::{CodeRow, DataRow, MemoryBuilder, MemorySample};
 

@@ -10,16 +10,16 @@ use std::rc::Rc;
 use rustc_hash::FxHashMap;
 
 use serde::{Deserialize, Serialize};
-use sparkles_sampler::perf_data::attr::sample_type as st;
-use sparkles_sampler::perf_data::sample::Weight;
-use sparkles_sampler::perf_data::DataSource;
-use sparkles_sampler::perf_data::{PerfData, Record};
+use sparkles_perf_data::attr::sample_type as st;
+use sparkles_perf_data::sample::Weight;
+use sparkles_perf_data::DataSource;
+use sparkles_perf_data::{PerfData, Record};
 
 use crate::memory::{MemoryBuilder, MemorySample};
 use crate::names::normalize;
 use crate::numa::{NumaBuilder, Page};
 use crate::stacks::{NamedFrame, NamedStack, StackNamer, StackOptions, Weighting};
-use sparkles_sampler::numa::{PageNodes, Topology};
+use sparkles_perf_data::{pages::PageNodes, topology::Topology};
 
 /// What a frame's code is, for colours and for reading a profile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -545,7 +545,7 @@ impl Builder {
 }
 
 /// An event's name: its EVENT_DESC name, else its attr's type and config.
-fn attr_name(a: &sparkles_sampler::perf_data::AttrEntry) -> String {
+fn attr_name(a: &sparkles_perf_data::AttrEntry) -> String {
     match &a.name {
         Some(n) if !n.is_empty() => n.clone(),
         _ => format!("type {} config {:#x}", a.attr.type_, a.attr.config),
@@ -603,7 +603,7 @@ fn numa_placement(
             return Ok((NumaBuilder::new(t, "phys_addr"), None));
         }
     }
-    let Some(pages) = PageNodes::read_beside(path)? else {
+    let Some(pages) = PageNodes::read_beside(path).map_err(|e| e.to_string())? else {
         return Err(if phys {
             "the capture records no memory topology (NUMA_TOPOLOGY and MEM_TOPOLOGY), so physical addresses cannot be placed on nodes"
         } else {
@@ -730,7 +730,7 @@ pub fn profile_capture_with(
             Record::Lost { lost: n, .. } | Record::LostSamples { lost: n, .. } => lost += n,
             _ => {}
         }
-        Ok::<(), ()>(())
+        Ok::<(), sparkles_perf_data::Error>(())
     })
     .map_err(|e| format!("{}: {e:?}", path.display()))?;
     let stats = namer.unwind_stats();

@@ -7,7 +7,7 @@ use std::rc::Rc;
 
 use rustc_hash::FxHashMap;
 
-use sparkles_sampler::perf_data::{PerfData, Record, Sample};
+use sparkles_perf_data::{PerfData, Record, Sample};
 use sparkles_symbolize::symbolizer::{Place, Symbolizer};
 use sparkles_symbolize::SearchPaths;
 use sparkles_unwind::{Arch, Mode, Truncation, Unwinder};

@@ -7,10 +7,10 @@
 
 use std::path::{Path, PathBuf};
 
+use sparkles_perf_data::attr::{sample_type as st, Attr};
+use sparkles_perf_data::writer::{CaptureWriter, WrittenEvent};
 use sparkles_report::profile::profile_capture;
 use sparkles_report::stacks::StackOptions;
-use sparkles_sampler::perf_data::attr::{sample_type as st, Attr};
-use sparkles_sampler::perf_data::writer::{CaptureWriter, WrittenEvent};
 
 const TYPE: u64 = st::IDENTIFIER
     | st::IP
@@ -165,7 +165,7 @@ fn an_event_the_capture_lacks_is_an_error_listing_those_it_has() {
 /// and has no `regions` key where none does.
 #[test]
 fn regions_are_counted_where_the_samples_name_them() {
-    use sparkles_sampler::perf_data::data_src::shift;
+    use sparkles_perf_data::data_src::shift;
     let tmp = tempfile::tempdir().unwrap();
     let path = capture(tmp.path());
     let (p, _) = profile_capture(&path, "c", &options(None)).unwrap();

@@ -8,11 +8,11 @@
 
 use std::path::{Path, PathBuf};
 
+use sparkles_perf_data::attr::{sample_type as st, Attr};
+use sparkles_perf_data::topology::Topology;
+use sparkles_perf_data::writer::{CaptureWriter, HostInfo};
 use sparkles_report::profile::profile_capture;
 use sparkles_report::stacks::StackOptions;
-use sparkles_sampler::numa::Topology;
-use sparkles_sampler::perf_data::attr::{sample_type as st, Attr};
-use sparkles_sampler::perf_data::writer::{CaptureWriter, HostInfo};
 
 fn tree() -> Option<PathBuf> {
     let dir =

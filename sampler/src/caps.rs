@@ -477,20 +477,20 @@ pub fn memory_probe(resolver: &EventResolver, system: &System) -> Attempt {
     };
     load_misses(Duration::from_millis(20));
     let capture = session.finish();
-    let data = match crate::perf_data::PerfData::from_bytes(capture.writer.to_bytes()) {
+    let data = match sparkles_perf_data::PerfData::from_bytes(capture.writer.to_bytes()) {
         Ok(d) => d,
         Err(e) => return fail(what, format!("the capture does not read back: {e}")),
     };
     let (mut samples, mut sourced) = (0u64, 0u64);
     let _ = data.for_each_record(|e| {
-        if let crate::perf_data::Record::Sample(s) = &e.record {
+        if let sparkles_perf_data::Record::Sample(s) = &e.record {
             samples += 1;
             sourced += u64::from(
                 s.data_src
-                    .is_some_and(|d| !crate::perf_data::DataSource::new(d).is_na()),
+                    .is_some_and(|d| !sparkles_perf_data::DataSource::new(d).is_na()),
             );
         }
-        Ok::<(), ()>(())
+        Ok::<(), sparkles_perf_data::Error>(())
     });
     let mut limits = capture.restrictions.clone();
     limits.extend(capture.uncovered.iter().cloned());

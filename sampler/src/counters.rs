@@ -158,7 +158,7 @@ pub fn gettid() -> i32 {
 /// The threads of this process, the calling one first.
 pub fn threads() -> Vec<Thread> {
     let me = gettid();
-    let mut tids: Vec<i32> = crate::perf_data::synth::tasks_of(std::process::id())
+    let mut tids: Vec<i32> = crate::proc_synth::tasks_of(std::process::id())
         .into_iter()
         .filter_map(|t| i32::try_from(t).ok())
         .filter(|&t| t != me)

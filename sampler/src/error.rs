@@ -78,23 +78,3 @@ pub enum EventError {
         reason: String,
     },
 }
-
-/// Malformed perf.data or ring-buffer bytes: where, and what was expected there.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("at offset {offset} ({offset:#x}): {message}")]
-pub struct DataError {
-    /// Absolute byte offset in the file (or buffer) where the problem is.
-    pub offset: u64,
-    /// What was expected, or what is wrong.
-    pub message: String,
-}
-
-impl DataError {
-    /// An error at `offset`.
-    pub fn new(offset: u64, message: impl Into<String>) -> DataError {
-        DataError {
-            offset,
-            message: message.into(),
-        }
-    }
-}

@@ -17,7 +17,7 @@
 //! physical addresses, DATA_PAGE_SIZE (Linux 5.11 and later).
 
 use crate::events::{EventAttr, EventResolver};
-use crate::perf_data::attr::sample_type as st;
+use sparkles_perf_data::attr::sample_type as st;
 
 /// One page fault in this many is sampled in first-touch placement: every fault, with
 /// an 8 KiB stack copy each, outruns the drain (4 MiB of fresh pages is 1024 faults).
@@ -387,7 +387,7 @@ pub fn sampled_events(
                 .pmu(&e.attr.pmu)
                 .and_then(|p| p.cpus.as_deref())
                 .map(|list| {
-                    crate::numa::parse_list(list)
+                    sparkles_perf_data::topology::parse_list(list)
                         .into_iter()
                         .map(|c| c as usize)
                         .collect()

@@ -14,14 +14,16 @@ use std::time::Duration;
 
 use perf_event::Sampler;
 
+use sparkles_perf_data::attr::{flag, sample_type as st, Attr};
+use sparkles_perf_data::pages::PageNodes;
+use sparkles_perf_data::reader::RecordReader;
+use sparkles_perf_data::record::{kind, misc, parse_record, Record};
+use sparkles_perf_data::sample::{Sample, SampleFormat};
+use sparkles_perf_data::writer::{CaptureWriter, WrittenEvent};
+
 use crate::events::{EventAttr, EventResolver};
-use crate::numa::PageNodes;
 use crate::open::{builder_for, explain, OpenMode, OpenTarget};
-use crate::perf_data::attr::{flag, sample_type as st, Attr};
-use crate::perf_data::record::{kind, parse_record, Record, RecordHeader};
-use crate::perf_data::sample::{Sample, SampleFormat};
-use crate::perf_data::synth::{self, tasks_of};
-use crate::perf_data::writer::{CaptureWriter, HostInfo, WrittenEvent};
+use crate::proc_synth::{self, tasks_of};
 use crate::system::System;
 
 /// User registers framehop needs: on x86_64 perf's full mask (AX…R15 without the
@@ -550,10 +552,10 @@ impl Session {
         let buffer_note = mlock_note;
         let (mut writer, tracking) = events_writer(config, &opened);
         writer.compact_stacks = config.compact_stacks;
-        writer.host = HostInfo::probe();
+        writer.host = crate::host::probe();
         writer.cmdline = std::env::args().collect();
         let dwarf = matches!(config.call_graph, CallGraph::Dwarf(_));
-        for record in synth::synthesize_process(&writer.attr, tracking, pid, dwarf) {
+        for record in proc_synth::synthesize_process(&writer.attr, tracking, pid, dwarf) {
             writer.push(&record);
         }
         for s in &mut samplers {
@@ -995,7 +997,7 @@ fn drain(
     resolve: Option<u32>,
 ) -> DrainResult {
     let format = SampleFormat::of(&seed.attr);
-    let mut pages = resolve.map(PageNodes::new);
+    let mut pages = resolve.map(crate::numa::page_table);
     let mut pending: Vec<(u32, u64)> = Vec::new();
     let mut writer = seed;
     // Address space only: pages are touched as records arrive.
@@ -1050,7 +1052,7 @@ fn drain(
             }
         }
         if let Some(p) = pages.as_mut() {
-            p.ask(&mut pending);
+            crate::numa::ask(p, &mut pending);
         }
         // A buffer whose task exited reports POLLHUP for good: stop polling it, or poll
         // would return at once forever.
@@ -1092,36 +1094,31 @@ fn build_ids(writer: &CaptureWriter) -> Vec<(i32, Vec<u8>, String)> {
     let mut maps: Vec<(u32, u64, u64, String)> = Vec::new();
     let mut ips: Vec<(u32, u64)> = Vec::new();
     let mut kernel = false;
-    let data = &writer.data;
-    let mut pos = 0;
-    while pos + 8 <= data.len() {
-        let Ok(h) = RecordHeader::parse(&data[pos..], pos as u64) else {
-            break;
+    let mut records = RecordReader::from_bytes(&writer.data, 0, writer.data.len());
+    while let Ok(Some(raw)) = records.advance() {
+        let bytes = records.current();
+        let Ok((record, _)) = parse_record(raw.header, &bytes[8..], raw.offset, Some(&format))
+        else {
+            continue;
         };
-        let body = &data[pos + 8..pos + h.size as usize];
-        if let Ok((record, _)) = parse_record(h, body, pos as u64, Some((&writer.attr, &format))) {
-            match record {
-                Record::Mmap(m)
-                    if !m.filename.starts_with(b"[") && !m.filename.starts_with(b"//") =>
-                {
-                    maps.push((
-                        m.pid,
-                        m.addr,
-                        m.addr + m.len,
-                        String::from_utf8_lossy(m.filename).into_owned(),
-                    ));
-                }
-                Record::Sample(s) => {
-                    if h.misc & 7 == 1 {
-                        kernel = true;
-                    } else if let (Some(pid), Some(ip)) = (s.pid, s.ip) {
-                        ips.push((pid, ip));
-                    }
-                }
-                _ => {}
+        match record {
+            Record::Mmap(m) if !m.filename.starts_with(b"[") && !m.filename.starts_with(b"//") => {
+                maps.push((
+                    m.pid,
+                    m.addr,
+                    m.addr + m.len,
+                    String::from_utf8_lossy(m.filename).into_owned(),
+                ));
             }
+            Record::Sample(s) => {
+                if raw.header.misc & misc::CPUMODE_MASK == 1 {
+                    kernel = true;
+                } else if let (Some(pid), Some(ip)) = (s.pid, s.ip) {
+                    ips.push((pid, ip));
+                }
+            }
+            _ => {}
         }
-        pos += h.size as usize;
     }
     let mut hit: Vec<String> = Vec::new();
     for (pid, ip) in ips {
@@ -1138,7 +1135,7 @@ fn build_ids(writer: &CaptureWriter) -> Vec<(i32, Vec<u8>, String)> {
         }
     }
     if kernel {
-        if let Some(id) = crate::system::running_kernel_build_id() {
+        if let Some(id) = sparkles_perf_data::build_id::running_kernel() {
             out.push((-1, id, "[kernel.kallsyms]".to_string()));
         }
     }
@@ -1152,7 +1149,6 @@ fn file_build_id(path: &str) -> Option<Vec<u8>> {
     file.build_id().ok().flatten().map(|b| b.to_vec())
 }
 
-/// The running kernel's build id, from the ELF notes in /sys/kernel/notes.
 /// Polls a condition until it holds or `timeout` passes (for tests and the record loop).
 pub fn wait_until(timeout: Duration, mut done: impl FnMut() -> bool) -> bool {
     let deadline = std::time::Instant::now() + timeout;

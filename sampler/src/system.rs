@@ -70,27 +70,3 @@ impl System {
         }
     }
 }
-
-/// The running kernel's build id, from the GNU build-id note in /sys/kernel/notes.
-pub fn running_kernel_build_id() -> Option<Vec<u8>> {
-    let notes = std::fs::read("/sys/kernel/notes").ok()?;
-    let mut at = 0;
-    while at + 12 <= notes.len() {
-        let word = |o: usize| {
-            u32::from_le_bytes([notes[o], notes[o + 1], notes[o + 2], notes[o + 3]]) as usize
-        };
-        let (namesz, descsz, kind) = (word(at), word(at + 4), word(at + 8));
-        let name_at = at + 12;
-        let desc_at = name_at + namesz.next_multiple_of(4);
-        let end = desc_at + descsz.next_multiple_of(4);
-        if end > notes.len() {
-            return None;
-        }
-        // NT_GNU_BUILD_ID is 3, owner "GNU".
-        if kind == 3 && notes[name_at..name_at + namesz].starts_with(b"GNU") {
-            return Some(notes[desc_at..desc_at + descsz].to_vec());
-        }
-        at = end;
-    }
-    None
-}

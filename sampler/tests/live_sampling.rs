@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use sparkles_sampler::perf_data::{PerfData, Record};
+use sparkles_perf_data::{PerfData, Record};
 use sparkles_sampler::session::{CallGraph, Rate, SamplingConfig, Session, Target};
 use sparkles_sampler::system::System;
 use sparkles_sampler::EventResolver;
@@ -118,7 +118,7 @@ fn threads_started_before_and_during_sampling_are_all_sampled() {
                 with_stack += 1;
             }
         }
-        Ok::<(), ()>(())
+        Ok::<(), sparkles_perf_data::Error>(())
     })
     .unwrap();
     for (who, tid) in [
@@ -154,7 +154,9 @@ fn a_capture_is_a_perf_data_file_with_header_features() {
         "perf 6.1 reads attrs of at most 128 bytes"
     );
     assert_eq!(data.attrs[0].name.as_deref(), Some("cpu-clock"));
-    let stats = data.for_each_record(|_| Ok::<(), ()>(())).unwrap();
+    let stats = data
+        .for_each_record(|_| Ok::<(), sparkles_perf_data::Error>(()))
+        .unwrap();
     assert_eq!(stats.samples, capture.samples);
     // Synthesized records describe this process before sampling began.
     assert!(stats.by_type.get("mmap2").copied().unwrap_or(0) > 0);
@@ -200,7 +202,7 @@ fn a_session_dropped_without_finish_stops_its_drain() {
 /// here software events that every kernel allowing sampling has.
 #[test]
 fn several_events_share_one_ring_buffer_and_the_capture_names_each() {
-    use sparkles_sampler::perf_data::attr::flag;
+    use sparkles_perf_data::attr::flag;
     use sparkles_sampler::session::SampledEvent;
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let resolver = EventResolver::live().unwrap();
@@ -278,7 +280,7 @@ fn several_events_share_one_ring_buffer_and_the_capture_names_each() {
             }
             _ => {}
         }
-        Ok::<(), ()>(())
+        Ok::<(), sparkles_perf_data::Error>(())
     })
     .unwrap();
     assert_eq!(per_attr[0], 0, "the counting leader sampled");
@@ -312,8 +314,8 @@ fn several_events_share_one_ring_buffer_and_the_capture_names_each() {
 /// finds), where hardware cycles can be sampled at all.
 #[test]
 fn a_precise_max_event_opens_at_the_level_the_kernel_takes() {
+    use sparkles_perf_data::attr::flag;
     use sparkles_sampler::open::{open, OpenMode};
-    use sparkles_sampler::perf_data::attr::flag;
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let system = System::probe();
     let resolver = EventResolver::live().unwrap();
@@ -379,8 +381,8 @@ fn a_refused_event_is_named_and_the_others_still_sample() {
 /// the same ring buffers. Where that PMU refuses these raw codes, it skips saying why.
 #[test]
 fn the_sapphire_rapids_memory_plan_opens_as_a_hardware_group_here() {
+    use sparkles_perf_data::attr::flag;
     use sparkles_sampler::mem_events::live_plan;
-    use sparkles_sampler::perf_data::attr::flag;
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../shared/fixtures/sysfs/intel-sapphire-rapids");
@@ -435,7 +437,7 @@ fn the_sapphire_rapids_memory_plan_opens_as_a_hardware_group_here() {
         if let Record::Sample(_) = &e.record {
             per_attr[e.attr.unwrap()] += 1;
         }
-        Ok::<(), ()>(())
+        Ok::<(), sparkles_perf_data::Error>(())
     })
     .unwrap();
     assert_eq!(per_attr[0], 0, "the counting leader sampled");
@@ -464,7 +466,7 @@ fn the_sapphire_rapids_memory_plan_opens_as_a_hardware_group_here() {
 /// lowers by itself after slow sampling interrupts) samples at the limit, saying so.
 #[test]
 fn a_frequency_above_the_kernel_limit_samples_at_the_limit() {
-    use sparkles_sampler::perf_data::attr::flag;
+    use sparkles_perf_data::attr::flag;
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let Some(max) = std::fs::read_to_string("/proc/sys/kernel/perf_event_max_sample_rate")
         .ok()
@@ -493,7 +495,7 @@ fn a_frequency_above_the_kernel_limit_samples_at_the_limit() {
 /// track, and no mapping is recorded twice.
 #[test]
 fn an_event_on_some_cpus_leaves_tracking_elsewhere_to_the_next() {
-    use sparkles_sampler::perf_data::attr::flag;
+    use sparkles_perf_data::attr::flag;
     use sparkles_sampler::session::SampledEvent;
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
@@ -529,7 +531,7 @@ fn an_event_on_some_cpus_leaves_tracking_elsewhere_to_the_next() {
                 repeated += 1;
             }
         }
-        Ok::<(), ()>(())
+        Ok::<(), sparkles_perf_data::Error>(())
     })
     .unwrap();
     assert_eq!(repeated, 0, "a mapping was recorded twice");

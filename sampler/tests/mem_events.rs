@@ -8,9 +8,9 @@
 
 mod support;
 
+use sparkles_perf_data::attr::sample_type as st;
 use sparkles_sampler::events::EventResolver;
 use sparkles_sampler::mem_events::{choose, MemOptions, DEFAULT_LDLAT};
-use sparkles_sampler::perf_data::attr::sample_type as st;
 use support::fixtures;
 
 const OPTIONS: MemOptions = MemOptions {

@@ -113,7 +113,7 @@ impl KernelIdentity {
             release: std::fs::read_to_string("/proc/sys/kernel/osrelease")
                 .ok()
                 .map(|s| s.trim().to_string()),
-            build_id: sparkles_sampler::system::running_kernel_build_id(),
+            build_id: sparkles_perf_data::build_id::running_kernel(),
         }
     }
 

@@ -13,7 +13,7 @@ use rustc_hash::FxHashMap as HashMap;
 use std::path::PathBuf;
 use std::rc::Rc;
 
-use sparkles_sampler::perf_data::{PerfData, Record};
+use sparkles_perf_data::{PerfData, Record};
 
 use crate::address_space::{AddressSpace, Mapping};
 use crate::kernel::{KernelIdentity, KernelSymbols};
@@ -201,7 +201,7 @@ pub struct Stats {
     pub parallel_runs: usize,
 }
 
-fn mapping_of(m: &sparkles_sampler::perf_data::record::Mmap<'_>) -> Mapping {
+fn mapping_of(m: &sparkles_perf_data::record::Mmap<'_>) -> Mapping {
     Mapping {
         start: m.addr,
         end: m.addr.saturating_add(m.len),

@@ -8,7 +8,7 @@
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use sparkles_sampler::perf_data::synth::parse_maps;
+use sparkles_perf_data::synth::parse_maps;
 use sparkles_symbolize::address_space::Mapping;
 use sparkles_symbolize::symbolizer::{DataKind, Symbolizer};
 use sparkles_symbolize::SearchPaths;

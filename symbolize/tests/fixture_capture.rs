@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 
-use sparkles_sampler::perf_data::{PerfData, Record};
+use sparkles_perf_data::{PerfData, Record};
 use sparkles_symbolize::symbolizer::{Place, Symbolizer};
 use sparkles_symbolize::SearchPaths;
 
@@ -84,7 +84,7 @@ fn user_samples_of_a_static_binary_are_named_as_perf_names_them() {
                     .as_deref()
                     .is_some_and(|m| m.ends_with("vector_static_gcc_v9.1.0"))
                 {
-                    return Ok::<(), ()>(());
+                    return Ok::<(), sparkles_perf_data::Error>(());
                 }
                 let Place::Module { vaddr, .. } = at.place else {
                     panic!("{ip:#x}: {at:?}");

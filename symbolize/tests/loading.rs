@@ -367,7 +367,7 @@ fn a_capture_from_another_machine_gets_no_kernel_names_from_this_one() {
         eprintln!("skipped: {} is absent", file.display());
         return;
     }
-    let data = sparkles_sampler::perf_data::PerfData::open(&file).unwrap();
+    let data = sparkles_perf_data::PerfData::open(&file).unwrap();
     let mut s = Symbolizer::for_capture(&data, SearchPaths::none());
     let why = s
         .kernel_reason()

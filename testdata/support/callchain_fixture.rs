@@ -25,17 +25,16 @@ pub fn place_binary(dir: &Path, symfs: &Path) -> PathBuf {
     flate2::read::ZlibDecoder::new(&packed[4..])
         .read_to_end(&mut binary)
         .expect("zlib after the 4-byte length");
-    let data =
-        sparkles_sampler::perf_data::PerfData::open(dir.join("vector_static_gcc.dwarf.perf.data"))
-            .expect("the capture");
+    let data = sparkles_perf_data::PerfData::open(dir.join("vector_static_gcc.dwarf.perf.data"))
+        .expect("the capture");
     let mut recorded = None;
     data.for_each_record(|e| {
-        if let sparkles_sampler::perf_data::Record::Mmap(m) = &e.record {
+        if let sparkles_perf_data::Record::Mmap(m) = &e.record {
             if m.filename.ends_with(b"vector_static_gcc_v9.1.0") {
                 recorded = Some(String::from_utf8_lossy(m.filename).into_owned());
             }
         }
-        Ok::<(), ()>(())
+        Ok::<(), sparkles_perf_data::Error>(())
     })
     .expect("the capture reads");
     let recorded = recorded.expect("the capture maps the binary");

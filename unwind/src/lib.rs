@@ -25,7 +25,7 @@ use std::sync::Arc;
 use framehop::aarch64::{CacheAarch64, UnwindRegsAarch64, UnwinderAarch64};
 use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64, UnwinderX86_64};
 use framehop::{ExplicitModuleSectionInfo, Unwinder as _};
-use sparkles_sampler::perf_data::Sample;
+use sparkles_perf_data::Sample;
 use sparkles_symbolize::symbolizer::Symbolizer;
 
 /// How user frames are found.
@@ -632,7 +632,7 @@ impl Unwinder {
     fn walk(
         &mut self,
         pid: u32,
-        regs: &sparkles_sampler::perf_data::sample::Regs<'_>,
+        regs: &sparkles_perf_data::sample::Regs<'_>,
         bytes: &[u8],
         frames: &mut Vec<Frame>,
     ) -> Option<Truncation> {

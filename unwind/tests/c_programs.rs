@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use sparkles_sampler::perf_data::{PerfData, Record};
+use sparkles_perf_data::{PerfData, Record};
 use sparkles_symbolize::symbolizer::Symbolizer;
 use sparkles_symbolize::SearchPaths;
 use sparkles_unwind::{Arch, Mode, Unwinder};
@@ -94,7 +94,7 @@ fn our_stacks(path: &Path, mode: Mode) -> (HashMap<String, Vec<String>>, String)
             Record::Sample(s) => {
                 let pid = s.pid.unwrap();
                 if comms.get(&pid).map(String::as_str) != Some("callchains") {
-                    return Ok::<(), ()>(());
+                    return Ok::<(), sparkles_perf_data::Error>(());
                 }
                 let stack = unwinder.unwind(&mut symbolizer, s);
                 let names: Vec<String> = stack

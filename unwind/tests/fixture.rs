@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use sparkles_sampler::perf_data::{PerfData, Record};
+use sparkles_perf_data::{PerfData, Record};
 use sparkles_symbolize::symbolizer::Symbolizer;
 use sparkles_symbolize::SearchPaths;
 use sparkles_unwind::{Arch, Mode, Unwinder};
@@ -84,7 +84,7 @@ fn stacks_agree_with_perfparser_and_reach_main_as_often_as_perf() {
     data.for_each_record(|e| {
         symbolizer.observe(&e.record);
         let Record::Sample(s) = &e.record else {
-            return Ok::<(), ()>(());
+            return Ok::<(), sparkles_perf_data::Error>(());
         };
         let stack = unwinder.unwind(&mut symbolizer, s);
         let user: Vec<u64> = stack

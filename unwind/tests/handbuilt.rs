@@ -5,9 +5,9 @@
 
 #![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
 
-use sparkles_sampler::perf_data::bytes::U64s;
-use sparkles_sampler::perf_data::sample::{Regs, StackUser};
-use sparkles_sampler::perf_data::Sample;
+use sparkles_perf_data::bytes::U64s;
+use sparkles_perf_data::sample::{Regs, StackUser};
+use sparkles_perf_data::Sample;
 use sparkles_symbolize::address_space::Mapping;
 use sparkles_symbolize::symbolizer::Symbolizer;
 use sparkles_symbolize::SearchPaths;

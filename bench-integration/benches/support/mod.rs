@@ -7,8 +7,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use sparkles_sampler::perf_data::sample::{Regs, StackUser};
-use sparkles_sampler::perf_data::Sample;
+use sparkles_perf_data::sample::{Regs, StackUser};
+use sparkles_perf_data::Sample;
 
 #[path = "../../../testdata/support/commands.rs"]
 mod commands;
@@ -42,7 +42,7 @@ pub fn user_stack<'a, 's>(s: &'s Sample<'a>) -> Option<(&'s Regs<'a>, &'s StackU
 
 /// Samples in a capture, and those of them with user registers and a stack copy.
 pub fn stack_samples(path: &Path) -> Result<(usize, usize), String> {
-    use sparkles_sampler::perf_data::{PerfData, Record};
+    use sparkles_perf_data::{PerfData, Record};
     let data = PerfData::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let (mut all, mut with_stacks) = (0, 0);
     data.for_each_record(|e| {
@@ -50,7 +50,7 @@ pub fn stack_samples(path: &Path) -> Result<(usize, usize), String> {
             all += 1;
             with_stacks += usize::from(user_stack(s).is_some());
         }
-        Ok::<(), ()>(())
+        Ok::<(), sparkles_perf_data::Error>(())
     })
     .map_err(|e| format!("{}: {e:?}", path.display()))?;
     Ok((all, with_stacks))

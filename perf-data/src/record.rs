@@ -3,10 +3,10 @@
 
 use serde::Serialize;
 
-use super::attr::{sample_type as st, Attr};
-use super::bytes::{Cursor, U64s};
-use super::sample::{ReadValues, Sample, SampleFormat};
+use crate::attr::{sample_type as st, Attr};
+use crate::bytes::{Cursor, U64s};
 use crate::error::DataError;
+use crate::sample::{ReadValues, Sample, SampleFormat};
 
 /// Record type numbers (`PERF_RECORD_*`; perf's own from 64).
 pub mod kind {
@@ -182,12 +182,9 @@ pub struct SampleId {
 }
 
 impl SampleId {
-    /// Decodes the trailer at the end of `body`; `size` from [`Attr::sample_id_size`].
-    pub fn parse(body: &[u8], offset: u64, attr: &Attr) -> Result<(SampleId, usize), DataError> {
-        let size = attr.sample_id_size();
-        if size == 0 {
-            return Ok((SampleId::default(), 0));
-        }
+    /// Decodes the trailer at the end of `body`, whose size the format knows.
+    pub fn parse(body: &[u8], offset: u64, f: &SampleFormat) -> Result<SampleId, DataError> {
+        let size = f.sample_id_size;
         let start = body.len().checked_sub(size).ok_or_else(|| {
             DataError::new(
                 offset,
@@ -198,7 +195,7 @@ impl SampleId {
             )
         })?;
         let mut c = Cursor::new(&body[start..], offset + start as u64);
-        let t = attr.sample_type;
+        let t = f.sample_type;
         let mut s = SampleId::default();
         if t & st::TID != 0 {
             s.pid = Some(c.u32("sample_id pid")?);
@@ -220,7 +217,7 @@ impl SampleId {
         if t & st::IDENTIFIER != 0 {
             s.id = Some(c.u64("sample_id identifier")?);
         }
-        Ok((s, size))
+        Ok(s)
     }
 }
 
@@ -461,35 +458,28 @@ fn name(bytes: &[u8]) -> &[u8] {
     &bytes[..end]
 }
 
-/// Decodes a record's body. `attr` is the record's attr (for samples and the sample_id
-/// trailer); `format` its precomputed sample format.
-pub fn parse_record<'a>(
-    header: RecordHeader,
-    body: &'a [u8],
-    offset: u64,
-    attr: Option<(&Attr, &SampleFormat)>,
-) -> Result<(Record<'a>, Option<SampleId>), DataError> {
-    let body_offset = offset + 8;
-    if header.type_ == kind::SAMPLE {
-        let (_, format) =
-            attr.ok_or_else(|| DataError::new(offset, "sample record matches no attr"))?;
-        return Ok((
-            Record::Sample(Sample::parse(body, body_offset, format)?),
-            None,
-        ));
-    }
-    // Kernel records end with the sample_id trailer when the attr asks for it.
-    let (sample_id, trailer) = match attr {
-        Some((a, _)) if header.type_ < kind::HEADER_ATTR => {
-            let (id, size) = SampleId::parse(body, body_offset, a)?;
-            (Some(id).filter(|_| size > 0), size)
-        }
-        _ => (None, 0),
-    };
-    let main = &body[..body.len() - trailer];
-    let mut c = Cursor::new(main, body_offset);
-    let record = match header.type_ {
-        kind::MMAP => Record::Mmap(Mmap {
+/// A `u64` count of `per`-word entries, checked before it sizes anything.
+fn entries<'a>(c: &mut Cursor<'a>, per: u64, what: &str) -> Result<U64s<'a>, DataError> {
+    let nr = c.u64(what)?;
+    let count = nr
+        .checked_mul(per)
+        .ok_or_else(|| c.error(format!("{what}: {nr} entries overflow")))?;
+    c.u64s(count, what)
+}
+
+/// A `size`-prefixed run of bytes that must lie inside the record.
+fn sized<'a>(c: &mut Cursor<'a>, size: u64, what: &str) -> Result<&'a [u8], DataError> {
+    let len = usize::try_from(size)
+        .ok()
+        .filter(|&n| n <= c.remaining())
+        .ok_or_else(|| c.error(format!("{what} of {size} bytes exceeds the record")))?;
+    c.bytes(len, what)
+}
+
+impl<'a> Mmap<'a> {
+    /// MMAP: pid, tid, addr, len, pgoff, filename.
+    fn parse_mmap(c: &mut Cursor<'a>) -> Result<Mmap<'a>, DataError> {
+        Ok(Mmap {
             pid: c.u32("mmap pid")?,
             tid: c.u32("mmap tid")?,
             addr: c.u64("mmap addr")?,
@@ -500,213 +490,303 @@ pub fn parse_record<'a>(
             prot: None,
             flags: None,
             filename: c.c_str_rest(),
-        }),
-        kind::MMAP2 => {
-            let pid = c.u32("mmap2 pid")?;
-            let tid = c.u32("mmap2 tid")?;
-            let addr = c.u64("mmap2 addr")?;
-            let len = c.u64("mmap2 len")?;
-            let pgoff = c.u64("mmap2 pgoff")?;
-            let (inode, build_id) = if header.misc & misc::MMAP_BUILD_ID != 0 {
-                let size = c.u8("mmap2 build_id_size")?;
-                c.skip(3, "mmap2 reserved")?;
-                let id = c.bytes(20, "mmap2 build_id")?;
-                (None, Some(&id[..usize::from(size).min(20)]))
-            } else {
-                let maj = c.u32("mmap2 maj")?;
-                let min = c.u32("mmap2 min")?;
-                let ino = c.u64("mmap2 ino")?;
-                let generation = c.u64("mmap2 ino_generation")?;
-                (Some((maj, min, ino, generation)), None)
-            };
-            Record::Mmap(Mmap {
-                pid,
-                tid,
-                addr,
-                len,
-                pgoff,
-                inode,
-                build_id,
-                prot: Some(c.u32("mmap2 prot")?),
-                flags: Some(c.u32("mmap2 flags")?),
-                filename: c.c_str_rest(),
-            })
-        }
-        kind::COMM => Record::Comm {
+        })
+    }
+
+    /// MMAP2: as MMAP, then the inode or (`MMAP_BUILD_ID`) the build id, prot and flags.
+    fn parse_mmap2(c: &mut Cursor<'a>, misc: u16) -> Result<Mmap<'a>, DataError> {
+        let pid = c.u32("mmap2 pid")?;
+        let tid = c.u32("mmap2 tid")?;
+        let addr = c.u64("mmap2 addr")?;
+        let len = c.u64("mmap2 len")?;
+        let pgoff = c.u64("mmap2 pgoff")?;
+        let (inode, build_id) = if misc & misc::MMAP_BUILD_ID != 0 {
+            let size = c.u8("mmap2 build_id_size")?;
+            c.skip(3, "mmap2 reserved")?;
+            let id = c.bytes(20, "mmap2 build_id")?;
+            (None, Some(&id[..usize::from(size).min(20)]))
+        } else {
+            let maj = c.u32("mmap2 maj")?;
+            let min = c.u32("mmap2 min")?;
+            let ino = c.u64("mmap2 ino")?;
+            let generation = c.u64("mmap2 ino_generation")?;
+            (Some((maj, min, ino, generation)), None)
+        };
+        Ok(Mmap {
+            pid,
+            tid,
+            addr,
+            len,
+            pgoff,
+            inode,
+            build_id,
+            prot: Some(c.u32("mmap2 prot")?),
+            flags: Some(c.u32("mmap2 flags")?),
+            filename: c.c_str_rest(),
+        })
+    }
+}
+
+impl Task {
+    /// FORK and EXIT: pid, ppid, tid, ptid, time.
+    fn parse(c: &mut Cursor<'_>) -> Result<Task, DataError> {
+        Ok(Task {
+            pid: c.u32("task pid")?,
+            ppid: c.u32("task ppid")?,
+            tid: c.u32("task tid")?,
+            ptid: c.u32("task ptid")?,
+            time: c.u64("task time")?,
+        })
+    }
+}
+
+impl<'a> Record<'a> {
+    fn comm(c: &mut Cursor<'a>, misc: u16) -> Result<Record<'a>, DataError> {
+        Ok(Record::Comm {
             pid: c.u32("comm pid")?,
             tid: c.u32("comm tid")?,
             comm: c.c_str_rest(),
-            exec: header.misc & misc::COMM_EXEC != 0,
-        },
-        kind::FORK | kind::EXIT => {
-            let task = Task {
-                pid: c.u32("task pid")?,
-                ppid: c.u32("task ppid")?,
-                tid: c.u32("task tid")?,
-                ptid: c.u32("task ptid")?,
-                time: c.u64("task time")?,
-            };
-            if header.type_ == kind::FORK {
-                Record::Fork(task)
-            } else {
-                Record::Exit(task)
-            }
-        }
-        kind::LOST => Record::Lost {
+            exec: misc & misc::COMM_EXEC != 0,
+        })
+    }
+
+    fn lost(c: &mut Cursor<'a>) -> Result<Record<'a>, DataError> {
+        Ok(Record::Lost {
             id: c.u64("lost id")?,
             lost: c.u64("lost count")?,
-        },
-        kind::LOST_SAMPLES => Record::LostSamples {
+        })
+    }
+
+    fn lost_samples(c: &mut Cursor<'a>) -> Result<Record<'a>, DataError> {
+        Ok(Record::LostSamples {
             lost: c.u64("lost samples")?,
-        },
-        kind::THROTTLE | kind::UNTHROTTLE => Record::Throttle {
-            throttled: header.type_ == kind::THROTTLE,
+        })
+    }
+
+    fn throttle(c: &mut Cursor<'a>, throttled: bool) -> Result<Record<'a>, DataError> {
+        Ok(Record::Throttle {
+            throttled,
             time: c.u64("throttle time")?,
             id: c.u64("throttle id")?,
             stream_id: c.u64("throttle stream_id")?,
-        },
-        kind::SWITCH | kind::SWITCH_CPU_WIDE => Record::Switch {
-            out: header.misc & misc::SWITCH_OUT != 0,
-            preempt: header.misc & misc::SWITCH_OUT_PREEMPT != 0,
-            next_prev: if header.type_ == kind::SWITCH_CPU_WIDE {
-                Some((
-                    c.u32("switch next_prev_pid")?,
-                    c.u32("switch next_prev_tid")?,
-                ))
-            } else {
-                None
-            },
-        },
-        kind::NAMESPACES => {
-            let pid = c.u32("namespaces pid")?;
-            let tid = c.u32("namespaces tid")?;
-            let nr = c.u64("namespaces nr")?;
-            let count = nr
-                .checked_mul(2)
-                .ok_or_else(|| c.error(format!("{nr} namespaces overflow")))?;
-            Record::Namespaces {
-                pid,
-                tid,
-                namespaces: c.u64s(count, "namespaces")?,
-            }
-        }
-        kind::KSYMBOL => Record::Ksymbol {
+        })
+    }
+
+    fn switch(c: &mut Cursor<'a>, misc: u16, cpu_wide: bool) -> Result<Record<'a>, DataError> {
+        let next_prev = if cpu_wide {
+            Some((
+                c.u32("switch next_prev_pid")?,
+                c.u32("switch next_prev_tid")?,
+            ))
+        } else {
+            None
+        };
+        Ok(Record::Switch {
+            out: misc & misc::SWITCH_OUT != 0,
+            preempt: misc & misc::SWITCH_OUT_PREEMPT != 0,
+            next_prev,
+        })
+    }
+
+    fn namespaces(c: &mut Cursor<'a>) -> Result<Record<'a>, DataError> {
+        Ok(Record::Namespaces {
+            pid: c.u32("namespaces pid")?,
+            tid: c.u32("namespaces tid")?,
+            namespaces: entries(c, 2, "namespaces")?,
+        })
+    }
+
+    fn ksymbol(c: &mut Cursor<'a>) -> Result<Record<'a>, DataError> {
+        Ok(Record::Ksymbol {
             addr: c.u64("ksymbol addr")?,
             len: c.u32("ksymbol len")?,
             ksym_type: c.u16("ksymbol type")?,
             flags: c.u16("ksymbol flags")?,
             name: c.c_str_rest(),
-        },
-        kind::BPF_EVENT => Record::BpfEvent {
+        })
+    }
+
+    fn bpf_event(c: &mut Cursor<'a>) -> Result<Record<'a>, DataError> {
+        Ok(Record::BpfEvent {
             event_type: c.u16("bpf_event type")?,
             flags: c.u16("bpf_event flags")?,
             id: c.u32("bpf_event id")?,
             tag: c.bytes(8, "bpf_event tag")?,
-        },
-        kind::CGROUP => Record::Cgroup {
+        })
+    }
+
+    fn cgroup(c: &mut Cursor<'a>) -> Result<Record<'a>, DataError> {
+        Ok(Record::Cgroup {
             id: c.u64("cgroup id")?,
             path: c.c_str_rest(),
-        },
-        kind::TEXT_POKE => {
-            let addr = c.u64("text_poke addr")?;
-            let old_len = c.u16("text_poke old_len")?;
-            let new_len = c.u16("text_poke new_len")?;
-            Record::TextPoke {
-                addr,
-                old: c.bytes(usize::from(old_len), "text_poke old bytes")?,
-                new: c.bytes(usize::from(new_len), "text_poke new bytes")?,
-            }
-        }
-        kind::AUX => Record::Aux {
+        })
+    }
+
+    fn text_poke(c: &mut Cursor<'a>) -> Result<Record<'a>, DataError> {
+        let addr = c.u64("text_poke addr")?;
+        let old_len = c.u16("text_poke old_len")?;
+        let new_len = c.u16("text_poke new_len")?;
+        Ok(Record::TextPoke {
+            addr,
+            old: c.bytes(usize::from(old_len), "text_poke old bytes")?,
+            new: c.bytes(usize::from(new_len), "text_poke new bytes")?,
+        })
+    }
+
+    fn aux(c: &mut Cursor<'a>) -> Result<Record<'a>, DataError> {
+        Ok(Record::Aux {
             offset: c.u64("aux offset")?,
             size: c.u64("aux size")?,
             flags: c.u64("aux flags")?,
-        },
-        kind::ITRACE_START => Record::ItraceStart {
+        })
+    }
+
+    fn itrace_start(c: &mut Cursor<'a>) -> Result<Record<'a>, DataError> {
+        Ok(Record::ItraceStart {
             pid: c.u32("itrace_start pid")?,
             tid: c.u32("itrace_start tid")?,
-        },
-        kind::READ => {
-            let pid = c.u32("read pid")?;
-            let tid = c.u32("read tid")?;
-            let format = attr.map(|(a, _)| a.read_format).unwrap_or(0);
-            Record::Read {
-                pid,
-                tid,
-                values: ReadValues::parse(&mut c, format)?,
-            }
-        }
-        kind::AUX_OUTPUT_HW_ID => Record::AuxOutputHwId {
+        })
+    }
+
+    fn read(c: &mut Cursor<'a>, read_format: u64) -> Result<Record<'a>, DataError> {
+        Ok(Record::Read {
+            pid: c.u32("read pid")?,
+            tid: c.u32("read tid")?,
+            values: ReadValues::parse(c, read_format)?,
+        })
+    }
+
+    fn aux_output_hw_id(c: &mut Cursor<'a>) -> Result<Record<'a>, DataError> {
+        Ok(Record::AuxOutputHwId {
             hw_id: c.u64("aux_output_hw_id")?,
-        },
-        kind::HEADER_ATTR => {
-            // The attr is as long as its own size field says; its ids fill the rest.
-            let mut peek = c;
-            peek.u32("attr type")?;
-            let size = peek.u32("attr size")? as usize;
-            let size = if size == 0 {
-                super::attr::ATTR_SIZE_VER0 as usize
-            } else {
-                size
-            };
-            let attr = Attr::parse(&mut c, size)?;
-            let n = c.remaining() / 8;
-            Record::HeaderAttr {
-                attr,
-                ids: c.u64s(n as u64, "header_attr ids")?,
-            }
-        }
-        kind::HEADER_BUILD_ID => {
-            let pid = c.u32("build_id pid")? as i32;
-            let raw = c.bytes(24, "build_id")?;
-            let size = if header.misc & misc::BUILD_ID_SIZE != 0 {
-                usize::from(raw[20]).min(20)
-            } else {
-                20
-            };
-            Record::BuildId {
-                pid,
-                build_id: &raw[..size],
-                filename: name(c.c_str_rest()),
-            }
-        }
-        kind::FINISHED_ROUND => Record::FinishedRound,
-        kind::FINISHED_INIT => Record::FinishedInit,
-        kind::ID_INDEX => {
-            let nr = c.u64("id_index nr")?;
-            let count = nr
-                .checked_mul(4)
-                .ok_or_else(|| c.error(format!("id_index of {nr} entries overflows")))?;
-            Record::IdIndex {
-                entries: c.u64s(count, "id_index entries")?,
-            }
-        }
-        kind::TIME_CONV => Record::TimeConv {
+        })
+    }
+
+    /// HEADER_ATTR: the attr is as long as its own size field says; its ids fill the rest.
+    fn header_attr(c: &mut Cursor<'a>) -> Result<Record<'a>, DataError> {
+        let mut peek = *c;
+        peek.u32("attr type")?;
+        let size = match peek.u32("attr size")? as usize {
+            0 => crate::attr::ATTR_SIZE_VER0 as usize,
+            size => size,
+        };
+        let attr = Attr::parse(c, size)?;
+        let n = c.remaining() / 8;
+        Ok(Record::HeaderAttr {
+            attr,
+            ids: c.u64s(n as u64, "header_attr ids")?,
+        })
+    }
+
+    fn build_id(c: &mut Cursor<'a>, misc: u16) -> Result<Record<'a>, DataError> {
+        let pid = c.u32("build_id pid")? as i32;
+        let raw = c.bytes(24, "build_id")?;
+        let size = if misc & misc::BUILD_ID_SIZE != 0 {
+            usize::from(raw[20]).min(20)
+        } else {
+            20
+        };
+        Ok(Record::BuildId {
+            pid,
+            build_id: &raw[..size],
+            filename: name(c.c_str_rest()),
+        })
+    }
+
+    fn id_index(c: &mut Cursor<'a>) -> Result<Record<'a>, DataError> {
+        Ok(Record::IdIndex {
+            entries: entries(c, 4, "id_index entries")?,
+        })
+    }
+
+    fn time_conv(c: &mut Cursor<'a>) -> Result<Record<'a>, DataError> {
+        Ok(Record::TimeConv {
             time_shift: c.u64("time_conv shift")?,
             time_mult: c.u64("time_conv mult")?,
             time_zero: c.u64("time_conv zero")?,
-        },
-        kind::HEADER_FEATURE => Record::HeaderFeature {
+        })
+    }
+
+    fn header_feature(c: &mut Cursor<'a>) -> Result<Record<'a>, DataError> {
+        Ok(Record::HeaderFeature {
             feature: c.u64("header_feature id")?,
             data: c.bytes(c.remaining(), "header_feature data")?,
-        },
-        kind::COMPRESSED => Record::Compressed {
+        })
+    }
+
+    fn compressed(c: &mut Cursor<'a>) -> Result<Record<'a>, DataError> {
+        Ok(Record::Compressed {
             data: c.bytes(c.remaining(), "compressed data")?,
-        },
-        kind::COMPRESSED2 => {
-            let size = c.u64("compressed2 data_size")?;
-            let len = usize::try_from(size)
-                .ok()
-                .filter(|&n| n <= c.remaining())
-                .ok_or_else(|| {
-                    c.error(format!(
-                        "compressed2 data of {size} bytes exceeds the record"
-                    ))
-                })?;
-            Record::Compressed {
-                data: c.bytes(len, "compressed2 data")?,
-            }
-        }
+        })
+    }
+
+    /// COMPRESSED2 says how many of its bytes are data (the rest pads to 8).
+    fn compressed2(c: &mut Cursor<'a>) -> Result<Record<'a>, DataError> {
+        let size = c.u64("compressed2 data_size")?;
+        Ok(Record::Compressed {
+            data: sized(c, size, "compressed2 data")?,
+        })
+    }
+}
+
+/// Decodes a record's body. `format` is the sample format of the record's attr (for
+/// samples and the sample_id trailer).
+pub fn parse_record<'a>(
+    header: RecordHeader,
+    body: &'a [u8],
+    offset: u64,
+    format: Option<&SampleFormat>,
+) -> Result<(Record<'a>, Option<SampleId>), DataError> {
+    let body_offset = offset + 8;
+    if header.type_ == kind::SAMPLE {
+        let format =
+            format.ok_or_else(|| DataError::new(offset, "sample record matches no attr"))?;
+        return Ok((
+            Record::Sample(Sample::parse(body, body_offset, format)?),
+            None,
+        ));
+    }
+    // Kernel records end with the sample_id trailer when the attr asks for it.
+    let (sample_id, trailer) = match format {
+        Some(f) if header.type_ < kind::HEADER_ATTR && f.sample_id_size > 0 => (
+            Some(SampleId::parse(body, body_offset, f)?),
+            f.sample_id_size,
+        ),
+        _ => (None, 0),
+    };
+    let mut c = Cursor::new(&body[..body.len() - trailer], body_offset);
+    let c = &mut c;
+    let misc = header.misc;
+    let record = match header.type_ {
+        kind::MMAP => Record::Mmap(Mmap::parse_mmap(c)?),
+        kind::MMAP2 => Record::Mmap(Mmap::parse_mmap2(c, misc)?),
+        kind::COMM => Record::comm(c, misc)?,
+        kind::FORK => Record::Fork(Task::parse(c)?),
+        kind::EXIT => Record::Exit(Task::parse(c)?),
+        kind::LOST => Record::lost(c)?,
+        kind::LOST_SAMPLES => Record::lost_samples(c)?,
+        kind::THROTTLE => Record::throttle(c, true)?,
+        kind::UNTHROTTLE => Record::throttle(c, false)?,
+        kind::SWITCH => Record::switch(c, misc, false)?,
+        kind::SWITCH_CPU_WIDE => Record::switch(c, misc, true)?,
+        kind::NAMESPACES => Record::namespaces(c)?,
+        kind::KSYMBOL => Record::ksymbol(c)?,
+        kind::BPF_EVENT => Record::bpf_event(c)?,
+        kind::CGROUP => Record::cgroup(c)?,
+        kind::TEXT_POKE => Record::text_poke(c)?,
+        kind::AUX => Record::aux(c)?,
+        kind::ITRACE_START => Record::itrace_start(c)?,
+        kind::READ => Record::read(c, format.map_or(0, |f| f.read_format))?,
+        kind::AUX_OUTPUT_HW_ID => Record::aux_output_hw_id(c)?,
+        kind::HEADER_ATTR => Record::header_attr(c)?,
+        kind::HEADER_BUILD_ID => Record::build_id(c, misc)?,
+        kind::FINISHED_ROUND => Record::FinishedRound,
+        kind::FINISHED_INIT => Record::FinishedInit,
+        kind::ID_INDEX => Record::id_index(c)?,
+        kind::TIME_CONV => Record::time_conv(c)?,
+        kind::HEADER_FEATURE => Record::header_feature(c)?,
+        kind::COMPRESSED => Record::compressed(c)?,
+        kind::COMPRESSED2 => Record::compressed2(c)?,
         other => Record::Other { type_: other, body },
     };
     Ok((record, sample_id))

@@ -1,11 +1,13 @@
 //! PERF_RECORD_SAMPLE bodies, decoded field by field in the order the kernel writes them
 //! (kernel/events/core.c `perf_output_sample`), not the order older uapi comments list.
 
-use super::attr::{read_format as rf, sample_type as st, Attr, BRANCH_HW_INDEX};
-use super::bytes::{Cursor, U64s};
+use crate::attr::{read_format as rf, sample_type as st, Attr, BRANCH_HW_INDEX};
+use crate::bytes::{Cursor, U64s};
 use crate::error::DataError;
 
-/// What decoding a sample needs from its attr, precomputed once per attr.
+/// What decoding a record needs from its attr, worked out once per attr: the sample
+/// fields, and where the event id and the timestamp sit in a SAMPLE body and in the
+/// sample_id trailer of other records (so neither is recounted per record).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct SampleFormat {
     /// `sample_type`.
@@ -18,22 +20,110 @@ pub struct SampleFormat {
     pub regs_intr_mask: u64,
     /// Whether branch stacks carry `hw_idx`.
     pub branch_hw_idx: bool,
+    /// Bytes of the sample_id trailer of non-sample records (0 without sample_id_all).
+    pub sample_id_size: usize,
+    /// Where the event id sits in a SAMPLE body, in bytes from its start.
+    pub id_in_sample: Option<usize>,
+    /// Where the event id sits in a non-sample record, in bytes back from its end.
+    pub id_from_end: Option<usize>,
+    /// Where TIME sits in a SAMPLE body, in bytes from its start.
+    pub time_in_sample: Option<usize>,
+    /// Where TIME sits in a non-sample record, in bytes back from its end.
+    pub time_from_end: Option<usize>,
+}
+
+/// Bytes of the `sample_type` fields in `bits` that `t` has (each one u64).
+fn words(t: u64, bits: &[u64]) -> usize {
+    8 * bits.iter().filter(|&&b| t & b != 0).count()
 }
 
 impl SampleFormat {
-    /// The format of samples of `attr`.
+    /// The format of records of `attr`.
     pub fn of(attr: &Attr) -> SampleFormat {
+        let t = attr.sample_type;
+        let has = |bit: u64| t & bit != 0;
+        // The trailer is TID, TIME, ID, STREAM_ID, CPU, IDENTIFIER, one u64 each.
+        let trailer = [
+            st::TID,
+            st::TIME,
+            st::ID,
+            st::STREAM_ID,
+            st::CPU,
+            st::IDENTIFIER,
+        ];
+        let sample_id_size = if attr.sample_id_all() {
+            words(t, &trailer)
+        } else {
+            0
+        };
+        let id_in_sample = if has(st::IDENTIFIER) {
+            Some(0)
+        } else if has(st::ID) {
+            // ID follows IP, TID, TIME and ADDR.
+            Some(words(t, &[st::IP, st::TID, st::TIME, st::ADDR]))
+        } else {
+            None
+        };
+        let id_from_end = if sample_id_size == 0 {
+            None
+        } else if has(st::IDENTIFIER) {
+            Some(8)
+        } else if has(st::ID) {
+            // ID is followed by STREAM_ID and CPU.
+            Some(8 + words(t, &[st::STREAM_ID, st::CPU]))
+        } else {
+            None
+        };
+        let time_in_sample = has(st::TIME).then(|| words(t, &[st::IDENTIFIER, st::IP, st::TID]));
+        let time_from_end = (sample_id_size > 0 && has(st::TIME))
+            .then(|| 8 + words(t, &[st::ID, st::STREAM_ID, st::CPU, st::IDENTIFIER]));
         SampleFormat {
-            sample_type: attr.sample_type,
+            sample_type: t,
             read_format: attr.read_format,
             regs_user_mask: attr.sample_regs_user,
             regs_intr_mask: attr.sample_regs_intr,
             branch_hw_idx: attr.branch_sample_type & BRANCH_HW_INDEX != 0,
+            sample_id_size,
+            id_in_sample,
+            id_from_end,
+            time_in_sample,
+            time_from_end,
         }
     }
 
     fn has(&self, bit: u64) -> bool {
         self.sample_type & bit != 0
+    }
+
+    /// The event id of a record of type `type_` with this format, read without decoding
+    /// it (`body`: the bytes after the header).
+    pub fn id_of(&self, type_: u32, body: &[u8]) -> Option<u64> {
+        self.word(type_, body, self.id_in_sample, self.id_from_end)
+    }
+
+    /// The timestamp of a record of type `type_` with this format, read without decoding it.
+    pub fn time_of(&self, type_: u32, body: &[u8]) -> Option<u64> {
+        self.word(type_, body, self.time_in_sample, self.time_from_end)
+    }
+
+    fn word(
+        &self,
+        type_: u32,
+        body: &[u8],
+        in_sample: Option<usize>,
+        from_end: Option<usize>,
+    ) -> Option<u64> {
+        let at = if type_ == crate::record::kind::SAMPLE {
+            in_sample?
+        } else if type_ < crate::record::kind::HEADER_ATTR {
+            body.len().checked_sub(from_end?)?
+        } else {
+            return None;
+        };
+        let b = body.get(at..at.checked_add(8)?)?;
+        Some(u64::from_le_bytes([
+            b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7],
+        ]))
     }
 }
 
@@ -385,17 +475,8 @@ impl<'a> Sample<'a> {
         }
         Ok(s)
     }
-
-    /// Where TIME sits in a body of this format, in bytes: for ordering without decoding.
-    pub fn time_offset(f: &SampleFormat) -> Option<usize> {
-        if !f.has(st::TIME) {
-            return None;
-        }
-        Some(
-            8 * [st::IDENTIFIER, st::IP, st::TID]
-                .iter()
-                .filter(|&&b| f.has(b))
-                .count(),
-        )
-    }
 }
+
+/// Where the kernel's addresses start (x86_64 and aarch64 with 48-bit user space): an
+/// address at or above it is the kernel's.
+pub const KERNEL_HALF: u64 = 0xffff_8000_0000_0000;

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::bytes::Cursor;
+use crate::bytes::Cursor;
 use crate::error::DataError;
 
 /// `PERF_SAMPLE_*` bits of `sample_type`.
@@ -244,66 +244,5 @@ impl Attr {
     /// Whether `sample_period_or_freq` is a frequency.
     pub fn freq(&self) -> bool {
         self.flags & flag::FREQ != 0
-    }
-
-    /// Bytes of the sample_id trailer on non-sample records.
-    pub fn sample_id_size(&self) -> usize {
-        if !self.sample_id_all() {
-            return 0;
-        }
-        use sample_type as st;
-        [
-            st::TID,
-            st::TIME,
-            st::ID,
-            st::STREAM_ID,
-            st::CPU,
-            st::IDENTIFIER,
-        ]
-        .iter()
-        .filter(|&&b| self.sample_type & b != 0)
-        .count()
-            * 8
-    }
-
-    /// Where the event id sits in a SAMPLE body, counted in u64s from its start.
-    pub fn id_position_in_sample(&self) -> Option<usize> {
-        use sample_type as st;
-        let t = self.sample_type;
-        if t & st::IDENTIFIER != 0 {
-            return Some(0);
-        }
-        if t & st::ID == 0 {
-            return None;
-        }
-        // ID follows IP, TID, TIME and ADDR, each one u64.
-        Some(
-            [st::IP, st::TID, st::TIME, st::ADDR]
-                .iter()
-                .filter(|&&b| t & b != 0)
-                .count(),
-        )
-    }
-
-    /// Where the event id sits in a sample_id trailer, counted in u64s back from the end.
-    pub fn id_position_from_end(&self) -> Option<usize> {
-        use sample_type as st;
-        let t = self.sample_type;
-        if !self.sample_id_all() {
-            return None;
-        }
-        if t & st::IDENTIFIER != 0 {
-            return Some(1);
-        }
-        if t & st::ID == 0 {
-            return None;
-        }
-        // ID is followed by STREAM_ID and CPU.
-        Some(
-            1 + [st::STREAM_ID, st::CPU]
-                .iter()
-                .filter(|&&b| t & b != 0)
-                .count(),
-        )
     }
 }

@@ -1,13 +1,13 @@
 //! Writing captures as perf.data (file mode): header, attrs with ids, the records, and
 //! the header features readers need. Sample stacks are compacted to their valid size.
 
-use std::io::Write;
 use std::path::Path;
 
-use super::attr::{sample_type as st, Attr};
-use super::features::id as feat;
-use super::record::{kind, RecordHeader};
-use super::sample::{Sample, SampleFormat};
+use crate::attr::{sample_type as st, Attr};
+use crate::features::id as feat;
+use crate::record::{kind, RecordHeader};
+use crate::sample::{Sample, SampleFormat};
+use crate::topology::{format_list, Topology};
 
 /// Bytes of the attr perf 6.1 accepts; the 136-byte layout adds only `config3`.
 const ATTR_SIZE_VER7: u32 = 128;
@@ -98,15 +98,9 @@ pub struct HostInfo {
     pub memory: (u64, Vec<(u64, Vec<u64>)>),
 }
 
-fn read(path: impl AsRef<Path>) -> String {
-    std::fs::read_to_string(path)
-        .map(|s| s.trim().to_string())
-        .unwrap_or_default()
-}
-
 impl HostInfo {
     /// The NUMA_TOPOLOGY and MEM_TOPOLOGY of `topology`.
-    pub fn with_topology(mut self, topology: &crate::numa::Topology) -> HostInfo {
+    pub fn with_topology(mut self, topology: &Topology) -> HostInfo {
         self.numa = topology
             .nodes
             .iter()
@@ -115,70 +109,12 @@ impl HostInfo {
                     n.id,
                     n.mem_total_kb.unwrap_or(0),
                     n.mem_free_kb.unwrap_or(0),
-                    crate::numa::format_list(&n.cpus),
+                    format_list(&n.cpus),
                 )
             })
             .collect();
         self.memory = (topology.block_size, topology.node_blocks());
         self
-    }
-
-    /// Reads this machine's facts from /proc and /sys.
-    pub fn probe() -> HostInfo {
-        let cpus = crate::numa::numbered(Path::new("/sys/devices/system/cpu"), "cpu");
-        let topo = |cpu: u64, file: &str| {
-            read(format!("/sys/devices/system/cpu/cpu{cpu}/topology/{file}"))
-        };
-        let mut core_siblings: Vec<String> = Vec::new();
-        let mut thread_siblings: Vec<String> = Vec::new();
-        let mut cpu_places = Vec::new();
-        for &cpu in &cpus {
-            let package = topo(cpu, "core_siblings_list");
-            if !package.is_empty() && !core_siblings.contains(&package) {
-                core_siblings.push(package);
-            }
-            let threads = topo(cpu, "thread_siblings_list");
-            if !threads.is_empty() && !thread_siblings.contains(&threads) {
-                thread_siblings.push(threads);
-            }
-            cpu_places.push((
-                topo(cpu, "core_id").parse().unwrap_or(0),
-                topo(cpu, "physical_package_id").parse().unwrap_or(0),
-            ));
-        }
-        let online = read("/sys/devices/system/cpu/online");
-        let count = |list: &str| -> u32 {
-            list.split(',')
-                .filter(|p| !p.is_empty())
-                .map(|p| match p.split_once('-') {
-                    Some((a, b)) => {
-                        b.parse::<u32>().unwrap_or(0) + 1 - a.parse::<u32>().unwrap_or(0)
-                    }
-                    None => 1,
-                })
-                .sum()
-        };
-        let cpuinfo = read("/proc/cpuinfo");
-        HostInfo {
-            hostname: read("/proc/sys/kernel/hostname"),
-            osrelease: read("/proc/sys/kernel/osrelease"),
-            arch: std::env::consts::ARCH.to_string(),
-            nrcpus: (cpus.len() as u32, count(&online).max(1)),
-            cpudesc: cpuinfo
-                .lines()
-                .find_map(|l| {
-                    l.strip_prefix("model name")?
-                        .split_once(':')
-                        .map(|(_, v)| v.trim().to_string())
-                })
-                .unwrap_or_default(),
-            core_siblings,
-            thread_siblings,
-            cpu_places,
-            numa: Vec::new(),
-            memory: (0, Vec::new()),
-        }
-        .with_topology(&crate::numa::Topology::from_sysfs(Path::new("/")).unwrap_or_default())
     }
 }
 
@@ -304,7 +240,7 @@ impl CaptureWriter {
             } else {
                 2
             };
-            build.extend_from_slice(&(super::record::misc::BUILD_ID_SIZE | mode).to_le_bytes());
+            build.extend_from_slice(&(crate::record::misc::BUILD_ID_SIZE | mode).to_le_bytes());
             build.extend_from_slice(&((8 + e.len()) as u16).to_le_bytes());
             build.extend_from_slice(&e);
         }
@@ -468,28 +404,10 @@ impl CaptureWriter {
         out
     }
 
-    /// Writes the file through a temporary name and a rename.
-    pub fn write(&self, path: &Path) -> std::io::Result<u64> {
+    /// Writes the file whole or not at all (creating its folder); its size.
+    pub fn write(&self, path: &Path) -> Result<u64, crate::Error> {
         let bytes = self.to_bytes();
-        let dir = path
-            .parent()
-            .filter(|d| !d.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        std::fs::create_dir_all(dir)?;
-        let tmp = dir.join(format!(
-            ".{}.{}.tmp",
-            path.file_name()
-                .and_then(|n| n.to_str())
-                .unwrap_or("capture"),
-            std::process::id()
-        ));
-        let written = std::fs::File::create(&tmp)
-            .and_then(|mut file| file.write_all(&bytes).and_then(|_| file.sync_all()))
-            .and_then(|_| std::fs::rename(&tmp, path));
-        if let Err(e) = written {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(e);
-        }
+        crate::atomic_write::write_atomically(path, &bytes)?;
         Ok(bytes.len() as u64)
     }
 }

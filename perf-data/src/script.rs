@@ -2,9 +2,9 @@
 
 use std::io::{self, Write};
 
-use super::features::hex;
-use super::file::Event;
-use super::record::{kind_name, Record};
+use crate::features::hex;
+use crate::file::Event;
+use crate::record::{kind_name, Record};
 
 /// A JSON object written key by key (records are many; no intermediate tree).
 struct Obj<'w, W: Write> {
@@ -130,7 +130,7 @@ pub fn write_json_with<W: Write>(out: &mut W, e: &Event<'_>, extra: &[u8]) -> io
             if let Some(d) = s.data_src {
                 o.hex("data_src", d)?;
                 // The same value decoded, the level as perf 6.4+ names it.
-                let decoded = super::DataSource::new(d);
+                let decoded = crate::DataSource::new(d);
                 o.str("mem", decoded.to_string().as_bytes())?;
                 if let Some(region) = decoded.region_name() {
                     o.str("mem_region", region.as_bytes())?;
@@ -326,7 +326,7 @@ pub fn write_text<W: Write>(out: &mut W, e: &Event<'_>) -> io::Result<()> {
                 write!(out, " addr {a:#x}")?;
             }
             if let Some(d) = s.data_src {
-                write!(out, " data_src {d:#x} {}", super::DataSource::new(d))?;
+                write!(out, " data_src {d:#x} {}", crate::DataSource::new(d))?;
             }
             if let Some(w) = s.weight {
                 write!(out, " weight {}", w.latency())?;

@@ -17,11 +17,11 @@ mod support;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use sparkles_sampler::perf_data::data_src::{
+use sparkles_perf_data::data_src::{
     blk, lock, lvl, lvl_num, lvl_num_name, op, shift, snoop, snoopx, tlb, DataSource,
 };
-use sparkles_sampler::perf_data::sample::Weight;
-use sparkles_sampler::perf_data::{PerfData, Record};
+use sparkles_perf_data::sample::Weight;
+use sparkles_perf_data::{PerfData, Record};
 use support::fixtures;
 
 /// One sample as perf 6.1's `perf script` printed it: the raw value and the six fields.
@@ -94,7 +94,7 @@ fn samples_of(path: &Path) -> Vec<(u64, u64, Option<Weight>)> {
         if let Record::Sample(s) = &e.record {
             out.push((s.addr.unwrap(), s.data_src.unwrap(), s.weight));
         }
-        Ok::<(), ()>(())
+        Ok::<(), sparkles_perf_data::Error>(())
     })
     .unwrap();
     out

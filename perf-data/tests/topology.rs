@@ -7,10 +7,10 @@
 
 mod support;
 
-use sparkles_sampler::numa::Topology;
-use sparkles_sampler::perf_data::attr::{sample_type as st, Attr};
-use sparkles_sampler::perf_data::writer::{CaptureWriter, HostInfo};
-use sparkles_sampler::perf_data::PerfData;
+use sparkles_perf_data::attr::{sample_type as st, Attr};
+use sparkles_perf_data::topology::Topology;
+use sparkles_perf_data::writer::{CaptureWriter, HostInfo};
+use sparkles_perf_data::PerfData;
 use support::fixtures;
 
 /// The README's table: physical address, node (None: no memory block there).
@@ -48,7 +48,7 @@ fn the_two_node_tree_places_addresses_and_cpus() {
     assert!(t.nodes[0].mem_total_kb.unwrap() > 0);
     // A tree without nodes says so.
     let err = Topology::from_sysfs(&root.join("sysfs/amd-zen4")).unwrap_err();
-    assert!(err.contains("no NUMA nodes"), "{err}");
+    assert!(err.to_string().contains("no NUMA nodes"), "{err}");
 }
 
 #[test]
@@ -101,7 +101,7 @@ fn this_machine_has_its_memory_on_its_nodes() {
         Ok(t) => {
             assert!(!t.nodes.is_empty());
             let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
-            for cpu in sparkles_sampler::numa::parse_list(&online) {
+            for cpu in sparkles_perf_data::topology::parse_list(&online) {
                 assert!(t.node_of_cpu(cpu).is_some(), "cpu {cpu} is on no node");
             }
             if t.knows_memory() {

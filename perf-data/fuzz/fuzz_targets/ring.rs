@@ -2,7 +2,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use sparkles_sampler::perf_data::ring::for_each_in_ring;
+use sparkles_perf_data::ring::for_each_in_ring;
 
 fuzz_target!(|data: &[u8]| {
     if data.len() < 16 {

@@ -10,7 +10,7 @@ mod support;
 
 use std::path::{Path, PathBuf};
 
-use sparkles_sampler::perf_data::{PerfData, Record, Stats};
+use sparkles_perf_data::{PerfData, Record, Stats};
 use support::fixtures;
 
 fn perf_data_files(root: &Path) -> Vec<PathBuf> {
@@ -28,11 +28,8 @@ fn perf_data_files(root: &Path) -> Vec<PathBuf> {
 }
 
 fn decode(data: &PerfData) -> Result<Stats, String> {
-    data.for_each_record(|_| Ok::<(), ()>(()))
-        .map_err(|e| match e {
-            sparkles_sampler::perf_data::ReadFailure::Data(d) => d.to_string(),
-            sparkles_sampler::perf_data::ReadFailure::Visit(()) => "visitor".to_string(),
-        })
+    data.for_each_record(|_| Ok::<(), sparkles_perf_data::Error>(()))
+        .map_err(|e| e.to_string())
 }
 
 #[test]
@@ -102,7 +99,7 @@ fn our_pebs(path: &Path) -> Vec<(u64, u64, u64)> {
                 s.weight.unwrap().latency(),
             ));
         }
-        Ok::<(), ()>(())
+        Ok::<(), sparkles_perf_data::Error>(())
     })
     .unwrap();
     out
@@ -133,7 +130,7 @@ fn the_skylake_weight_is_a_weight_struct() {
             assert!(s.cpu.is_some() && s.time.is_some() && s.id.is_some());
             structs += 1;
         }
-        Ok::<(), ()>(())
+        Ok::<(), sparkles_perf_data::Error>(())
     })
     .unwrap();
     assert_eq!(structs, 14);
@@ -203,7 +200,7 @@ fn files_perf_61_refuses_decode_with_consistent_counts() {
                     assert!(ids.contains(&id), "{name}: sample id {id}");
                 }
             }
-            Ok::<(), ()>(())
+            Ok::<(), sparkles_perf_data::Error>(())
         })
         .unwrap();
     }
@@ -222,7 +219,7 @@ fn records_arrive_in_time_order() {
                 assert!(t >= last, "{}: {t} after {last}", path.display());
                 last = t;
             }
-            Ok::<(), ()>(())
+            Ok::<(), sparkles_perf_data::Error>(())
         })
         .unwrap();
     }
@@ -271,12 +268,15 @@ fn errors_name_the_offset() {
     );
     // A file cut inside its data section: the section lies outside the file.
     let e = PerfData::from_bytes(bytes[..data_start + 100].to_vec()).unwrap_err();
+    let e = e.as_data().unwrap();
     assert_eq!(e.offset, 40);
     assert!(e.message.contains("data section"), "{e}");
     let e = PerfData::from_bytes(b"PERFFILE not this".to_vec()).unwrap_err();
+    let e = e.as_data().unwrap();
     assert_eq!(e.offset, 0);
     assert!(e.message.contains("PERFILE2"), "{e}");
     let e = PerfData::from_bytes(bytes[..50].to_vec()).unwrap_err();
+    let e = e.as_data().unwrap();
     assert!(e.to_string().contains("offset"), "{e}");
 }
 

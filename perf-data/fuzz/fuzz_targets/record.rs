@@ -3,9 +3,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use sparkles_sampler::perf_data::bytes::Cursor;
-use sparkles_sampler::perf_data::record::parse_record;
-use sparkles_sampler::perf_data::{Attr, RecordHeader, SampleFormat};
+use sparkles_perf_data::bytes::Cursor;
+use sparkles_perf_data::record::parse_record;
+use sparkles_perf_data::{Attr, RecordHeader, SampleFormat};
 
 fuzz_target!(|data: &[u8]| {
     if data.len() < 136 + 8 {
@@ -18,6 +18,6 @@ fuzz_target!(|data: &[u8]| {
     let rest = &data[136..];
     if let Ok(header) = RecordHeader::parse(rest, 136) {
         let body = &rest[8..header.size as usize];
-        let _ = parse_record(header, body, 136, Some((&attr, &format)));
+        let _ = parse_record(header, body, 136, Some(&format));
     }
 });

@@ -1,8 +1,9 @@
-//! Records for what existed before sampling started, synthesized from /proc as perf
-//! record does: COMM per thread, FORK per non-leader thread, MMAP2 per executable mapping.
+//! Records for what existed before sampling started, built as perf record synthesizes
+//! them: COMM per thread, FORK per non-leader thread, MMAP2 per mapping (from a
+//! /proc/PID/maps line), the kernel's MMAP. Reading /proc is the sampler's.
 
-use super::attr::{sample_type as st, Attr};
-use super::record::kind;
+use crate::attr::{sample_type as st, Attr};
+use crate::record::kind;
 
 /// `PERF_RECORD_MISC_USER`.
 const MISC_USER: u16 = 2;
@@ -148,19 +149,8 @@ pub fn mmap2(attr: &Attr, id: u64, pid: u32, m: &MapsLine) -> Vec<u8> {
 }
 
 /// The kernel's MMAP record as perf record writes it (`[kernel.kallsyms]_text` from the
-/// `_text` symbol), so readers resolve kernel samples; `None` where /proc/kallsyms hides
-/// the address.
-pub fn kernel_mmap(attr: &Attr, id: u64) -> Option<Vec<u8>> {
-    let kallsyms = std::fs::read_to_string("/proc/kallsyms").ok()?;
-    let start = kallsyms.lines().find_map(|l| {
-        let mut f = l.split_whitespace();
-        let addr = f.next()?;
-        let _kind = f.next()?;
-        (f.next()? == "_text").then(|| u64::from_str_radix(addr, 16).ok())?
-    })?;
-    if start == 0 {
-        return None;
-    }
+/// `_text` symbol at `start`), so readers resolve kernel samples.
+pub fn kernel_mmap(attr: &Attr, id: u64, start: u64) -> Vec<u8> {
     let pid = u32::MAX; // -1: the kernel
     let mut body = Vec::new();
     body.extend_from_slice(&pid.to_le_bytes());
@@ -170,48 +160,14 @@ pub fn kernel_mmap(attr: &Attr, id: u64) -> Option<Vec<u8>> {
     body.extend_from_slice(&start.to_le_bytes());
     body.extend_from_slice(&padded_name("[kernel.kallsyms]_text"));
     // PERF_RECORD_MISC_KERNEL.
-    Some(record(kind::MMAP, 1, &body, &trailer(attr, pid, 0, id)))
-}
-
-/// The threads of `pid` (none for a process that is gone), in ascending order.
-pub fn tasks_of(pid: u32) -> Vec<u32> {
-    let mut tids: Vec<u32> = std::fs::read_dir(format!("/proc/{pid}/task"))
-        .map(|it| {
-            it.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-                .collect()
-        })
-        .unwrap_or_default();
-    tids.sort_unstable();
-    tids
-}
-
-/// The kernel's MMAP, then COMM and FORK for every thread of `pid` and MMAP2 for its
-/// executable mappings (all of them with `all_mappings`: DWARF unwinding reads
-/// `.eh_frame` from read-only segments and the stack from `[stack]`), read from /proc now. A process that vanished gives none of its own.
-pub fn synthesize_process(attr: &Attr, id: u64, pid: u32, all_mappings: bool) -> Vec<Vec<u8>> {
-    let mut out: Vec<Vec<u8>> = kernel_mmap(attr, id).into_iter().collect();
-    for tid in tasks_of(pid) {
-        let name =
-            std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm")).unwrap_or_default();
-        if tid != pid {
-            out.push(fork(attr, id, pid, tid));
-        }
-        out.push(comm(attr, id, pid, tid, name.trim_end()));
-    }
-    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
-    for m in parse_maps(&maps) {
-        if all_mappings || m.perms.as_bytes().get(2) == Some(&b'x') {
-            out.push(mmap2(attr, id, pid, &m));
-        }
-    }
-    out
+    record(kind::MMAP, 1, &body, &trailer(attr, pid, 0, id))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::perf_data::record::{parse_record, Record, RecordHeader};
-    use crate::perf_data::sample::SampleFormat;
+    use crate::record::{parse_record, Record, RecordHeader};
+    use crate::sample::SampleFormat;
 
     #[test]
     fn maps_lines_parse() {
@@ -232,29 +188,47 @@ mod tests {
     fn synthesized_records_decode_with_their_trailer() {
         let attr = Attr {
             sample_type: st::IP | st::TID | st::TIME | st::CPU | st::IDENTIFIER,
-            flags: crate::perf_data::attr::flag::SAMPLE_ID_ALL,
+            flags: crate::attr::flag::SAMPLE_ID_ALL,
             ..Attr::default()
         };
         let f = SampleFormat::of(&attr);
-        let records = synthesize_process(&attr, 42, std::process::id(), false);
-        assert!(records.len() >= 2);
-        let mut saw_mmap = false;
+        let maps = parse_maps("55d4a000-55d4b000 r-xp 00002000 fd:01 1234 /usr/bin/true\n");
+        let records = [
+            kernel_mmap(&attr, 42, 0xffff_ffff_8100_0000),
+            comm(&attr, 42, 7, 8, "worker"),
+            fork(&attr, 42, 7, 8),
+            mmap2(&attr, 42, 7, &maps[0]),
+        ];
+        let mut kinds = Vec::new();
         for r in &records {
             let h = RecordHeader::parse(r, 0).unwrap();
-            let (rec, sid) = parse_record(h, &r[8..], 0, Some((&attr, &f))).unwrap();
+            let (rec, sid) = parse_record(h, &r[8..], 0, Some(&f)).unwrap();
             assert_eq!(sid.unwrap().id, Some(42));
-            if let Record::Mmap(m) = rec {
-                match m.prot {
-                    // MMAP2 of an executable mapping of this process.
-                    Some(prot) => {
-                        saw_mmap = true;
-                        assert!(prot & 4 != 0);
-                    }
-                    // The kernel's map, as perf record writes it.
-                    None => assert_eq!(m.filename, b"[kernel.kallsyms]_text"),
+            match rec {
+                Record::Mmap(m) if m.prot.is_some() => {
+                    // The MMAP2 of an executable mapping.
+                    assert_eq!((m.addr, m.len, m.pgoff), (0x55d4a000, 0x1000, 0x2000));
+                    assert_eq!(m.prot, Some(5));
+                    assert_eq!(m.filename, b"/usr/bin/true");
+                    kinds.push("mmap2");
                 }
+                // The kernel's map, as perf record writes it.
+                Record::Mmap(m) => {
+                    assert_eq!(m.filename, b"[kernel.kallsyms]_text");
+                    assert_eq!(m.pid, u32::MAX);
+                    kinds.push("mmap");
+                }
+                Record::Comm { comm, tid, .. } => {
+                    assert_eq!((comm, tid), (&b"worker"[..], 8));
+                    kinds.push("comm");
+                }
+                Record::Fork(t) => {
+                    assert_eq!((t.pid, t.tid), (7, 8));
+                    kinds.push("fork");
+                }
+                other => panic!("unexpected {other:?}"),
             }
         }
-        assert!(saw_mmap);
+        assert_eq!(kinds, ["mmap", "comm", "fork", "mmap2"]);
     }
 }

@@ -3,8 +3,8 @@
 
 use serde::Serialize;
 
-use super::attr::Attr;
-use super::bytes::Cursor;
+use crate::attr::Attr;
+use crate::bytes::Cursor;
 use crate::error::DataError;
 
 /// Feature ids (bit numbers of the header's feature bitmap).
@@ -406,7 +406,7 @@ impl Features {
                     let mut e = Cursor::new(c.bytes(size - 8, "build_id entry")?, at + 8);
                     let pid = e.u32("build_id pid")? as i32;
                     let raw = e.bytes(24, "build_id")?;
-                    let len = if misc & super::record::misc::BUILD_ID_SIZE != 0 {
+                    let len = if misc & crate::record::misc::BUILD_ID_SIZE != 0 {
                         usize::from(raw[20]).min(20)
                     } else {
                         20

@@ -5,10 +5,10 @@
 
 #![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
 
-use sparkles_sampler::perf_data::attr::{flag, read_format as rf, sample_type as st, Attr};
-use sparkles_sampler::perf_data::record::{kind, misc, parse_record};
-use sparkles_sampler::perf_data::sample::{Sample, SampleFormat, Weight};
-use sparkles_sampler::perf_data::{PerfData, Record, RecordHeader};
+use sparkles_perf_data::attr::{flag, read_format as rf, sample_type as st, Attr};
+use sparkles_perf_data::record::{kind, misc, parse_record};
+use sparkles_perf_data::sample::{Sample, SampleFormat, Weight};
+use sparkles_perf_data::{PerfData, Record, RecordHeader};
 
 /// Little-endian byte writer.
 #[derive(Default, Clone)]
@@ -49,13 +49,10 @@ fn record(type_: u32, misc: u16, body: &[u8]) -> Vec<u8> {
 }
 
 fn format(sample_type: u64) -> SampleFormat {
-    SampleFormat {
+    SampleFormat::of(&Attr {
         sample_type,
-        read_format: 0,
-        regs_user_mask: 0,
-        regs_intr_mask: 0,
-        branch_hw_idx: false,
-    }
+        ..Attr::default()
+    })
 }
 
 #[test]
@@ -84,13 +81,14 @@ fn every_sample_field_in_kernel_order() {
         | st::DATA_PAGE_SIZE
         | st::CODE_PAGE_SIZE
         | st::AUX;
-    let f = SampleFormat {
+    let f = SampleFormat::of(&Attr {
         sample_type: all,
         read_format: rf::TOTAL_TIME_ENABLED | rf::ID,
-        regs_user_mask: 0b1011,
-        regs_intr_mask: 0b11,
-        branch_hw_idx: true,
-    };
+        sample_regs_user: 0b1011,
+        sample_regs_intr: 0b11,
+        branch_sample_type: sparkles_perf_data::attr::BRANCH_HW_INDEX,
+        ..Attr::default()
+    });
     let body = W::default()
         .u64(77) // identifier
         .u64(0x401000) // ip
@@ -387,7 +385,7 @@ fn every_kernel_record_with_its_trailer() {
         let body = body.bytes(&trailer().0);
         let bytes = record(type_, misc_bits, &body.0);
         let header = RecordHeader::parse(&bytes, 0).unwrap();
-        let (rec, sid) = parse_record(header, &bytes[8..], 0, Some((&a, &f))).unwrap();
+        let (rec, sid) = parse_record(header, &bytes[8..], 0, Some(&f)).unwrap();
         let sid = sid.unwrap_or_else(|| panic!("type {type_}: no trailer"));
         assert_eq!(
             (sid.pid, sid.tid, sid.time, sid.cpu, sid.id),
@@ -551,7 +549,7 @@ fn several_attrs_matched_by_identifier_and_rounds_ordered_by_time() {
         if let Record::Comm { .. } = &e.record {
             seen.push((e.time.unwrap(), e.attr.unwrap(), 0));
         }
-        Ok::<(), ()>(())
+        Ok::<(), sparkles_perf_data::Error>(())
     })
     .unwrap();
     assert_eq!(
@@ -567,7 +565,9 @@ fn several_attrs_matched_by_identifier_and_rounds_ordered_by_time() {
     // A sample whose id is in no attr's list is an error at its offset.
     let bytes = file_mode(&[(a, vec![10]), (b, vec![20])], &[sample(30, 1, 1)]);
     let data = PerfData::from_bytes(bytes).unwrap();
-    let e = data.for_each_record(|_| Ok::<(), String>(())).unwrap_err();
+    let e = data
+        .for_each_record(|_| Ok::<(), sparkles_perf_data::Error>(()))
+        .unwrap_err();
     assert!(e.to_string().contains("matches no attr"), "{e}");
 }
 
@@ -590,7 +590,7 @@ fn samples_matched_by_id_position_without_identifier() {
     let mut attrs = Vec::new();
     data.for_each_record(|e| {
         attrs.push(e.attr.unwrap());
-        Ok::<(), ()>(())
+        Ok::<(), sparkles_perf_data::Error>(())
     })
     .unwrap();
     assert_eq!(attrs, [0, 1]);
@@ -631,7 +631,9 @@ fn pipe_mode_carries_attrs_in_the_stream() {
     assert_eq!(data.attrs.len(), 1);
     assert_eq!(data.attrs[0].ids, [99]);
     assert_eq!(data.features.hostname.as_deref(), Some("host"));
-    let stats = data.for_each_record(|_| Ok::<(), ()>(())).unwrap();
+    let stats = data
+        .for_each_record(|_| Ok::<(), sparkles_perf_data::Error>(()))
+        .unwrap();
     assert_eq!(stats.samples, 1);
 }
 
@@ -653,14 +655,14 @@ fn attrs_of_every_layout_size() {
             w = w.u64(0x11);
         }
         w.0.truncate(size);
-        let mut c = sparkles_sampler::perf_data::bytes::Cursor::new(&w.0, 0);
+        let mut c = sparkles_perf_data::bytes::Cursor::new(&w.0, 0);
         let a = Attr::parse(&mut c, size).unwrap();
         assert_eq!((a.type_, a.config, a.config1), (4, 0x3c, 7), "size {size}");
         assert!(a.sample_id_all() && a.freq());
         assert_eq!(a.config2 != 0, size >= 72, "size {size}");
         assert_eq!(c.remaining(), 0, "size {size}: the whole attr is consumed");
     }
-    let mut c = sparkles_sampler::perf_data::bytes::Cursor::new(&[0u8; 40], 0);
+    let mut c = sparkles_perf_data::bytes::Cursor::new(&[0u8; 40], 0);
     assert!(Attr::parse(&mut c, 40).is_err());
 }
 
@@ -669,10 +671,13 @@ fn big_endian_and_foreign_files_are_refused_clearly() {
     let mut be = W::default().bytes(b"2ELIFREP").u64(104).0;
     be.resize(200, 0);
     let e = PerfData::from_bytes(be).unwrap_err();
+    let e = e.as_data().unwrap();
     assert_eq!(e.offset, 0);
     assert!(e.message.contains("big-endian"), "{e}");
     let e = PerfData::from_bytes(b"\x7fELF\x02\x01\x01\0\0\0\0\0\0\0\0\0".to_vec()).unwrap_err();
+    let e = e.as_data().unwrap();
     assert!(e.message.contains("not a perf.data file"), "{e}");
     let e = PerfData::from_bytes(W::default().bytes(b"PERFILE2").u64(40).0).unwrap_err();
+    let e = e.as_data().unwrap();
     assert!(e.message.contains("header size 40"), "{e}");
 }

@@ -1,8 +1,8 @@
 //! Records out of a perf mmap ring buffer: the data area is a power-of-two circle, and a
 //! record that crosses its end is copied whole into a scratch buffer before decoding.
 
-use super::record::RecordHeader;
 use crate::error::DataError;
+use crate::record::RecordHeader;
 
 /// Walks the records between `tail` and `head` (free-running byte counters, as the
 /// kernel's `data_tail` and `data_head`) of the ring `data`, whose length is a power of

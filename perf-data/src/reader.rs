@@ -1,0 +1,443 @@
+//! Records in file order, one at a time, from a mapped file (no copy) or a stream (one
+//! record in memory at a time), COMPRESSED records opened on the way.
+//!
+//! perf compresses every COMPRESSED record of a file with one zstd stream, flushed (not
+//! ended) at each record's end: the records are consecutive pieces of that stream, fed in
+//! file order to one decoder, and a record may continue from one COMPRESSED record into
+//! the next. Only the decompressed bytes not yet delivered are kept: at most one
+//! COMPRESSED record's worth ([`MAX_DECOMPRESSED_CHUNK`]) and the part of a record that
+//! continues into the next one.
+
+use std::io::Read;
+
+use crate::error::DataError;
+use crate::record::{kind, kind_name, RecordHeader};
+
+/// One COMPRESSED record decompresses to at most this much (perf's chunks are a ring
+/// buffer's worth; this bounds a malicious frame).
+pub const MAX_DECOMPRESSED_CHUNK: u64 = 256 << 20;
+
+/// Where a record was found, and what it is: everything about it but its bytes, which
+/// [`RecordReader::current`] gives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RawRecord {
+    /// Offset of the record in the input; for a record out of a COMPRESSED record, that
+    /// record's offset.
+    pub offset: u64,
+    /// For a record out of COMPRESSED records, where it starts in the decompressed stream.
+    pub decompressed_at: Option<u64>,
+    /// Its header.
+    pub header: RecordHeader,
+    /// Where its bytes lie in the input, when the input is bytes that stay put (a mapped
+    /// file): a queue can keep this place instead of a copy.
+    pub input_at: Option<usize>,
+}
+
+/// Byte counts of a pass over the input.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReadCounts {
+    /// Bytes of the data section walked (records and the payloads that follow some).
+    pub data_bytes: u64,
+    /// COMPRESSED records opened.
+    pub compressed_records: u64,
+    /// Bytes they decompressed to.
+    pub decompressed_bytes: u64,
+}
+
+enum Input<'a> {
+    /// A data section in memory: `bytes[pos..end]` not yet read.
+    Bytes {
+        bytes: &'a [u8],
+        pos: usize,
+        end: usize,
+    },
+    /// A stream: the record read last is in `record`.
+    Stream {
+        reader: Box<dyn Read + 'a>,
+        offset: u64,
+        record: Vec<u8>,
+    },
+}
+
+/// The record [`RecordReader::advance`] found, by where its bytes are.
+#[derive(Debug, Clone, Copy)]
+enum Current {
+    None,
+    Input(usize, usize),
+    Stream,
+    Inflated(usize, usize),
+}
+
+/// Reads records in file order. [`RecordReader::advance`] moves to the next record and
+/// says where it is; [`RecordReader::current`] gives its bytes until the next advance.
+pub struct RecordReader<'a> {
+    input: Input<'a>,
+    inflater: Option<Inflater>,
+    /// Decompressed bytes; those before `inflated_at` are delivered.
+    inflated: Vec<u8>,
+    inflated_at: usize,
+    /// Decompressed bytes dropped from the front of `inflated` so far.
+    inflated_base: u64,
+    /// The COMPRESSED record the decompressed bytes came from.
+    compressed_offset: u64,
+    /// At most this many bytes decompressed in all (64 times a file in memory).
+    inflate_cap: Option<u64>,
+    current: Current,
+    counts: ReadCounts,
+}
+
+impl std::fmt::Debug for RecordReader<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RecordReader")
+            .field("counts", &self.counts)
+            .finish()
+    }
+}
+
+impl<'a> RecordReader<'a> {
+    /// Records of `bytes[start..end]`, a data section in memory (`bytes` is the whole
+    /// file, so offsets are the file's).
+    pub fn from_bytes(bytes: &'a [u8], start: usize, end: usize) -> RecordReader<'a> {
+        let end = end.min(bytes.len());
+        RecordReader::new(Input::Bytes {
+            bytes,
+            pos: start.min(end),
+            end,
+        })
+        .with_inflate_cap((bytes.len() as u64).saturating_mul(64).max(1 << 30))
+    }
+
+    /// Records of a stream whose next byte is at `offset` of the input.
+    pub fn from_stream(reader: impl Read + 'a, offset: u64) -> RecordReader<'a> {
+        RecordReader::new(Input::Stream {
+            reader: Box::new(reader),
+            offset,
+            record: Vec::new(),
+        })
+    }
+
+    fn new(input: Input<'a>) -> RecordReader<'a> {
+        RecordReader {
+            input,
+            inflater: None,
+            inflated: Vec::new(),
+            inflated_at: 0,
+            inflated_base: 0,
+            compressed_offset: 0,
+            inflate_cap: None,
+            current: Current::None,
+            counts: ReadCounts::default(),
+        }
+    }
+
+    fn with_inflate_cap(mut self, cap: u64) -> RecordReader<'a> {
+        self.inflate_cap = Some(cap);
+        self
+    }
+
+    /// What was read so far.
+    pub fn counts(&self) -> ReadCounts {
+        self.counts
+    }
+
+    /// The input's bytes, where the input is bytes in memory.
+    pub fn input_bytes(&self) -> Option<&'a [u8]> {
+        match self.input {
+            Input::Bytes { bytes, .. } => Some(bytes),
+            Input::Stream { .. } => None,
+        }
+    }
+
+    /// The bytes (header included) of the record the last [`RecordReader::advance`]
+    /// found; empty before the first.
+    pub fn current(&self) -> &[u8] {
+        match (self.current, &self.input) {
+            (Current::Input(at, size), Input::Bytes { bytes, .. }) => &bytes[at..at + size],
+            (Current::Stream, Input::Stream { record, .. }) => record,
+            (Current::Inflated(at, size), _) => &self.inflated[at..at + size],
+            _ => &[],
+        }
+    }
+
+    /// Moves to the next record; `None` at the end of the input.
+    pub fn advance(&mut self) -> Result<Option<RawRecord>, DataError> {
+        loop {
+            if let Some(found) = self.next_inflated()? {
+                return Ok(Some(found));
+            }
+            let Some((offset, header, input_at)) = self.next_from_input()? else {
+                self.current = Current::None;
+                let left = self.inflated.len() - self.inflated_at;
+                if left > 0 {
+                    return Err(DataError::new(
+                        self.compressed_offset,
+                        format!(
+                            "{left} bytes of a record cut off at the end of the compressed data"
+                        ),
+                    ));
+                }
+                return Ok(None);
+            };
+            if matches!(header.type_, kind::COMPRESSED | kind::COMPRESSED2) {
+                self.inflate(offset, header)?;
+                continue;
+            }
+            return Ok(Some(RawRecord {
+                offset,
+                decompressed_at: None,
+                header,
+                input_at,
+            }));
+        }
+    }
+
+    /// Moves to the next record of the input itself, COMPRESSED records not opened (a
+    /// header scan); `None` at the end of the input.
+    pub fn advance_in_file(&mut self) -> Result<Option<RawRecord>, DataError> {
+        Ok(self
+            .next_from_input()?
+            .map(|(offset, header, input_at)| RawRecord {
+                offset,
+                decompressed_at: None,
+                header,
+                input_at,
+            }))
+    }
+
+    /// The next whole record of the decompressed bytes, if one is there.
+    fn next_inflated(&mut self) -> Result<Option<RawRecord>, DataError> {
+        let rest = &self.inflated[self.inflated_at..];
+        if rest.len() < 8 {
+            return Ok(None);
+        }
+        let at_stream = self.inflated_base + self.inflated_at as u64;
+        let size = usize::from(u16::from_le_bytes([rest[6], rest[7]]));
+        if size < 8 {
+            return Err(DataError::new(
+                self.compressed_offset,
+                format!(
+                    "in data decompressed from this COMPRESSED record, at decompressed byte {at_stream}: record size {size} < 8"
+                ),
+            ));
+        }
+        if rest.len() < size {
+            return Ok(None);
+        }
+        let header = RecordHeader::parse(rest, self.compressed_offset)?;
+        self.current = Current::Inflated(self.inflated_at, size);
+        self.inflated_at += size;
+        Ok(Some(RawRecord {
+            offset: self.compressed_offset,
+            decompressed_at: Some(at_stream),
+            header,
+            input_at: None,
+        }))
+    }
+
+    /// The next record of the input itself: its offset, header and place in memory.
+    #[allow(clippy::type_complexity)]
+    fn next_from_input(&mut self) -> Result<Option<(u64, RecordHeader, Option<usize>)>, DataError> {
+        match &mut self.input {
+            Input::Bytes { bytes, pos, end } => {
+                if *pos >= *end {
+                    return Ok(None);
+                }
+                let at = *pos;
+                if *end - at < 8 {
+                    return Err(DataError::new(
+                        at as u64,
+                        format!("{} stray bytes at the end of the data section", *end - at),
+                    ));
+                }
+                let header = RecordHeader::parse(&bytes[at..*end], at as u64)?;
+                let size = usize::from(header.size);
+                let extra = trailing_payload(
+                    header,
+                    &bytes[at + 8..at + size],
+                    (*end - at - size) as u64,
+                    at as u64,
+                )?;
+                let step = size + extra as usize;
+                *pos += step;
+                self.counts.data_bytes += step as u64;
+                self.current = Current::Input(at, size);
+                Ok(Some((at as u64, header, Some(at))))
+            }
+            Input::Stream {
+                reader,
+                offset,
+                record,
+            } => {
+                let at = *offset;
+                record.resize(8, 0);
+                let got = read_full(reader, &mut record[..8])
+                    .map_err(|e| DataError::new(at, format!("reading the stream: {e}")))?;
+                match got {
+                    0 => return Ok(None),
+                    8 => {}
+                    n => {
+                        return Err(DataError::new(
+                            at,
+                            format!("{n} stray bytes at the end of the stream"),
+                        ))
+                    }
+                }
+                let size = usize::from(u16::from_le_bytes([record[6], record[7]]));
+                record.resize(size.max(8), 0);
+                let got = read_full(reader, &mut record[8..])
+                    .map_err(|e| DataError::new(at, format!("reading the stream: {e}")))?;
+                let header = RecordHeader::parse(&record[..8 + got], at)?;
+                let extra = trailing_payload(header, &record[8..], u64::MAX, at)?;
+                // The payload after a record (tracing data, an AUX trace) is skipped.
+                let skipped = std::io::copy(&mut reader.by_ref().take(extra), &mut std::io::sink())
+                    .map_err(|e| DataError::new(at, format!("reading the stream: {e}")))?;
+                if skipped < extra {
+                    return Err(DataError::new(
+                        at,
+                        format!(
+                            "{} record announces {extra} bytes of payload; the stream ends after {skipped}",
+                            kind_name(header.type_)
+                        ),
+                    ));
+                }
+                let step = size as u64 + extra;
+                *offset += step;
+                self.counts.data_bytes += step;
+                self.current = Current::Stream;
+                Ok(Some((at, header, None)))
+            }
+        }
+    }
+
+    /// Feeds the COMPRESSED record just read to the decoder.
+    fn inflate(&mut self, offset: u64, header: RecordHeader) -> Result<(), DataError> {
+        let record = match (self.current, &self.input) {
+            (Current::Input(at, size), Input::Bytes { bytes, .. }) => &bytes[at..at + size],
+            (Current::Stream, Input::Stream { record, .. }) => record.as_slice(),
+            _ => &[],
+        };
+        let data = match crate::record::parse_record(header, &record[8..], offset, None)? {
+            (crate::record::Record::Compressed { data }, _) => data,
+            _ => {
+                return Err(DataError::new(
+                    offset,
+                    "COMPRESSED record did not decode as one",
+                ))
+            }
+        };
+        // Delivered bytes go; a record continuing into this chunk stays at the front.
+        self.inflated.drain(..self.inflated_at);
+        self.inflated_base += self.inflated_at as u64;
+        self.inflated_at = 0;
+        let before = self.inflated.len();
+        let inflater = match &mut self.inflater {
+            Some(i) => i,
+            None => self
+                .inflater
+                .insert(Inflater::new().map_err(|m| DataError::new(offset, m))?),
+        };
+        inflater
+            .feed(data, &mut self.inflated)
+            .map_err(|m| DataError::new(offset, m))?;
+        self.counts.compressed_records += 1;
+        self.counts.decompressed_bytes += (self.inflated.len() - before) as u64;
+        // perf's zstd level compresses about 5-30x; a file expanding far beyond that is
+        // an attack on time, not a capture.
+        if let Some(cap) = self.inflate_cap {
+            if self.counts.decompressed_bytes > cap {
+                return Err(DataError::new(
+                    offset,
+                    format!("compressed records expand past {cap} bytes (64x the file)"),
+                ));
+            }
+        }
+        self.compressed_offset = offset;
+        Ok(())
+    }
+}
+
+/// Reads until `buf` is full or the stream ends; how many bytes it read.
+pub(crate) fn read_full(reader: &mut dyn Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match reader.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}
+
+/// Bytes that follow a record outside its size: the tracing data after
+/// HEADER_TRACING_DATA and the trace after AUXTRACE (both 8-byte aligned), checked
+/// against the `left` bytes after the record.
+pub(crate) fn trailing_payload(
+    header: RecordHeader,
+    body: &[u8],
+    left: u64,
+    offset: u64,
+) -> Result<u64, DataError> {
+    let size = match header.type_ {
+        kind::HEADER_TRACING_DATA => body
+            .get(..4)
+            .map(|b| u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))),
+        kind::AUXTRACE => body
+            .get(..8)
+            .map(|b| u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])),
+        _ => return Ok(0),
+    };
+    let padded = size.and_then(|s| s.checked_add(7)).map(|s| s & !7);
+    match padded {
+        Some(p) if p <= left => Ok(p),
+        _ => Err(DataError::new(
+            offset,
+            format!(
+                "{} record announces {size:?} bytes of payload beyond the end of the data",
+                kind_name(header.type_)
+            ),
+        )),
+    }
+}
+
+/// One zstd decoder for every COMPRESSED record of a file.
+struct Inflater {
+    decoder: zstd::stream::raw::Decoder<'static>,
+    buf: Vec<u8>,
+}
+
+impl Inflater {
+    fn new() -> Result<Inflater, String> {
+        Ok(Inflater {
+            decoder: zstd::stream::raw::Decoder::new().map_err(|e| format!("zstd decoder: {e}"))?,
+            buf: vec![0; 1 << 16],
+        })
+    }
+
+    /// Decompresses one COMPRESSED record's payload onto `out`.
+    fn feed(&mut self, mut data: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
+        use zstd::stream::raw::Operation;
+        let start = out.len();
+        loop {
+            let status = self
+                .decoder
+                .run_on_buffers(data, &mut self.buf)
+                .map_err(|e| format!("COMPRESSED record: zstd data corrupt: {e}"))?;
+            out.extend_from_slice(&self.buf[..status.bytes_written]);
+            data = &data[status.bytes_read..];
+            if (out.len() - start) as u64 > MAX_DECOMPRESSED_CHUNK {
+                return Err(format!(
+                    "COMPRESSED record decompresses to more than {MAX_DECOMPRESSED_CHUNK} bytes"
+                ));
+            }
+            // Done when the input is used up and the decoder had no more to give.
+            if data.is_empty() && status.bytes_written < self.buf.len() {
+                return Ok(());
+            }
+            if status.bytes_read == 0 && status.bytes_written == 0 {
+                return Err("COMPRESSED record: zstd decoder makes no progress".to_string());
+            }
+        }
+    }
+}
