@@ -22,9 +22,8 @@ use sparkles_bench::{HarnessArgs, Suite};
 use sparkles_perf_data::bytes::U64s;
 use sparkles_perf_data::sample::{Regs, StackUser};
 use sparkles_perf_data::{PerfData, Record, Sample};
-use sparkles_symbolize::symbolizer::Symbolizer;
-use sparkles_symbolize::SearchPaths;
-use sparkles_unwind::{Arch, Mode, Unwinder};
+use sparkles_report::stacks::{StackNamer, StackOptions};
+use sparkles_unwind::Mode;
 
 mod support;
 
@@ -37,17 +36,23 @@ struct Owned {
     stack: Vec<u8>,
 }
 
-/// The capture's user samples with stacks, and a symbolizer fed all its mappings. Where
+/// The capture's user samples with stacks, and a stack namer (the composer that owns the
+/// address space and hands the unwinder its modules) fed all its mappings, unwinding in
+/// `mode`. Where
 /// enough of them copied 4 KiB or more, only those. The kernel copies up to the end of the
 /// stack mapping, and the stack starts a random distance (up to 8 KiB) below that end,
 /// above the environment: with a small environment a whole run's copies can be shorter
 /// (seen in CI, and here with `env -i`: 848 to 8192 bytes from run to run).
-fn samples(path: &Path) -> Result<(Vec<Owned>, Symbolizer), String> {
+fn samples(path: &Path, mode: Mode) -> Result<(Vec<Owned>, StackNamer), String> {
     let data = PerfData::open(path).map_err(|e| e.to_string())?;
-    let mut symbolizer = Symbolizer::for_capture(&data, SearchPaths::default());
+    let options = StackOptions {
+        unwind: mode,
+        ..StackOptions::default()
+    };
+    let mut namer = StackNamer::for_capture(&data, &options);
     let mut out = Vec::new();
     data.for_each_record(|e| {
-        symbolizer.observe(&e.record);
+        namer.observe(&e.record);
         if let Record::Sample(s) = &e.record {
             if let Some((r, st)) = support::user_stack(s) {
                 out.push(Owned {
@@ -61,11 +66,11 @@ fn samples(path: &Path) -> Result<(Vec<Owned>, Symbolizer), String> {
         }
         Ok::<(), sparkles_perf_data::Error>(())
     })
-    .map_err(|e| format!("{e:?}"))?;
+    .map_err(|e| e.to_string())?;
     if out.iter().filter(|o| o.stack.len() >= 4096).count() >= 20 {
         out.retain(|o| o.stack.len() >= 4096);
     }
-    Ok((out, symbolizer))
+    Ok((out, namer))
 }
 
 fn as_sample(o: &Owned) -> Sample<'_> {
@@ -110,49 +115,36 @@ fn main() {
         Ok(path) => {
             suite.group("unwind", move |g| {
                 let p = path.clone();
-                // Setup on the case's own thread (the symbolizer is not Send): the samples,
-                // and a symbolizer fed all the capture's mappings.
+                // Setup on the case's own thread (the namer is not Send): the samples, and
+                // a namer fed all the capture's mappings.
                 g.case("sample_8k", move |bench| {
-                    let (owned, mut symbolizer) = samples(&p)?;
+                    let (owned, mut namer) = samples(&p, Mode::Dwarf)?;
                     if owned.is_empty() {
                         return Err(format!("{}: no user samples with stacks", p.display()));
                     }
-                    let mut unwinder = Unwinder::new(Mode::Dwarf, Arch::X86_64);
                     // Warm: every sample once (modules added, rules cached).
                     for o in &owned {
-                        unwinder.unwind(&mut symbolizer, &as_sample(o));
+                        namer.unwind(&as_sample(o));
                     }
                     let mut i = 0usize;
                     bench.iter(|| {
                         let o = &owned[i % owned.len()];
                         i += 1;
-                        unwinder.unwind(&mut symbolizer, &as_sample(o)).frames.len()
+                        namer.unwind(&as_sample(o)).frames.len()
                     });
                     Ok(())
                 });
                 let p = path.clone();
                 // The walk alone: one sample over and over, its bytes in cache.
                 g.case("sample_8k_hot", move |bench| {
-                    let (owned, mut symbolizer) = samples(&p)?;
+                    let (owned, mut namer) = samples(&p, Mode::Dwarf)?;
                     let deepest = owned
                         .iter()
-                        .max_by_key(|o| {
-                            let mut u = Unwinder::new(Mode::Dwarf, Arch::X86_64);
-                            u.unwind(&mut symbolizer, &as_sample(o)).frames.len()
-                        })
+                        .max_by_key(|o| namer.unwind(&as_sample(o)).frames.len())
                         .ok_or_else(|| format!("{}: no user samples with stacks", p.display()))?;
-                    let mut unwinder = Unwinder::new(Mode::Dwarf, Arch::X86_64);
-                    let frames = unwinder
-                        .unwind(&mut symbolizer, &as_sample(deepest))
-                        .frames
-                        .len();
+                    let frames = namer.unwind(&as_sample(deepest)).frames.len();
                     eprintln!("unwind/sample_8k_hot: the deepest stack, {frames} frames");
-                    bench.iter(|| {
-                        unwinder
-                            .unwind(&mut symbolizer, &as_sample(deepest))
-                            .frames
-                            .len()
-                    });
+                    bench.iter(|| namer.unwind(&as_sample(deepest)).frames.len());
                     Ok::<(), String>(())
                 });
                 let sparkles_cli = PathBuf::from(env!("CARGO_BIN_EXE_sparkles"));

@@ -219,7 +219,7 @@ pub enum ColorChoice {
     Never,
 }
 
-fn parse_unwind(s: &str) -> Result<sparkles_unwind::Mode, String> {
+fn parse_unwind(s: &str) -> Result<sparkles_unwind::Mode, sparkles_unwind::UnknownMode> {
     s.parse()
 }
 

@@ -187,7 +187,7 @@ pub enum Command {
     },
 }
 
-fn parse_unwind(s: &str) -> Result<sparkles_unwind::Mode, String> {
+fn parse_unwind(s: &str) -> Result<sparkles_unwind::Mode, sparkles_unwind::UnknownMode> {
     s.parse()
 }
 

@@ -140,6 +140,12 @@ impl<'a> RecordReader<'a> {
         self.counts
     }
 
+    /// Decompressed bytes held: those not yet delivered and, until the next COMPRESSED
+    /// record is opened, the ones delivered from this one.
+    pub fn buffered(&self) -> usize {
+        self.inflated.len()
+    }
+
     /// The input's bytes, where the input is bytes in memory.
     pub fn input_bytes(&self) -> Option<&'a [u8]> {
         match self.input {

@@ -1,6 +1,10 @@
-//! Named stacks of a capture's samples: the unwinder's frame addresses, each named by the
-//! symbolizer (inlined frames expanded), as `sparkles script --stacks` prints them and the
-//! profile reports read them.
+//! Named stacks of a capture's samples: the composer of the capture's reading. It owns
+//! the address-space model (fed with the capture's records in time order) and, through
+//! the symbolizer, the module cache; it hands the unwinder each process's executable
+//! modules and the sample's stack bytes ([`Mappings`]), and the symbolizer the places
+//! the frames are at, as samply's converter does. The unwinder's frame addresses come
+//! back named (inlined frames expanded), as `sparkles script --stacks` prints them and
+//! the profile reports read them.
 
 use std::path::PathBuf;
 use std::rc::Rc;
@@ -8,9 +12,10 @@ use std::rc::Rc;
 use rustc_hash::FxHashMap;
 
 use sparkles_perf_data::{PerfData, Record, Sample};
-use sparkles_symbolize::symbolizer::{Place, Symbolizer};
+use sparkles_symbolize::address_space::AddressSpace;
+use sparkles_symbolize::symbolizer::{DataObject, Located, Place, Symbolizer};
 use sparkles_symbolize::SearchPaths;
-use sparkles_unwind::{Arch, Mode, Truncation, Unwinder};
+use sparkles_unwind::{Arch, MappedModule, Mappings, Mode, Stack, Truncation, Unwinder};
 
 /// How stacks are found and named.
 #[derive(Debug, Clone, Default)]
@@ -85,9 +90,11 @@ pub struct NamedStack {
     pub truncated: Option<Truncation>,
 }
 
-/// The symbolizer and unwinder of one capture, fed its records in time order.
+/// The address space, symbolizer and unwinder of one capture, fed its records in time
+/// order.
 #[derive(Debug)]
 pub struct StackNamer {
+    space: AddressSpace,
     symbolizer: Symbolizer,
     unwinder: Unwinder,
     /// The named frames of each place (and return-address adjustment), built once.
@@ -134,6 +141,7 @@ impl StackNamer {
             notes.push(format!("kernel addresses are not named: {why}"));
         }
         StackNamer {
+            space: AddressSpace::new(),
             symbolizer,
             unwinder: Unwinder::new(options.unwind, arch),
             expanded: FxHashMap::default(),
@@ -143,16 +151,29 @@ impl StackNamer {
 
     /// Feeds a record (in time order).
     pub fn observe(&mut self, record: &Record<'_>) {
-        self.symbolizer.observe(record);
+        self.space.observe(record);
     }
 
     /// The named stack of a sample.
     pub fn stack(&mut self, sample: &Sample<'_>) -> NamedStack {
-        let pid = sample.pid.unwrap_or(0);
-        let raw = self.unwinder.unwind(&mut self.symbolizer, sample);
+        let raw = self.unwind(sample);
+        self.name(sample.pid.unwrap_or(0), &raw)
+    }
+
+    /// A sample's frame addresses, unwound against the modules its process maps now.
+    pub fn unwind(&mut self, sample: &Sample<'_>) -> Stack {
+        let mut mappings = CaptureMappings {
+            space: &self.space,
+            symbolizer: &mut self.symbolizer,
+        };
+        self.unwinder.unwind(&mut mappings, sample)
+    }
+
+    /// The frames of `raw`, a stack of process `pid`, named.
+    pub fn name(&mut self, pid: u32, raw: &Stack) -> NamedStack {
         let mut frames: Vec<NamedFrame> = Vec::with_capacity(raw.frames.len() * 2);
         for f in &raw.frames {
-            let at = self.symbolizer.locate(pid, f.lookup);
+            let at = self.symbolizer.locate(&self.space, pid, f.lookup);
             let delta = usize::from(f.addr != f.lookup);
             let cached = self.expanded.get(&at.place).and_then(|e| e[delta].clone());
             let expanded = match cached {
@@ -189,11 +210,7 @@ impl StackNamer {
 
     /// The named frames of one located address (`delta`: 1 for a return address named at
     /// its call), address left 0.
-    fn expand(
-        &mut self,
-        at: &sparkles_symbolize::symbolizer::Located,
-        delta: u64,
-    ) -> Rc<[NamedFrame]> {
+    fn expand(&mut self, at: &Located, delta: u64) -> Rc<[NamedFrame]> {
         let shown = |n: &str| -> Rc<str> { Rc::from(sparkles_symbolize::demangle::for_display(n)) };
         let named = self.symbolizer.name(&at.place);
         // The containing symbol; for the kernel, the vDSO's absence or a JIT map, the
@@ -242,12 +259,8 @@ impl StackNamer {
     }
 
     /// What data address `addr` of process `pid` is (a variable, or the kind of memory).
-    pub fn data_object(
-        &mut self,
-        pid: u32,
-        addr: u64,
-    ) -> sparkles_symbolize::symbolizer::DataObject {
-        self.symbolizer.data_object(pid, addr)
+    pub fn data_object(&mut self, pid: u32, addr: u64) -> DataObject {
+        self.symbolizer.data_object(&self.space, pid, addr)
     }
 
     /// The unwinder's counts.
@@ -258,6 +271,57 @@ impl StackNamer {
     /// Modules that could not be used, with the reason.
     pub fn unavailable(&self) -> Vec<String> {
         self.symbolizer.unavailable()
+    }
+}
+
+/// The unwinder's questions, answered from the capture's address space and the
+/// symbolizer's modules.
+struct CaptureMappings<'a> {
+    space: &'a AddressSpace,
+    symbolizer: &'a mut Symbolizer,
+}
+
+impl Mappings for CaptureMappings<'_> {
+    fn generation(&self, pid: u32) -> u64 {
+        self.space.generation(pid)
+    }
+
+    fn executable_modules(&mut self, pid: u32) -> Vec<MappedModule> {
+        let mut out = Vec::new();
+        for m in self.space.mappings(pid) {
+            let named_file =
+                !m.path.is_empty() && !m.path.starts_with("//") && !m.path.starts_with('[');
+            if !(named_file || &*m.path == "[vdso]") || m.prot.is_some_and(|p| p & 4 == 0) {
+                continue;
+            }
+            let Ok(module) = self.symbolizer.module_of_mapping(self.space, pid, m) else {
+                continue;
+            };
+            // A mapping without protection bits (MMAP, not MMAP2) is executable where its
+            // segment is.
+            if m.prot.is_none() && module.executable_at(m.pgoff) != Some(true) {
+                continue;
+            }
+            let Some(svma) = module.vaddr_of(m.pgoff) else {
+                continue;
+            };
+            out.push(MappedModule {
+                name: m.path.to_string(),
+                avma: m.start..m.end,
+                base_avma: m.start.wrapping_sub(svma),
+                image: module.image(),
+            });
+        }
+        out
+    }
+
+    fn is_mapped(&self, pid: u32, addr: u64) -> bool {
+        self.space.is_mapped(pid, addr)
+    }
+
+    fn symbol_name(&mut self, pid: u32, addr: u64) -> Option<&str> {
+        let place = self.symbolizer.locate(self.space, pid, addr).place;
+        self.symbolizer.symbol(&place).map(|(name, _)| name)
     }
 }
 

@@ -4,6 +4,7 @@
 use std::rc::Rc;
 
 use rustc_hash::FxHashMap as HashMap;
+use sparkles_perf_data::record::{Mmap, Record};
 
 /// One mapping of a file (or anonymous memory) into a process.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,6 +25,18 @@ pub struct Mapping {
 }
 
 impl Mapping {
+    /// The mapping an MMAP or MMAP2 record describes.
+    pub fn of_record(m: &Mmap<'_>) -> Mapping {
+        Mapping {
+            start: m.addr,
+            end: m.addr.saturating_add(m.len),
+            pgoff: m.pgoff,
+            path: String::from_utf8_lossy(m.filename).into(),
+            build_id: m.build_id.map(Rc::from),
+            prot: m.prot,
+        }
+    }
+
     /// The file offset of `addr`, an address inside the mapping.
     pub fn file_offset(&self, addr: u64) -> u64 {
         addr - self.start + self.pgoff
@@ -45,6 +58,25 @@ impl AddressSpace {
     /// An empty model.
     pub fn new() -> AddressSpace {
         AddressSpace::default()
+    }
+
+    /// Feeds a record, in time order: MMAP/MMAP2, exec COMMs and FORKs shape the model.
+    pub fn observe(&mut self, record: &Record<'_>) {
+        match record {
+            Record::Mmap(m) => self.map(m.pid, Mapping::of_record(m)),
+            Record::Comm {
+                pid, exec: true, ..
+            } => self.exec(*pid),
+            Record::Fork(t) => self.fork(t.pid, t.ppid),
+            _ => {}
+        }
+    }
+
+    /// Whether `addr` lies in one of `pid`'s own mappings.
+    pub fn is_mapped(&self, pid: u32, addr: u64) -> bool {
+        let maps = self.mappings(pid);
+        let i = maps.partition_point(|m| m.start <= addr);
+        i > 0 && addr < maps[i - 1].end
     }
 
     /// A mapping appeared: it replaces whatever overlapped it (the kernel unmaps first).

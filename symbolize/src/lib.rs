@@ -26,6 +26,10 @@ use std::sync::Arc;
 
 pub use search::SearchPaths;
 
+/// A module's file bytes, shared with whoever else reads them (the unwinder): a mapped
+/// file, or an image read from memory.
+pub type Image = Arc<dyn AsRef<[u8]> + Send + Sync>;
+
 /// Why a module could not be loaded.
 #[derive(Debug, thiserror::Error)]
 pub enum SymbolizeError {
@@ -583,10 +587,10 @@ impl Module {
         })
     }
 
-    /// The module file's bytes (mapped once; the unwinder reads its unwind sections from
-    /// them).
-    pub fn image(&self) -> &Arc<memmap2::Mmap> {
-        &self.tables.image
+    /// The module file's bytes, shared (mapped once; the unwinder reads its unwind
+    /// sections from them).
+    pub fn image(&self) -> Image {
+        Arc::clone(&self.tables.image) as Image
     }
 
     /// Whether file offset `offset` is in an executable load segment (`None`: in none).

@@ -1,8 +1,8 @@
-//! The symbolizer of a capture: the address-space model fed with its records in time
-//! order, the modules it maps (loaded once per build id, checked against the capture's
-//! build ids), kernel names gated on the capture's kernel, the vDSO, JIT perf maps, and a
-//! cache of names per (module, address) filled one at a time or in sorted, deduplicated
-//! batches named in parallel.
+//! The symbolizer of a capture: the modules its mappings name (loaded once per build id,
+//! checked against the capture's build ids), kernel names gated on the capture's kernel,
+//! the vDSO, JIT perf maps, and a cache of names per (module, address) filled one at a
+//! time or in sorted, deduplicated batches named in parallel. The address-space model it
+//! reads ([`AddressSpace`]) is its caller's, fed with the capture's records in time order.
 //!
 //! Two steps, so a profile pays for names once per distinct address: [`Symbolizer::locate`]
 //! turns `(pid, addr)` into a [`Place`] at the current point of the capture (cheap: a map
@@ -13,7 +13,8 @@ use rustc_hash::FxHashMap as HashMap;
 use std::path::PathBuf;
 use std::rc::Rc;
 
-use sparkles_perf_data::{PerfData, Record};
+use sparkles_perf_data::sample::KERNEL_HALF;
+use sparkles_perf_data::PerfData;
 
 use crate::address_space::{AddressSpace, Mapping};
 use crate::kernel::{KernelIdentity, KernelSymbols};
@@ -156,9 +157,6 @@ pub struct DataObject {
     pub symbol: Option<DataSymbol>,
 }
 
-/// Where the kernel's addresses start (x86_64 and aarch64 with 48-bit user space).
-pub const KERNEL_HALF: u64 = 0xffff_8000_0000_0000;
-
 /// Batches at least this large (distinct, uncached addresses of one module) are named
 /// in parallel.
 pub const PARALLEL_BATCH: usize = 2048;
@@ -166,7 +164,6 @@ pub const PARALLEL_BATCH: usize = 2048;
 /// The symbolizer of one capture.
 #[derive(Debug)]
 pub struct Symbolizer {
-    space: AddressSpace,
     paths: SearchPaths,
     /// Build ids the capture recorded, by path.
     capture_build_ids: HashMap<String, Vec<u8>>,
@@ -201,17 +198,6 @@ pub struct Stats {
     pub parallel_runs: usize,
 }
 
-fn mapping_of(m: &sparkles_perf_data::record::Mmap<'_>) -> Mapping {
-    Mapping {
-        start: m.addr,
-        end: m.addr.saturating_add(m.len),
-        pgoff: m.pgoff,
-        path: String::from_utf8_lossy(m.filename).into(),
-        build_id: m.build_id.map(Rc::from),
-        prot: m.prot,
-    }
-}
-
 fn parse_hex(s: &str) -> Option<Vec<u8>> {
     s.len()
         .is_multiple_of(2)
@@ -228,7 +214,6 @@ impl Symbolizer {
     /// A symbolizer for addresses of the running system (the harness's own captures).
     pub fn new(paths: SearchPaths) -> Symbolizer {
         Symbolizer {
-            space: AddressSpace::new(),
             paths,
             capture_build_ids: HashMap::default(),
             modules: HashMap::default(),
@@ -273,23 +258,6 @@ impl Symbolizer {
     /// Why this machine's kernel names do not apply, if they do not.
     pub fn kernel_reason(&self) -> Option<&str> {
         self.local.as_ref().err().map(String::as_str)
-    }
-
-    /// The address-space model (fed by [`Symbolizer::observe`]).
-    pub fn address_space(&mut self) -> &mut AddressSpace {
-        &mut self.space
-    }
-
-    /// Feeds a record, in time order: MMAP/MMAP2, exec COMMs and FORKs shape the model.
-    pub fn observe(&mut self, record: &Record<'_>) {
-        match record {
-            Record::Mmap(m) => self.space.map(m.pid, mapping_of(m)),
-            Record::Comm {
-                pid, exec: true, ..
-            } => self.space.exec(*pid),
-            Record::Fork(t) => self.space.fork(t.pid, t.ppid),
-            _ => {}
-        }
     }
 
     /// The module a mapping names, loaded once per build id.
@@ -387,9 +355,9 @@ impl Symbolizer {
         loaded
     }
 
-    /// Where `addr` of process `pid` is, at the current point of the capture.
-    pub fn locate(&mut self, pid: u32, addr: u64) -> Located {
-        let mapping = self.space.lookup(pid, addr).cloned();
+    /// Where `addr` of process `pid` is, as `space` has the process mapped now.
+    pub fn locate(&mut self, space: &AddressSpace, pid: u32, addr: u64) -> Located {
+        let mapping = space.lookup(pid, addr).cloned();
         // The kernel's half of the address space (x86_64 and aarch64 alike).
         if addr >= KERNEL_HALF
             || mapping
@@ -431,7 +399,7 @@ impl Symbolizer {
         } else if m.path.starts_with('[') {
             Place::Unknown(format!("{}: no file to name it from", m.path).into())
         } else {
-            match self.module_of_mapping(pid, &m) {
+            match self.module_of_mapping(space, pid, &m) {
                 Ok(module) => match module.vaddr_of(m.file_offset(addr)) {
                     Some(vaddr) => Place::Module {
                         key: match module.shared_build_id() {
@@ -459,10 +427,19 @@ impl Symbolizer {
         }
     }
 
-    /// The module a file mapping of `pid` holds: looked up once per mapping and
-    /// generation of the process's mappings.
-    fn module_of_mapping(&mut self, pid: u32, m: &Mapping) -> MappedModule {
-        let generation = self.space.generation(pid);
+    /// The module a mapping of `pid` holds: the running kernel's vDSO for `[vdso]`, else
+    /// the file's, looked up once per mapping and generation of the process's mappings;
+    /// or why there is none.
+    pub fn module_of_mapping(
+        &mut self,
+        space: &AddressSpace,
+        pid: u32,
+        m: &Mapping,
+    ) -> Result<Rc<Module>, Rc<str>> {
+        if &*m.path == "[vdso]" {
+            return self.vdso().map_err(|e| Rc::from(e.to_string()));
+        }
+        let generation = space.generation(pid);
         match self.by_mapping.get(&(pid, m.start)) {
             Some((g, found)) if *g == generation => found.clone(),
             _ => {
@@ -476,18 +453,18 @@ impl Symbolizer {
         }
     }
 
-    /// What data address `addr` of process `pid` is, at the current point of the
-    /// capture: a variable (an ELF data symbol of the module mapped there, `.bss` in the
+    /// What data address `addr` of process `pid` is, as `space` has the process mapped
+    /// now: a variable (an ELF data symbol of the module mapped there, `.bss` in the
     /// anonymous mapping after a module's file mapping included), else the kind of
     /// memory the address-space model says it is.
-    pub fn data_object(&mut self, pid: u32, addr: u64) -> DataObject {
+    pub fn data_object(&mut self, space: &AddressSpace, pid: u32, addr: u64) -> DataObject {
         let object = |kind, mapping: Option<&Mapping>| DataObject {
             kind,
             mapping: mapping.map(|m| Rc::clone(&m.path)),
             mapping_start: mapping.map_or(0, |m| m.start),
             symbol: None,
         };
-        let maps = self.space.mappings(pid);
+        let maps = space.mappings(pid);
         let i = maps.partition_point(|m| m.start <= addr);
         let found = i.checked_sub(1).filter(|&i| addr < maps[i].end);
         if addr >= KERNEL_HALF {
@@ -530,7 +507,7 @@ impl Symbolizer {
             return object(DataKind::Anon, Some(&m));
         };
         let failures = self.failures.len();
-        let module = self.module_of_mapping(pid, &file);
+        let module = self.module_of_mapping(space, pid, &file);
         if self.failures.len() > failures {
             // A data file (a cache, a database) is no object file: not worth a note.
             self.failures

@@ -9,7 +9,7 @@ use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use sparkles_perf_data::synth::parse_maps;
-use sparkles_symbolize::address_space::Mapping;
+use sparkles_symbolize::address_space::{AddressSpace, Mapping};
 use sparkles_symbolize::symbolizer::{DataKind, Symbolizer};
 use sparkles_symbolize::SearchPaths;
 
@@ -30,12 +30,14 @@ static SPARKLES_TEST_RODATA: [u64; 64] = {
     t
 };
 
-fn symbolizer_of_this_process() -> (Symbolizer, u32) {
+/// A symbolizer, and this process's mappings as an address space.
+fn symbolizer_of_this_process() -> (Symbolizer, AddressSpace, u32) {
     let pid = std::process::id();
-    let mut s = Symbolizer::new(SearchPaths::default());
+    let s = Symbolizer::new(SearchPaths::default());
+    let mut space = AddressSpace::new();
     let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
     for m in parse_maps(&maps) {
-        s.address_space().map(
+        space.map(
             pid,
             Mapping {
                 start: m.start,
@@ -47,7 +49,7 @@ fn symbolizer_of_this_process() -> (Symbolizer, u32) {
             },
         );
     }
-    (s, pid)
+    (s, space, pid)
 }
 
 #[test]
@@ -56,7 +58,7 @@ fn variables_are_named_by_their_data_symbols() {
     SPARKLES_TEST_DATA.fetch_add(1, Ordering::Relaxed);
     SPARKLES_TEST_BSS[65535].store(7, Ordering::Relaxed);
     black_box(&SPARKLES_TEST_RODATA);
-    let (mut s, pid) = symbolizer_of_this_process();
+    let (mut s, space, pid) = symbolizer_of_this_process();
     let cases = [
         (
             &SPARKLES_TEST_DATA as *const _ as u64 + 4,
@@ -76,7 +78,7 @@ fn variables_are_named_by_their_data_symbols() {
         ),
     ];
     for (addr, name, section) in cases {
-        let o = s.data_object(pid, addr);
+        let o = s.data_object(&space, pid, addr);
         assert_eq!(o.kind, DataKind::Global, "{name} at {addr:#x}: {o:?}");
         let sym = o.symbol.as_ref().unwrap();
         assert_eq!(&*sym.name, name);
@@ -98,16 +100,16 @@ fn variables_are_named_by_their_data_symbols() {
 
 #[test]
 fn heap_anonymous_and_stack_memory_are_told_apart() {
-    let (mut s, pid) = symbolizer_of_this_process();
+    let (mut s, space, pid) = symbolizer_of_this_process();
     let maps = parse_maps(&std::fs::read_to_string("/proc/self/maps").unwrap());
     // A big allocation is its own anonymous mapping.
     let big = vec![1u8; 64 << 20];
-    let (mut s2, _) = symbolizer_of_this_process();
-    let o = s2.data_object(pid, big.as_ptr() as u64 + 12345);
+    let (mut s2, space2, _) = symbolizer_of_this_process();
+    let o = s2.data_object(&space2, pid, big.as_ptr() as u64 + 12345);
     assert_eq!(o.kind, DataKind::Anon, "{o:?}");
     assert!(o.symbol.is_none());
     for m in &maps {
-        let o = s.data_object(pid, m.start);
+        let o = s.data_object(&space, pid, m.start);
         let want = match m.path.as_str() {
             "[heap]" => DataKind::Heap,
             "[stack]" => DataKind::Stack,
@@ -117,16 +119,16 @@ fn heap_anonymous_and_stack_memory_are_told_apart() {
         assert_eq!(o.mapping_start, m.start);
     }
     assert_eq!(
-        s.data_object(pid, 0xffff_ffff_8100_0000).kind,
+        s.data_object(&space, pid, 0xffff_ffff_8100_0000).kind,
         DataKind::Kernel
     );
-    assert_eq!(s.data_object(pid, 8).kind, DataKind::Unknown);
+    assert_eq!(s.data_object(&space, pid, 8).kind, DataKind::Unknown);
     // A read-only file mapping without variables at the address: the file itself.
     if let Some(m) = maps
         .iter()
         .find(|m| m.path.starts_with("/usr/lib") && m.path.contains("libc.so"))
     {
-        let o = s.data_object(pid, m.start);
+        let o = s.data_object(&space, pid, m.start);
         assert!(matches!(o.kind, DataKind::File | DataKind::Global), "{o:?}");
         assert_eq!(o.mapping.as_deref(), Some(m.path.as_str()));
     }

@@ -8,6 +8,7 @@
 use std::collections::HashMap;
 
 use sparkles_perf_data::{PerfData, Record};
+use sparkles_symbolize::address_space::AddressSpace;
 use sparkles_symbolize::symbolizer::{Place, Symbolizer};
 use sparkles_symbolize::SearchPaths;
 
@@ -71,14 +72,15 @@ fn user_samples_of_a_static_binary_are_named_as_perf_names_them() {
     );
 
     let mut compared = 0;
+    let mut space = AddressSpace::new();
     data.for_each_record(|e| {
-        symbolizer.observe(&e.record);
+        space.observe(&e.record);
         match &e.record {
             Record::Sample(s) if e.header.misc & 7 == 2 => {
                 let t = s.time.unwrap();
                 let key = format!("{}.{:06}", t / 1_000_000_000, (t % 1_000_000_000) / 1000);
                 let (pid, ip) = (s.pid.unwrap(), s.ip.unwrap());
-                let at = symbolizer.locate(pid, ip);
+                let at = symbolizer.locate(&space, pid, ip);
                 if !at
                     .mapping
                     .as_deref()

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use object::{Object, ObjectSymbol};
+use sparkles_symbolize::address_space::AddressSpace;
 use sparkles_symbolize::search::SearchPaths;
 use sparkles_symbolize::symbolizer::{ModuleKey, Place, Symbolizer, Unavailable};
 use sparkles_symbolize::{DebugInfo, Frame, Module};
@@ -255,24 +256,25 @@ fn the_vdso_is_named_for_a_capture_of_the_running_kernel() {
     };
     // A process with the vDSO mapped at some address, as an MMAP record says.
     let base = 0x7fff_0000_0000u64;
+    let mut space = AddressSpace::new();
+    space.map(
+        7,
+        sparkles_symbolize::address_space::Mapping {
+            start: base,
+            end: base + image.len() as u64,
+            pgoff: 0,
+            path: "[vdso]".into(),
+            build_id: None,
+            prot: None,
+        },
+    );
     let vdso_mapped = |local: Result<(), String>| {
         let mut s = Symbolizer::new(SearchPaths::none());
         s.set_local(local);
-        s.address_space().map(
-            7,
-            sparkles_symbolize::address_space::Mapping {
-                start: base,
-                end: base + image.len() as u64,
-                pgoff: 0,
-                path: "[vdso]".into(),
-                build_id: None,
-                prot: None,
-            },
-        );
         s
     };
     let mut s = vdso_mapped(Ok(()));
-    let at = s.locate(7, base + sym.address() + 1);
+    let at = s.locate(&space, 7, base + sym.address() + 1);
     assert!(
         matches!(
             at.place,
@@ -293,7 +295,7 @@ fn the_vdso_is_named_for_a_capture_of_the_running_kernel() {
     let mut other = vdso_mapped(Err(
         "the capture's kernel (5.4.0) is not the running kernel".into(),
     ));
-    let at = other.locate(7, base + sym.address() + 1);
+    let at = other.locate(&space, 7, base + sym.address() + 1);
     assert!(
         matches!(&at.place, Place::Unknown(why) if why.contains("5.4.0")),
         "{at:?}"
@@ -310,8 +312,9 @@ fn jit_code_is_named_from_its_perf_map() {
     .unwrap();
     let mut s = Symbolizer::new(SearchPaths::none());
     s.set_perf_map_dir(tmp.path().to_path_buf());
+    let mut space = AddressSpace::new();
     for pid in [4242, 4243] {
-        s.address_space().map(
+        space.map(
             pid,
             sparkles_symbolize::address_space::Mapping {
                 start: 0x7f00_0000_0000,
@@ -323,13 +326,13 @@ fn jit_code_is_named_from_its_perf_map() {
             },
         );
     }
-    let at = s.locate(4242, 0x7f00_0000_1010);
+    let at = s.locate(&space, 4242, 0x7f00_0000_1010);
     let named = s.name(&at.place);
     assert_eq!(
         named.frames[0],
         Frame::from_symbol("LazyCompile:*fib script.js:1", 0x10, None)
     );
-    let at = s.locate(4243, 0x7f00_0000_1010);
+    let at = s.locate(&space, 4243, 0x7f00_0000_1010);
     let why = s.name(&at.place).missing.unwrap();
     assert!(why.contains("perf-4243.map"), "{why}");
 }
@@ -337,7 +340,9 @@ fn jit_code_is_named_from_its_perf_map() {
 #[test]
 fn kernel_names_only_for_the_running_kernel() {
     let mut local = Symbolizer::new(SearchPaths::none());
-    let place = local.locate(1, 0xffff_ffff_8100_0010).place;
+    let place = local
+        .locate(&AddressSpace::new(), 1, 0xffff_ffff_8100_0010)
+        .place;
     assert_eq!(place, Place::Kernel(0xffff_ffff_8100_0010));
     match sparkles_symbolize::kernel::KernelSymbols::running() {
         Ok(k) => {

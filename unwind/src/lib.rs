@@ -1,11 +1,15 @@
 //! sparkles-unwind: turns one sample (kernel callchain, user registers, user stack bytes)
-//! plus the address-space model into a list of frame addresses, innermost first.
+//! into a list of frame addresses, innermost first. It is handed what it needs, as
+//! framehop is: whoever reads the capture owns its address space and module images and
+//! answers the [`Mappings`] questions (which executable modules a process maps, with
+//! their file bytes; whether an address is mapped; the symbol a root frame is in). It
+//! does not depend on the symbolizer.
 //!
 //! - User frames: framehop over `.eh_frame`/`.eh_frame_hdr`/`.debug_frame` of the modules
-//!   the process maps (their bytes from the symbolizer's module cache, mapped once), with
-//!   framehop's frame-pointer fallback where a module has no rule; or frame pointers
-//!   alone (`--unwind fp`); or, where the sample carries no stack copy, the user part of
-//!   the kernel's frame-pointer callchain (`auto`, the default).
+//!   the process maps (read from their images, once per image, never copied unless
+//!   compressed), with framehop's frame-pointer fallback where a module has no rule; or
+//!   frame pointers alone (`--unwind fp`); or, where the sample carries no stack copy,
+//!   the user part of the kernel's frame-pointer callchain (`auto`, the default).
 //! - Kernel frames: the kernel part of the callchain, PERF_CONTEXT markers handled.
 //! - Every frame but the leaf (and the interrupted user IP under kernel frames) is a
 //!   return address; [`Frame::lookup`] is the call site (address minus one) so the
@@ -25,8 +29,8 @@ use std::sync::Arc;
 use framehop::aarch64::{CacheAarch64, UnwindRegsAarch64, UnwinderAarch64};
 use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64, UnwinderX86_64};
 use framehop::{ExplicitModuleSectionInfo, Unwinder as _};
+use sparkles_perf_data::sample::{Regs, KERNEL_HALF};
 use sparkles_perf_data::Sample;
-use sparkles_symbolize::symbolizer::Symbolizer;
 
 /// How user frames are found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -41,16 +45,72 @@ pub enum Mode {
     Auto,
 }
 
+/// A spelling that names no unwind mode.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown unwind mode '{0}' (dwarf, fp or auto)")]
+pub struct UnknownMode(pub String);
+
 impl std::str::FromStr for Mode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Mode, String> {
+    type Err = UnknownMode;
+    fn from_str(s: &str) -> Result<Mode, UnknownMode> {
         match s {
             "dwarf" => Ok(Mode::Dwarf),
             "fp" => Ok(Mode::Fp),
             "auto" => Ok(Mode::Auto),
-            other => Err(format!("unknown unwind mode '{other}' (dwarf, fp or auto)")),
+            other => Err(UnknownMode(other.to_string())),
         }
     }
+}
+
+impl Mode {
+    /// Its name: `dwarf`, `fp`, `auto`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Dwarf => "dwarf",
+            Mode::Fp => "fp",
+            Mode::Auto => "auto",
+        }
+    }
+}
+
+/// A module's file bytes, shared with whoever else reads them (a mapped file, or an image
+/// read from memory such as the vDSO).
+pub type Image = Arc<dyn AsRef<[u8]> + Send + Sync>;
+
+/// A module mapped into a process, as the unwinder needs it.
+#[derive(Clone)]
+pub struct MappedModule {
+    /// Its path, for framehop's messages.
+    pub name: String,
+    /// Where it is mapped.
+    pub avma: Range<u64>,
+    /// The address its ELF virtual address 0 is mapped at: the mapping's start minus the
+    /// vaddr of the file offset mapped there.
+    pub base_avma: u64,
+    /// Its file bytes: the unwind sections are read from them, once per image.
+    pub image: Image,
+}
+
+impl std::fmt::Debug for MappedModule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MappedModule")
+            .field("name", &self.name)
+            .field("avma", &self.avma)
+            .field("base_avma", &self.base_avma)
+            .finish()
+    }
+}
+
+/// What the unwinder asks of the capture's address-space model (its owner answers).
+pub trait Mappings {
+    /// A number that changes whenever `pid`'s mappings change.
+    fn generation(&self, pid: u32) -> u64;
+    /// The executable file mappings of `pid`, each with its module's image.
+    fn executable_modules(&mut self, pid: u32) -> Vec<MappedModule>;
+    /// Whether `addr` lies in a mapping of `pid`.
+    fn is_mapped(&self, pid: u32, addr: u64) -> bool;
+    /// The symbol-table name of the function holding `addr` in `pid`, where one does.
+    fn symbol_name(&mut self, pid: u32, addr: u64) -> Option<&str>;
 }
 
 /// The machine the capture was recorded on.
@@ -182,21 +242,27 @@ impl Stats {
     }
 }
 
-/// A module section's bytes: a range of the module's mapped file (never copied), or
+/// A module section's bytes: a range of the module's image (never copied), or
 /// decompressed bytes.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub enum Bytes {
-    /// `map[range]`.
-    Mapped(Arc<memmap2::Mmap>, Range<usize>),
+    /// `image[range]`.
+    Mapped(Image, Range<usize>),
     /// Owned (a compressed section, decompressed).
     Owned(Arc<[u8]>),
+}
+
+impl std::fmt::Debug for Bytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Bytes({} bytes)", self.len())
+    }
 }
 
 impl Deref for Bytes {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
         match self {
-            Bytes::Mapped(m, r) => &m[r.clone()],
+            Bytes::Mapped(m, r) => &(**m).as_ref()[r.clone()],
             Bytes::Owned(b) => b,
         }
     }
@@ -212,9 +278,10 @@ struct Sections {
     got: Option<Range<u64>>,
 }
 
-fn sections_of(map: &Arc<memmap2::Mmap>) -> Sections {
+fn sections_of(map: &Image) -> Sections {
     use object::{Object, ObjectSection};
-    let Ok(file) = object::File::parse(&***map) else {
+    let bytes: &[u8] = (**map).as_ref();
+    let Ok(file) = object::File::parse(bytes) else {
         return Sections::default();
     };
     let find = |name: &str| -> Option<(Range<u64>, Bytes)> {
@@ -226,7 +293,7 @@ fn sections_of(map: &Arc<memmap2::Mmap>) -> Sections {
                 // gives no section, not a panic.
                 let (start, size) = s.file_range()?;
                 let end = start.checked_add(size)?;
-                if end > map.len() as u64 {
+                if end > bytes.len() as u64 {
                     return None;
                 }
                 Bytes::Mapped(Arc::clone(map), start as usize..end as usize)
@@ -348,15 +415,18 @@ const ROOTS: [&str; 9] = [
     "__GI___clone3",
 ];
 
-/// Whether the ELF symbol covering `addr` of `pid` is a thread's root function.
-fn is_root(symbolizer: &mut Symbolizer, pid: u32, addr: u64) -> bool {
-    let place = symbolizer.locate(pid, addr).place;
-    let Some((name, _)) = symbolizer.symbol(&place) else {
-        return false;
-    };
+/// Whether a symbol-table name is a thread's root function (a versioned name such as
+/// `clone3@GLIBC_2.34` counts as its function).
+pub fn is_root_symbol(name: &str) -> bool {
     let name = name.split('@').next().unwrap_or(name);
     ROOTS.contains(&name)
-        || sparkles_symbolize::demangle::for_display(name).ends_with("::thread_start")
+        || ((name.starts_with("_ZN") || name.starts_with("_R"))
+            && format!("{:#}", rustc_demangle::demangle(name)).ends_with("::thread_start"))
+}
+
+/// Whether the ELF symbol covering `addr` of `pid` is a thread's root function.
+fn is_root(mappings: &mut (impl Mappings + ?Sized), pid: u32, addr: u64) -> bool {
+    mappings.symbol_name(pid, addr).is_some_and(is_root_symbol)
 }
 
 /// Reads 8-byte words of a stack copy that starts at `sp`, remembering where a read
@@ -424,10 +494,10 @@ impl Unwinder {
         &self.stats
     }
 
-    /// Gives process `pid`'s unwinder every executable file mapping the model has for it
-    /// (again whenever its mappings changed).
-    fn sync(&mut self, symbolizer: &mut Symbolizer, pid: u32) {
-        let generation = symbolizer.address_space().generation(pid);
+    /// Gives process `pid`'s unwinder every executable module it maps (again whenever
+    /// its mappings changed).
+    fn sync(&mut self, mappings: &mut (impl Mappings + ?Sized), pid: u32) {
+        let generation = mappings.generation(pid);
         let process = self.processes.entry(pid).or_insert_with(|| Process {
             x86_64: UnwinderX86_64::new(),
             aarch64: UnwinderAarch64::new(),
@@ -442,59 +512,30 @@ impl Unwinder {
             process.x86_64.remove_module(start);
             process.aarch64.remove_module(start);
         }
-        let mappings = symbolizer.address_space().mappings(pid).to_vec();
-        for m in mappings {
-            let named_file =
-                !m.path.is_empty() && !m.path.starts_with("//") && !m.path.starts_with('[');
-            if !(named_file || &*m.path == "[vdso]") || m.prot.is_some_and(|p| p & 4 == 0) {
-                continue;
-            }
-            let module = if &*m.path == "[vdso]" {
-                // The symbolizer locates vDSO addresses against the running kernel's image.
-                match symbolizer.locate(pid, m.start).place {
-                    sparkles_symbolize::symbolizer::Place::Module { key, .. } => {
-                        symbolizer.loaded(&key).cloned()
-                    }
-                    _ => None,
-                }
-            } else {
-                symbolizer.module(&m.path, m.build_id.as_deref()).ok()
-            };
-            let Some(module) = module else { continue };
-            if m.prot.is_none() && module.executable_at(m.pgoff) != Some(true) {
-                continue;
-            }
-            let Some(svma) = module.vaddr_of(m.pgoff) else {
-                continue;
-            };
-            let image = module.image();
+        for m in mappings.executable_modules(pid) {
+            // The image's address names it: one parse of its sections per image.
+            let key = Arc::as_ptr(&m.image) as *const () as usize;
             let sections = self
                 .sections
-                .entry(Arc::as_ptr(image) as usize)
-                .or_insert_with(|| sections_of(image));
-            let base_avma = m.start.wrapping_sub(svma);
-            let x = framehop::Module::new(
-                m.path.to_string(),
-                m.start..m.end,
-                base_avma,
-                sections.info(),
-            );
-            let a = framehop::Module::new(
-                m.path.to_string(),
-                m.start..m.end,
-                base_avma,
-                sections.info(),
-            );
-            process.x86_64.add_module(x);
-            process.aarch64.add_module(a);
-            process.added.push(m.start);
+                .entry(key)
+                .or_insert_with(|| sections_of(&m.image));
+            let module = |sections: &Sections| {
+                framehop::Module::new(m.name.clone(), m.avma.clone(), m.base_avma, sections.info())
+            };
+            process.x86_64.add_module(module(sections));
+            process.aarch64.add_module(module(sections));
+            process.added.push(m.avma.start);
         }
     }
 
-    /// The stack of `sample`, its addresses in process `pid` placed by `symbolizer`'s
-    /// model (fed up to the sample's time).
-    pub fn unwind(&mut self, symbolizer: &mut Symbolizer, sample: &Sample<'_>) -> Stack {
-        let stack = self.unwind_inner(symbolizer, sample);
+    /// The stack of `sample`, its process's modules and mappings as `mappings` has them
+    /// at the sample's time.
+    pub fn unwind(
+        &mut self,
+        mappings: &mut (impl Mappings + ?Sized),
+        sample: &Sample<'_>,
+    ) -> Stack {
+        let stack = self.unwind_inner(mappings, sample);
         self.stats.samples += 1;
         self.stats.frames += stack.frames.len() as u64;
         match stack.truncated {
@@ -504,14 +545,18 @@ impl Unwinder {
         stack
     }
 
-    fn unwind_inner(&mut self, symbolizer: &mut Symbolizer, sample: &Sample<'_>) -> Stack {
+    fn unwind_inner(
+        &mut self,
+        mappings: &mut (impl Mappings + ?Sized),
+        sample: &Sample<'_>,
+    ) -> Stack {
         let pid = sample.pid.unwrap_or(0);
         let (kernel, user_chain) = match &sample.callchain {
             Some(c) => split_callchain((0..c.len()).filter_map(|i| c.get(i))),
             None => (Vec::new(), Vec::new()),
         };
         let ip = sample.ip.unwrap_or(0);
-        let in_kernel = ip >= sparkles_symbolize::symbolizer::KERNEL_HALF;
+        let in_kernel = ip >= KERNEL_HALF;
         let mut frames: Vec<Frame> = Vec::with_capacity(64);
         // The kernel part: from the callchain, else the sampled IP alone.
         if in_kernel {
@@ -556,7 +601,7 @@ impl Unwinder {
         let mut truncated = None;
         match (regs, stack_copy) {
             (Some(regs), Some(bytes)) if wants_copy && cannot_walk.is_none() => {
-                self.sync(symbolizer, pid);
+                self.sync(mappings, pid);
                 truncated = self.walk(pid, regs, bytes, &mut frames);
             }
             // The kernel's frame-pointer walk of the user stack, where it made one.
@@ -594,15 +639,13 @@ impl Unwinder {
             }
         }
         // A user return address in no mapping is a corrupt frame (or unnamed JIT code).
-        if truncated.is_none() {
-            let maps = symbolizer.address_space().mappings(pid);
-            let mapped = |a: u64| {
-                let i = maps.partition_point(|m| m.start <= a);
-                i > 0 && a < maps[i - 1].end
-            };
-            if frames.iter().skip(1).any(|f| !f.kernel && !mapped(f.addr)) {
-                truncated = Some(Truncation::AddressInNoMapping);
-            }
+        if truncated.is_none()
+            && frames
+                .iter()
+                .skip(1)
+                .any(|f| !f.kernel && !mappings.is_mapped(pid, f.addr))
+        {
+            truncated = Some(Truncation::AddressInNoMapping);
         }
         if frames.len() > MAX_FRAMES {
             frames.truncate(MAX_FRAMES);
@@ -621,7 +664,7 @@ impl Unwinder {
         ) && frames
             .last()
             .filter(|f| !f.kernel)
-            .is_some_and(|f| is_root(symbolizer, pid, f.lookup))
+            .is_some_and(|f| is_root(mappings, pid, f.lookup))
         {
             truncated = None;
         }
@@ -632,7 +675,7 @@ impl Unwinder {
     fn walk(
         &mut self,
         pid: u32,
-        regs: &sparkles_perf_data::sample::Regs<'_>,
+        regs: &Regs<'_>,
         bytes: &[u8],
         frames: &mut Vec<Frame>,
     ) -> Option<Truncation> {

@@ -8,29 +8,35 @@
 use sparkles_perf_data::bytes::U64s;
 use sparkles_perf_data::sample::{Regs, StackUser};
 use sparkles_perf_data::Sample;
-use sparkles_symbolize::address_space::Mapping;
-use sparkles_symbolize::symbolizer::Symbolizer;
-use sparkles_symbolize::SearchPaths;
-use sparkles_unwind::{split_callchain, Arch, Mode, Truncation, Unwinder};
+use sparkles_unwind::{split_callchain, Arch, MappedModule, Mappings, Mode, Truncation, Unwinder};
 
 const PID: u32 = 42;
 const SP: u64 = 0x7fff_0000_0000;
 
-/// A symbolizer whose process maps anonymous code at 0x400000..0x500000.
-fn space() -> Symbolizer {
-    let mut s = Symbolizer::new(SearchPaths::none());
-    s.address_space().map(
-        PID,
-        Mapping {
-            start: 0x40_0000,
-            end: 0x50_0000,
-            pgoff: 0,
-            path: "//anon".into(),
-            build_id: None,
-            prot: Some(5),
-        },
-    );
-    s
+/// A process that maps anonymous code at 0x400000..0x500000: no module, so no unwind
+/// rules and no symbols.
+struct AnonymousCode;
+
+impl Mappings for AnonymousCode {
+    fn generation(&self, _pid: u32) -> u64 {
+        1
+    }
+
+    fn executable_modules(&mut self, _pid: u32) -> Vec<MappedModule> {
+        Vec::new()
+    }
+
+    fn is_mapped(&self, pid: u32, addr: u64) -> bool {
+        pid == PID && (0x40_0000..0x50_0000).contains(&addr)
+    }
+
+    fn symbol_name(&mut self, _pid: u32, _addr: u64) -> Option<&str> {
+        None
+    }
+}
+
+fn space() -> AnonymousCode {
+    AnonymousCode
 }
 
 fn words(values: &[u64]) -> Vec<u8> {
@@ -62,8 +68,7 @@ fn unwind(arch: Arch, mask: u64, regs: &[u8], copy: &[u8], ip: u64) -> sparkles_
         }),
         ..Sample::default()
     };
-    let mut symbolizer = space();
-    Unwinder::new(Mode::Auto, arch).unwind(&mut symbolizer, &sample)
+    Unwinder::new(Mode::Auto, arch).unwind(&mut space(), &sample)
 }
 
 fn addrs(s: &sparkles_unwind::Stack) -> Vec<(u64, u64)> {

@@ -12,9 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use sparkles_perf_data::{PerfData, Record};
-use sparkles_symbolize::symbolizer::Symbolizer;
-use sparkles_symbolize::SearchPaths;
-use sparkles_unwind::{Arch, Mode, Unwinder};
+use sparkles_report::stacks::{StackNamer, StackOptions};
+use sparkles_unwind::Mode;
 
 #[path = "../../testdata/support/commands.rs"]
 mod commands;
@@ -78,15 +77,21 @@ fn perf_stacks(dir: &Path) -> HashMap<String, Vec<String>> {
     stacks
 }
 
-/// Our user frames per sample of the program: symbol-table names, as perf names them.
+/// Our user frames per sample of the program: the symbol holding each physical frame
+/// (what the profile's `symbols` view counts), as perf names them.
 fn our_stacks(path: &Path, mode: Mode) -> (HashMap<String, Vec<String>>, String) {
     let data = PerfData::open(path).unwrap();
-    let mut symbolizer = Symbolizer::for_capture(&data, SearchPaths::default());
-    let mut unwinder = Unwinder::new(mode, Arch::X86_64);
+    let mut namer = StackNamer::for_capture(
+        &data,
+        &StackOptions {
+            unwind: mode,
+            ..StackOptions::default()
+        },
+    );
     let mut comms: HashMap<u32, String> = HashMap::new();
     let mut out = HashMap::new();
     data.for_each_record(|e| {
-        symbolizer.observe(&e.record);
+        namer.observe(&e.record);
         match &e.record {
             Record::Comm { pid, comm, .. } => {
                 comms.insert(*pid, String::from_utf8_lossy(comm).into_owned());
@@ -96,17 +101,18 @@ fn our_stacks(path: &Path, mode: Mode) -> (HashMap<String, Vec<String>>, String)
                 if comms.get(&pid).map(String::as_str) != Some("callchains") {
                     return Ok::<(), sparkles_perf_data::Error>(());
                 }
-                let stack = unwinder.unwind(&mut symbolizer, s);
-                let names: Vec<String> = stack
+                let names: Vec<String> = namer
+                    .stack(s)
                     .frames
                     .iter()
-                    .filter(|f| !f.kernel)
-                    .map(|f| {
-                        let place = symbolizer.locate(pid, f.lookup).place;
-                        symbolizer
-                            .symbol(&place)
-                            .map_or_else(|| "[unknown]".into(), |(n, _)| n.to_string())
+                    .filter(|f| {
+                        !f.inlined
+                            && !f
+                                .module
+                                .as_deref()
+                                .is_some_and(|m| m.starts_with("[kernel"))
                     })
+                    .map(|f| f.symbol.as_deref().unwrap_or("[unknown]").to_string())
                     .collect();
                 let t = s.time.unwrap();
                 out.insert(
@@ -119,7 +125,7 @@ fn our_stacks(path: &Path, mode: Mode) -> (HashMap<String, Vec<String>>, String)
         Ok(())
     })
     .unwrap();
-    (out, unwinder.stats().summary())
+    (out, namer.unwind_stats().summary())
 }
 
 /// The functions of testdata/unwind/callchains.c.

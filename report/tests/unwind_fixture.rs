@@ -10,9 +10,8 @@
 use std::collections::HashMap;
 
 use sparkles_perf_data::{PerfData, Record};
-use sparkles_symbolize::symbolizer::Symbolizer;
-use sparkles_symbolize::SearchPaths;
-use sparkles_unwind::{Arch, Mode, Unwinder};
+use sparkles_report::stacks::{StackNamer, StackOptions};
+use sparkles_unwind::Mode;
 
 #[path = "../../testdata/support/callchain_fixture.rs"]
 mod callchain_fixture;
@@ -72,35 +71,32 @@ fn stacks_agree_with_perfparser_and_reach_main_as_often_as_perf() {
     let expected = perfparser(
         &std::fs::read_to_string(dir.join("vector_static_gcc.perfparser.expected.txt")).unwrap(),
     );
-    let mut symbolizer = Symbolizer::for_capture(
+    let mut namer = StackNamer::for_capture(
         &data,
-        SearchPaths {
+        &StackOptions {
+            unwind: Mode::Auto,
             symfs: Some(tmp.path().to_path_buf()),
-            ..SearchPaths::none()
+            ..StackOptions::default()
         },
     );
-    let mut unwinder = Unwinder::new(Mode::Auto, Arch::X86_64);
     let (mut compared, mut ours_reach_main) = (0, 0);
     data.for_each_record(|e| {
-        symbolizer.observe(&e.record);
+        namer.observe(&e.record);
         let Record::Sample(s) = &e.record else {
             return Ok::<(), sparkles_perf_data::Error>(());
         };
-        let stack = unwinder.unwind(&mut symbolizer, s);
+        let stack = namer.unwind(s);
         let user: Vec<u64> = stack
             .frames
             .iter()
             .filter(|f| !f.kernel)
             .map(|f| f.lookup)
             .collect();
-        let reaches_main = stack.frames.iter().any(|f| {
-            let at = symbolizer.locate(s.pid.unwrap(), f.lookup);
-            symbolizer
-                .name(&at.place)
-                .frames
-                .iter()
-                .any(|fr| fr.function.as_deref() == Some("main"))
-        });
+        let reaches_main = namer
+            .name(s.pid.unwrap(), &stack)
+            .frames
+            .iter()
+            .any(|fr| fr.function.as_deref() == Some("main"));
         ours_reach_main += usize::from(reaches_main);
         if let Some((theirs, true)) = expected.get(&s.time.unwrap()) {
             assert_eq!(
@@ -135,7 +131,7 @@ fn stacks_agree_with_perfparser_and_reach_main_as_often_as_perf() {
         .count();
     eprintln!(
         "{compared} samples agree with perfparser; {ours_reach_main} reach main (perf 6.1: {perf_main}); {}",
-        unwinder.stats().summary()
+        namer.unwind_stats().summary()
     );
     assert!(ours_reach_main >= perf_main);
     assert!(ours_reach_main >= compared * 9 / 10);
