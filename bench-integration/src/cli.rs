@@ -806,9 +806,12 @@ fn addr2line_command(
         // binutils reads every address as hex, with or without 0x.
         let addr = u64::from_str_radix(t.trim_start_matches("0x").trim_start_matches("0X"), 16)
             .map_err(|_| format!("'{t}' is not a hex address"))?;
+        let found = module.lookup(addr);
+        if let Some(e) = found.error {
+            eprintln!("sparkles addr2line: {e}: named from the symbol table");
+        }
         // A writer that stopped (broken pipe) ends the reading too.
-        tx.send((addr, module.frames(addr)))
-            .map_err(|_| String::new())
+        tx.send((addr, found.frames)).map_err(|_| String::new())
     };
     let read = if addrs.is_empty() {
         std::io::stdin().lock().lines().try_for_each(|line| {

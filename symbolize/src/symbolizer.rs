@@ -20,7 +20,7 @@ use crate::address_space::{AddressSpace, Mapping};
 use crate::kernel::{KernelIdentity, KernelSymbols};
 use crate::perf_map::PerfMap;
 use crate::search::{hex, SearchPaths};
-use crate::{DataSymbol, Frame, Module};
+use crate::{DataSymbol, Frame, Lookup, Module};
 
 /// Which module: by build id where one is known, else by path.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -182,6 +182,10 @@ pub struct Symbolizer {
     /// The module each file mapping resolved to, per (pid, mapping start), valid while
     /// the process's mappings are at the generation noted.
     by_mapping: HashMap<(u32, u64), (u64, MappedModule)>,
+    /// Each module's other workers (contexts over its shared DWARF), kept across batches.
+    workers: HashMap<ModuleKey, Vec<Module>>,
+    /// DWARF lookups that failed, per module: the first error and how many there were.
+    lookup_errors: HashMap<ModuleKey, (String, usize)>,
     stats: Stats,
 }
 
@@ -196,6 +200,8 @@ pub struct Stats {
     pub cached: usize,
     /// Runs of one module's addresses named in parallel.
     pub parallel_runs: usize,
+    /// Addresses whose DWARF lookup failed (named from the symbol table instead).
+    pub lookup_errors: usize,
 }
 
 fn parse_hex(s: &str) -> Option<Vec<u8>> {
@@ -223,6 +229,8 @@ impl Symbolizer {
             perf_map_dir: PathBuf::from("/tmp"),
             names: HashMap::default(),
             by_mapping: HashMap::default(),
+            workers: HashMap::default(),
+            lookup_errors: HashMap::default(),
             stats: Stats::default(),
         }
     }
@@ -561,11 +569,15 @@ impl Symbolizer {
             missing: Some(why),
         };
         match place {
-            Place::Module { key, vaddr } => match self.loaded(key) {
-                Some(m) => Named {
-                    frames: Rc::from(m.frames(*vaddr)),
-                    missing: m.debug_info().reason().map(str::to_string),
-                },
+            Place::Module { key, vaddr } => match self.loaded(key).cloned() {
+                Some(m) => {
+                    let found = m.lookup(*vaddr);
+                    self.note_lookup_error(key, found.error);
+                    Named {
+                        frames: Rc::from(found.frames),
+                        missing: m.debug_info().reason().map(str::to_string),
+                    }
+                }
                 None => none("module not loaded".into()),
             },
             Place::Kernel(addr) => {
@@ -654,14 +666,24 @@ impl Symbolizer {
                             _ => None,
                         })
                         .collect();
-                    let frames = name_in_parallel(&module, &vaddrs, threads);
+                    let k = key.cloned().unwrap_or(ModuleKey::Vdso);
+                    let mut workers = self.workers.remove(&k).unwrap_or_default();
+                    while workers.len() + 1 < threads {
+                        match module.worker() {
+                            Ok(w) => workers.push(w),
+                            Err(_) => break,
+                        }
+                    }
+                    let found = name_in_parallel(&module, &mut workers, &vaddrs);
+                    self.workers.insert(k.clone(), workers);
                     self.stats.parallel_runs += 1;
                     let missing = module.debug_info().reason().map(str::to_string);
-                    for (p, f) in run.iter().zip(frames) {
+                    for (p, f) in run.iter().zip(found) {
+                        self.note_lookup_error(&k, f.error);
                         self.names.insert(
                             (*p).clone(),
                             Named {
-                                frames: Rc::from(f),
+                                frames: Rc::from(f.frames),
                                 missing: missing.clone(),
                             },
                         );
@@ -684,47 +706,51 @@ impl Symbolizer {
         self.stats
     }
 
-    /// Modules that could not be used, with the reason (for a profile's notes).
+    /// Counts a failed DWARF lookup of module `key`, keeping the first error.
+    fn note_lookup_error(&mut self, key: &ModuleKey, error: Option<crate::Error>) {
+        if let Some(e) = error {
+            self.stats.lookup_errors += 1;
+            self.lookup_errors
+                .entry(key.clone())
+                .or_insert_with(|| (e.to_string(), 0))
+                .1 += 1;
+        }
+    }
+
+    /// Modules that could not be used, with the reason, and modules whose DWARF failed
+    /// some lookups (for a profile's notes).
     pub fn unavailable(&self) -> Vec<String> {
         let mut out: Vec<String> = self.failures.values().map(ToString::to_string).collect();
+        out.extend(self.lookup_errors.values().map(|(first, n)| {
+            format!("{first} ({n} addresses named from the symbol table instead)")
+        }));
         out.sort();
         out
     }
 }
 
-/// Frames of sorted `vaddrs` of one module, named by `threads` workers over contiguous
-/// chunks (each worker's DWARF tables then cover few compilation units).
-fn name_in_parallel(module: &Module, vaddrs: &[u64], threads: usize) -> Vec<Vec<Frame>> {
-    let chunk = vaddrs.len().div_ceil(threads);
-    let workers: Vec<Option<Module>> = (1..threads).map(|_| module.worker().ok()).collect();
+/// The frames of sorted `vaddrs` of one module, named by `module` and its `workers` over
+/// contiguous chunks (each worker's DWARF tables then cover few compilation units).
+fn name_in_parallel(module: &Module, workers: &mut [Module], vaddrs: &[u64]) -> Vec<Lookup> {
+    let chunk = vaddrs.len().div_ceil(workers.len() + 1);
+    let mut chunks = vaddrs.chunks(chunk.max(1));
+    let first = chunks.next().unwrap_or_default();
     std::thread::scope(|scope| {
-        let mut chunks = vaddrs.chunks(chunk);
-        let first = chunks.next().unwrap_or_default();
         let handles: Vec<_> = chunks
-            .zip(workers)
+            .zip(workers.iter_mut())
             .map(|(part, worker)| {
-                scope.spawn(move || match worker {
-                    Some(w) => part.iter().map(|&a| w.frames(a)).collect::<Vec<_>>(),
-                    None => Vec::new(),
-                })
+                scope.spawn(move || part.iter().map(|&a| worker.lookup(a)).collect::<Vec<_>>())
             })
             .collect();
-        let mut out: Vec<Vec<Frame>> = first.iter().map(|&a| module.frames(a)).collect();
-        let mut offset = first.len();
+        let mut out: Vec<Lookup> = first.iter().map(|&a| module.lookup(a)).collect();
         for h in handles {
-            let part = h.join().unwrap_or_default();
-            let want = vaddrs[offset..].len().min(chunk);
-            if part.len() == want {
-                out.extend(part);
-            } else {
-                // A worker that could not open the file: name its share here.
-                out.extend(
-                    vaddrs[offset..offset + want]
-                        .iter()
-                        .map(|&a| module.frames(a)),
-                );
+            // A worker that panicked: nothing of its share is lost, it is named here.
+            let at = out.len();
+            let want = vaddrs[at..].len().min(chunk);
+            match h.join() {
+                Ok(part) if part.len() == want => out.extend(part),
+                _ => out.extend(vaddrs[at..at + want].iter().map(|&a| module.lookup(a))),
             }
-            offset += want;
         }
         out
     })

@@ -3,7 +3,7 @@
 //! has mapped. Every process on one kernel maps the same vDSO, so either names the vDSO
 //! addresses of a capture made on the running kernel, and neither names another kernel's.
 
-use crate::{Module, SearchPaths, SymbolizeError};
+use crate::{Error, Module, SearchPaths};
 
 /// This process's mapped vDSO image, copied out of memory.
 pub fn live_image() -> Option<Vec<u8>> {
@@ -11,7 +11,11 @@ pub fn live_image() -> Option<Vec<u8>> {
 }
 
 /// This process's mapped vDSO image, or why it cannot be read.
-pub fn live_image_or_why() -> Result<Vec<u8>, String> {
+pub fn live_image_or_why() -> Result<Vec<u8>, Error> {
+    live_image_or_reason().map_err(Error::NoVdso)
+}
+
+fn live_image_or_reason() -> Result<Vec<u8>, String> {
     // SAFETY: getauxval only reads the auxiliary vector.
     let base = unsafe { libc::getauxval(libc::AT_SYSINFO_EHDR) } as usize;
     if base == 0 {
@@ -52,7 +56,7 @@ pub fn kernel_copy(release: &str) -> Option<std::path::PathBuf> {
 }
 
 /// The running kernel's vDSO as a module named `[vdso]`.
-pub fn running() -> Result<Module, SymbolizeError> {
+pub fn running() -> Result<Module, Error> {
     let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
     let live = live_image_or_why();
     if let Some(path) = kernel_copy(release.trim()) {
@@ -69,9 +73,5 @@ pub fn running() -> Result<Module, SymbolizeError> {
             }
         }
     }
-    let image = live.map_err(|message| SymbolizeError::Load {
-        path: "[vdso]".into(),
-        message,
-    })?;
-    Module::from_image("[vdso]", &image)
+    Module::from_image("[vdso]", live?)
 }

@@ -1,0 +1,291 @@
+//! What is read from an ELF file's tables: function and data symbols, load segments,
+//! the build id, where its names and lines come from; and the file's bytes, mapped once
+//! or read from memory.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::demangle;
+
+/// A module file's bytes: the file mapped read-only, or an image read from memory (the
+/// vDSO). Shared by every reader of the module (DWARF, the unwinder).
+#[derive(Debug)]
+pub enum FileBytes {
+    /// A read-only map of the file.
+    Mapped(memmap2::Mmap),
+    /// Bytes in memory.
+    Owned(Box<[u8]>),
+}
+
+impl AsRef<[u8]> for FileBytes {
+    fn as_ref(&self) -> &[u8] {
+        match self {
+            FileBytes::Mapped(m) => m,
+            FileBytes::Owned(b) => b,
+        }
+    }
+}
+
+impl std::ops::Deref for FileBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        self.as_ref()
+    }
+}
+
+/// A read-only map of a file (an empty file is empty bytes: it cannot be mapped).
+pub(crate) fn map_file(path: &Path) -> std::io::Result<Arc<FileBytes>> {
+    let f = std::fs::File::open(path)?;
+    if f.metadata()?.len() == 0 {
+        return Ok(Arc::new(FileBytes::Owned(Box::default())));
+    }
+    // SAFETY: a read-only map; a file truncated under us can fault, as with every
+    // mmap-based reader.
+    Ok(Arc::new(FileBytes::Mapped(unsafe {
+        memmap2::Mmap::map(&f)
+    }?)))
+}
+
+pub(crate) fn build_id_of(file: &object::File<'_>) -> Option<Vec<u8>> {
+    use object::Object;
+    file.build_id().ok().flatten().map(<[u8]>::to_vec)
+}
+
+/// A function symbol of the ELF symbol table, with the source file the table names for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SymbolEntry {
+    pub(crate) start: u64,
+    pub(crate) end: u64,
+    pub(crate) name: String,
+    /// The STT_FILE symbol that precedes it in the table, as binutils reports it.
+    pub(crate) file: Option<String>,
+    /// End of the section holding it: binutils names addresses past a symbol's end by the
+    /// nearest symbol before them, but not across sections.
+    pub(crate) section_end: u64,
+    /// Size recorded in the table (0 for a marker).
+    pub(crate) size: u64,
+    /// STB_WEAK.
+    pub(crate) weak: bool,
+    /// STB_GLOBAL.
+    pub(crate) global: bool,
+}
+
+impl SymbolEntry {
+    /// perf's `choose_best_symbol` among aliases at one address: sized over unsized,
+    /// strong over weak, global over local, fewer leading underscores, longer name.
+    pub(crate) fn better_alias_than(&self, other: &SymbolEntry) -> bool {
+        let underscores = |n: &str| n.bytes().take_while(|&b| b == b'_').count();
+        let key = |s: &SymbolEntry| {
+            (
+                s.size > 0,
+                !s.weak,
+                s.global,
+                std::cmp::Reverse(underscores(&s.name)),
+                s.name.len(),
+            )
+        };
+        key(self) > key(other)
+    }
+}
+
+/// Where a module's names and lines come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DebugInfo {
+    /// DWARF in the file itself (compressed sections included).
+    Dwarf,
+    /// DWARF in the file its `.gnu_debuglink` names.
+    DebugLink,
+    /// DWARF in a debug directory's `.build-id/xx/rest.debug` for its build id.
+    BuildIdDebugFile,
+    /// No DWARF: names from `.symtab`, no lines.
+    SymtabOnly,
+    /// Stripped: names from `.dynsym` only.
+    DynsymOnly,
+    /// Nothing to name with.
+    #[default]
+    Missing,
+}
+
+impl DebugInfo {
+    /// What a user should be told about it, or `None` when all is there.
+    pub fn reason(self) -> Option<&'static str> {
+        match self {
+            DebugInfo::Dwarf | DebugInfo::DebugLink | DebugInfo::BuildIdDebugFile => None,
+            DebugInfo::SymtabOnly => Some("binary has no debug info: symbols from .symtab only"),
+            DebugInfo::DynsymOnly => Some("binary is stripped: names from .dynsym only"),
+            DebugInfo::Missing => Some("binary has no symbols and no debug info"),
+        }
+    }
+}
+
+pub(crate) fn debug_info_of(file: &object::File<'_>) -> DebugInfo {
+    use object::Object;
+    if file.section_by_name(".debug_info").is_some()
+        || file.section_by_name(".zdebug_info").is_some()
+    {
+        DebugInfo::Dwarf
+    } else if file.symbols().next().is_some() {
+        DebugInfo::SymtabOnly
+    } else if file.dynamic_symbols().next().is_some() {
+        DebugInfo::DynsymOnly
+    } else {
+        DebugInfo::Missing
+    }
+}
+
+/// One PT_LOAD segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Segment {
+    pub(crate) offset: u64,
+    pub(crate) vaddr: u64,
+    pub(crate) filesz: u64,
+    /// Size in memory (`.bss` is the part past `filesz`).
+    pub(crate) memsz: u64,
+    pub(crate) executable: bool,
+}
+
+pub(crate) fn read_segments(file: &object::File<'_>) -> Vec<Segment> {
+    use object::read::elf::ProgramHeader;
+    let mut out = Vec::new();
+    match file {
+        object::File::Elf64(elf) => {
+            let endian = elf.endian();
+            for ph in elf.elf_program_headers() {
+                if ph.p_type(endian) == object::elf::PT_LOAD {
+                    out.push(Segment {
+                        offset: ph.p_offset(endian),
+                        vaddr: ph.p_vaddr(endian),
+                        filesz: ph.p_filesz(endian),
+                        memsz: ph.p_memsz(endian),
+                        executable: ph.p_flags(endian) & object::elf::PF_X != 0,
+                    });
+                }
+            }
+        }
+        object::File::Elf32(elf) => {
+            let endian = elf.endian();
+            for ph in elf.elf_program_headers() {
+                if ph.p_type(endian) == object::elf::PT_LOAD {
+                    out.push(Segment {
+                        offset: u64::from(ph.p_offset(endian)),
+                        vaddr: u64::from(ph.p_vaddr(endian)),
+                        filesz: u64::from(ph.p_filesz(endian)),
+                        memsz: u64::from(ph.p_memsz(endian)),
+                        executable: ph.p_flags(endian) & object::elf::PF_X != 0,
+                    });
+                }
+            }
+        }
+        _ => {}
+    }
+    out
+}
+
+/// A variable: an ELF data symbol (`STT_OBJECT`) in an allocated, non-executable
+/// section (`.data`, `.bss`, `.rodata`, `.data.rel.ro`, …).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DataSymbol {
+    /// Its address (module vaddr).
+    pub start: u64,
+    /// Its size in bytes (0 where the table gives none).
+    pub size: u64,
+    /// Its name, demangled.
+    pub name: Arc<str>,
+    /// The section holding it.
+    pub section: Arc<str>,
+}
+
+/// The data symbols of a file, sorted by address (thread-local ones left out: their
+/// addresses are offsets into each thread's block, not module addresses).
+pub(crate) fn read_data_symbols(file: &object::File<'_>) -> Vec<DataSymbol> {
+    use object::{Object, ObjectSection, ObjectSymbol, SectionFlags, SymbolKind, SymbolSection};
+    let table: Vec<object::Symbol<'_, '_>> = if file.symbols().next().is_some() {
+        file.symbols().collect()
+    } else {
+        file.dynamic_symbols().collect()
+    };
+    let mut sections: std::collections::HashMap<object::SectionIndex, Option<Arc<str>>> =
+        std::collections::HashMap::new();
+    let mut out = Vec::new();
+    for sym in table {
+        if sym.kind() != SymbolKind::Data || sym.address() == 0 {
+            continue;
+        }
+        let SymbolSection::Section(index) = sym.section() else {
+            continue;
+        };
+        let section = sections
+            .entry(index)
+            .or_insert_with(|| {
+                let sec = file.section_by_index(index).ok()?;
+                let flags = match sec.flags() {
+                    SectionFlags::Elf { sh_flags } => sh_flags,
+                    _ => 0,
+                };
+                let alloc = flags & u64::from(object::elf::SHF_ALLOC) != 0;
+                let exec = flags & u64::from(object::elf::SHF_EXECINSTR) != 0;
+                let tls = flags & u64::from(object::elf::SHF_TLS) != 0;
+                (alloc && !exec && !tls).then(|| Arc::from(sec.name().unwrap_or("?")))
+            })
+            .clone();
+        let (Some(section), Ok(name)) = (section, sym.name()) else {
+            continue;
+        };
+        out.push(DataSymbol {
+            start: sym.address(),
+            size: sym.size(),
+            name: Arc::from(demangle::demangle(name).as_ref()),
+            section,
+        });
+    }
+    out.sort_by(|a, b| a.start.cmp(&b.start).then(b.size.cmp(&a.size)));
+    out.dedup_by(|b, a| a.start == b.start);
+    out
+}
+
+pub(crate) fn read_symbols(file: &object::File<'_>) -> Vec<SymbolEntry> {
+    use object::{Object, ObjectSection, ObjectSymbol, SymbolKind, SymbolSection};
+    let mut out = Vec::new();
+    let mut current_file: Option<String> = None;
+    // A stripped file keeps only .dynsym: names from there.
+    let table: Vec<object::Symbol<'_, '_>> = if file.symbols().next().is_some() {
+        file.symbols().collect()
+    } else {
+        file.dynamic_symbols().collect()
+    };
+    for sym in table {
+        match sym.kind() {
+            SymbolKind::File => {
+                current_file = sym
+                    .name()
+                    .ok()
+                    .filter(|n| !n.is_empty())
+                    .map(str::to_string)
+            }
+            SymbolKind::Text if sym.address() != 0 => {
+                if let Ok(name) = sym.name() {
+                    let section_end = match sym.section() {
+                        SymbolSection::Section(index) => file
+                            .section_by_index(index)
+                            .map(|sec| sec.address() + sec.size())
+                            .unwrap_or(0),
+                        _ => 0,
+                    };
+                    out.push(SymbolEntry {
+                        start: sym.address(),
+                        end: sym.address() + sym.size().max(1),
+                        name: name.to_string(),
+                        file: current_file.clone(),
+                        section_end,
+                        size: sym.size(),
+                        weak: sym.is_weak(),
+                        global: sym.is_global(),
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+    out.sort_by_key(|s| (s.start, std::cmp::Reverse(s.end)));
+    out
+}
