@@ -64,7 +64,8 @@ fn main() {
         g.case("plain", |b| b.iter(body));
         g.case("sparkles", |b| -> Result<(), String> {
             let config = config(true).ok_or("no event resolves here")?;
-            let session = Session::start(&config, Target::CurrentThread, &System::probe())?;
+            let session = Session::start(&config, Target::CurrentThread, &System::probe())
+                .map_err(|e| e.to_string())?;
             b.iter(body);
             let capture = session.finish();
             eprintln!(

@@ -19,8 +19,8 @@ use sparkles_sampler::session::{SamplingConfig, Session, Target};
 
 use std::sync::Arc;
 
-use crate::catalog::MetricValue;
 use crate::counters::{CountingReport, Tier, TierPlan};
+use crate::metric::MetricValue;
 use crate::profile::ProfileSummary;
 use crate::throughput::Throughput;
 use crate::tier0::Tier0;
@@ -413,7 +413,7 @@ fn profile_pass(routine: &mut dyn Routine, plan: &ProfilePlan) -> Result<Profile
     let session = match Session::start(&plan.sampling, Target::CurrentThread, &system) {
         Ok(s) => s,
         Err(e) => {
-            summary.error = Some(e);
+            summary.error = Some(e.to_string());
             return Ok(summary);
         }
     };
@@ -438,14 +438,14 @@ fn profile_pass(routine: &mut dyn Routine, plan: &ProfilePlan) -> Result<Profile
         .uncovered
         .iter()
         .chain(&capture.restrictions)
-        .cloned()
+        .map(ToString::to_string)
         .collect();
     match capture.writer.write(&plan.path) {
         Ok(bytes) => {
             summary.bytes = bytes;
             summary.capture = Some(plan.path.display().to_string());
         }
-        Err(e) => summary.error = Some(format!("{}: {e}", plan.path.display())),
+        Err(e) => summary.error = Some(e.to_string()),
     }
     // The nodes of the sampled data pages, asked while the body ran: beside the capture,
     // where reports find them. An old table of another run must not be taken for this one.

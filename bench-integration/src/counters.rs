@@ -17,10 +17,10 @@ use sparkles_sampler::counters::{self, Bracketed, CounterConfig, CounterSet, Cov
 use sparkles_sampler::events::EventResolver;
 use sparkles_sampler::system::System;
 
-use crate::catalog::{
+use crate::error::Error;
+use crate::metric::{
     Availability, MetricClass, MetricDescriptor, MetricFormat, MetricValue, Source,
 };
-use crate::error::Error;
 
 /// The syscalls counted without `--syscalls`: the ones most programs spend their calls
 /// on. Tracefs names (`newfstat` is fstat(2)).
@@ -229,7 +229,7 @@ pub fn perf_tier(
         // Available where every attr it opens as (one per core PMU on hybrids) opens.
         let availability = match attrs.iter().find_map(|a| counters::check(a, system).err()) {
             None => Availability::Available,
-            Some(why) => Availability::Unavailable(why),
+            Some(why) => Availability::Unavailable(why.reason),
         };
         let known = KNOWN.iter().find(|k| k.0 == spelling.as_str());
         descriptors.push(descriptor(
@@ -293,7 +293,7 @@ pub fn syscall_tier(
         Err(e) => Err(format!("raw_syscalls:sys_enter: {e}")),
         Ok(attrs) => match counters::check(&attrs[0], system) {
             Ok(()) => Ok(attrs[0].clone()),
-            Err(why) => Err(why),
+            Err(why) => Err(why.reason),
         },
     };
     let mut descriptors = Vec::new();

@@ -24,15 +24,15 @@ pub mod args;
 pub mod baseline;
 mod bencher;
 pub mod catalog;
-pub mod cli;
+mod console;
 pub mod counters;
 pub mod demo;
 pub mod environment;
 pub mod error;
+pub mod metric;
 pub mod output;
 pub mod profile;
 pub mod record;
-mod record_cmd;
 mod runner;
 pub mod stats;
 mod suite;
@@ -42,7 +42,7 @@ pub mod tier0;
 
 use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::Parser;
@@ -53,12 +53,12 @@ pub use error::Error;
 pub use suite::{slug, CaseOutcome, Group, Suite};
 pub use throughput::Throughput;
 
-use args::{ColorChoice, ListFormat};
+use args::ListFormat;
 use bencher::CountPlan;
 use catalog::{Catalog, Selection, Source};
+use console::Console;
 use record::{BenchRow, Timing};
 use runner::{CaseReport, Progress, Protocol};
-use stats::Verdict;
 
 /// Runs `suite` with this process's arguments and exits with the run's status.
 pub fn main(suite: Suite) -> ! {
@@ -152,18 +152,12 @@ fn matches(name: &str, pattern: &str, exact: bool) -> bool {
     }
 }
 
-fn use_colour(choice: ColorChoice, terminal: bool) -> bool {
-    match choice {
-        ColorChoice::Always => true,
-        ColorChoice::Never => false,
-        ColorChoice::Auto => terminal && std::env::var_os("NO_COLOR").is_none(),
-    }
-}
-
-/// Runs `suite` as `args` say and prints what it measured.
+/// Runs `suite` as `args` say and prints what it measured: the timing pass, the counting
+/// pass, the profile pass, then the comparison, the table and the files.
 pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
     if args.capabilities {
-        cli::print_capabilities();
+        let caps = sparkles_sampler::caps::probe();
+        print!("{}", sparkles_sampler::caps::render(&caps));
         return Ok(Outcome::default());
     }
     let catalog = Catalog::probe_with(&counting_options(args))?;
@@ -171,9 +165,63 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
         print!("{catalog}");
         return Ok(Outcome::default());
     }
-    let profiling = args.bench && args.profile.is_some();
+    let asked = asked_sources(args);
+    let selection = catalog.select_with(args.metrics.as_deref(), &asked)?;
+    let suite_name = suite.name().to_string();
+    let samples = args.samples.or(suite.default_samples).unwrap_or(32);
+    let (cases, filtered_out) = chosen_cases(suite.cases, args);
+    if args.list {
+        list_cases(&cases, args);
+        return Ok(Outcome::default());
+    }
+    if !args.bench {
+        return Ok(smoke(cases, args, filtered_out));
+    }
+    // Everything that can fail on bad input fails here, before anything is measured.
+    let files = RunFiles::prepare(args, &suite_name)?;
+    let mut console = Console::new(args);
+    files.warn_about_the_baseline();
+    for note in catalog::unavailable_notes(selection.metrics(), |m| {
+        selection.is_filtered() || asked.contains(&m.source)
+    }) {
+        eprintln!("note: {note}");
+    }
+    let (protocol, profile_note) = protocol(args, &selection, &catalog, samples, &files)?;
+    console.header(&suite_name, cases.len(), filtered_out, &protocol, args)?;
+
+    let mut reports = runner::measure(cases, &protocol, &Progress::new());
+    // Every profile is unwound, named and aggregated after all timing (nothing overlaps
+    // it).
+    profile::read_captures(
+        &mut reports,
+        args,
+        &profile_note,
+        files.save_path.as_deref(),
+        files.baseline.as_ref(),
+    );
+    let mut rows: Vec<BenchRow> = reports.iter().map(|r| row_of(r, &selection)).collect();
+    let compared = files
+        .baseline
+        .as_ref()
+        .map(|b| baseline::compare_rows(&mut rows, b));
+
+    profile::print_notes(&rows);
+    console.results(&rows, &selection, args)?;
+    print_counting_coverage(&rows);
+    if let (Some(base), Some(compared)) = (&files.baseline, compared) {
+        console.comparison(&rows, base, compared)?;
+    }
+    files.write(&rows, &mut console)?;
+    Ok(Outcome {
+        rows,
+        saved_baseline: files.save_path,
+    })
+}
+
+/// The tiers the flags ask for (besides what `--metrics` names).
+fn asked_sources(args: &HarnessArgs) -> Vec<Source> {
     let mut asked = Vec::new();
-    if profiling {
+    if args.bench && args.profile.is_some() {
         asked.push(Source::Profile);
     }
     // --events and --perf-exact say what --perf counts, so they ask for it too.
@@ -183,13 +231,14 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
     if args.syscalls.is_some() {
         asked.push(Source::Syscalls);
     }
-    let selection = catalog.select_with(args.metrics.as_deref(), &asked)?;
-    let suite_name = suite.name().to_string();
-    let samples = args.samples.or(suite.default_samples).unwrap_or(32);
-    let total = suite.cases.len();
+    asked
+}
+
+/// The cases the filters choose, and how many they leave out.
+fn chosen_cases(all: Vec<suite::Case>, args: &HarnessArgs) -> (Vec<suite::Case>, usize) {
+    let total = all.len();
     // sparkles cases are never ignored: `--ignored` alone selects none of them.
-    let cases: Vec<_> = suite
-        .cases
+    let cases: Vec<_> = all
         .into_iter()
         .filter(|_| !args.ignored || args.include_ignored)
         .filter(|c| {
@@ -198,65 +247,71 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
         .filter(|c| !args.skip.iter().any(|s| matches(&c.name, s, args.exact)))
         .collect();
     let filtered_out = total - cases.len();
+    (cases, filtered_out)
+}
 
-    if args.list {
-        let kind = if args.bench { "benchmark" } else { "test" };
-        for case in &cases {
-            println!("{}: {kind}", case.name);
+/// `--list`: libtest's listing.
+fn list_cases(cases: &[suite::Case], args: &HarnessArgs) {
+    let kind = if args.bench { "benchmark" } else { "test" };
+    for case in cases {
+        println!("{}: {kind}", case.name);
+    }
+    if args.format != Some(ListFormat::Terse) {
+        println!("\n{} cases", cases.len());
+    }
+}
+
+/// The files a measuring run reads and writes, checked before anything is measured.
+struct RunFiles {
+    out_dir: PathBuf,
+    baseline: Option<baseline::Baseline>,
+    save_path: Option<PathBuf>,
+    json_to_stdout: bool,
+    json_path: Option<PathBuf>,
+    environment: environment::Environment,
+}
+
+impl RunFiles {
+    fn prepare(args: &HarnessArgs, suite_name: &str) -> Result<RunFiles, Error> {
+        let out_dir = output::out_dir(args.out_dir.as_deref());
+        let baseline = match &args.baseline {
+            Some(spec) => Some(baseline::load(spec, &out_dir, suite_name)?),
+            None => None,
+        };
+        let save_path = match &args.save_baseline {
+            Some(name) => Some(baseline::prepare_save(name, &out_dir, suite_name)?),
+            None => None,
+        };
+        let json_path = args
+            .bench_json
+            .as_deref()
+            .filter(|p| *p != "-")
+            .map(PathBuf::from);
+        if let Some(path) = &json_path {
+            let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+            if let Some(dir) = parent.filter(|d| !d.is_dir()) {
+                return Err(Error::Usage {
+                    flag: "--bench-json",
+                    message: format!("folder {} does not exist", dir.display()),
+                });
+            }
         }
-        if args.format != Some(ListFormat::Terse) {
-            println!("\n{} cases", cases.len());
-        }
-        return Ok(Outcome::default());
+        Ok(RunFiles {
+            out_dir,
+            baseline,
+            save_path,
+            json_to_stdout: args.bench_json.as_deref() == Some("-"),
+            json_path,
+            environment: environment::Environment::current(suite_name),
+        })
     }
 
-    if !args.bench {
-        return Ok(smoke(cases, args, filtered_out));
-    }
-
-    // Everything that can fail on bad input fails here, before anything is measured.
-    let out_dir = output::out_dir(args.out_dir.as_deref());
-    let baseline = match &args.baseline {
-        Some(spec) => Some(baseline::load(spec, &out_dir, &suite_name)?),
-        None => None,
-    };
-    let save_path = match &args.save_baseline {
-        Some(name) => Some(baseline::prepare_save(name, &out_dir, &suite_name)?),
-        None => None,
-    };
-    let json_to_stdout = args.bench_json.as_deref() == Some("-");
-    let json_path = args
-        .bench_json
-        .as_deref()
-        .filter(|p| *p != "-")
-        .map(PathBuf::from);
-    if let Some(path) = &json_path {
-        let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
-        if let Some(dir) = parent.filter(|d| !d.is_dir()) {
-            return Err(Error::Usage {
-                flag: "--bench-json",
-                message: format!("folder {} does not exist", dir.display()),
-            });
-        }
-    }
-    let environment = environment::Environment::current(&suite_name);
-
-    let terminal = if json_to_stdout {
-        std::io::stderr().is_terminal()
-    } else {
-        std::io::stdout().is_terminal()
-    };
-    let mut out: Box<dyn Write> = if json_to_stdout {
-        Box::new(std::io::stderr())
-    } else {
-        Box::new(std::io::stdout())
-    };
-    let write_err = |e: std::io::Error| Error::io("standard output", e);
-
-    if let Some(base) = &baseline {
+    /// Says when the baseline was measured elsewhere, or cannot say where.
+    fn warn_about_the_baseline(&self) {
+        let Some(base) = &self.baseline else { return };
         match &base.environment {
             Some(then) => {
-                let differences = then.differences(&environment);
+                let differences = then.differences(&self.environment);
                 if !differences.is_empty() {
                     eprintln!(
                         "warning: baseline {} was measured elsewhere; timings may not compare:",
@@ -274,13 +329,35 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
         }
     }
 
-    for note in catalog::unavailable_notes(selection.metrics(), |m| {
-        selection.is_filtered() || asked.contains(&m.source)
-    }) {
-        eprintln!("note: {note}");
+    /// The JSON rows (to standard output or `--bench-json`'s file) and the baseline.
+    fn write(&self, rows: &[BenchRow], console: &mut Console) -> Result<(), Error> {
+        let lines = record::to_json_lines(rows);
+        if self.json_to_stdout {
+            let mut stdout = std::io::stdout().lock();
+            stdout
+                .write_all(lines.as_bytes())
+                .and_then(|()| stdout.flush())
+                .map_err(console::write_error)?;
+        } else if let Some(path) = &self.json_path {
+            output::write_atomically(path, lines.as_bytes())?;
+        }
+        if let Some(path) = &self.save_path {
+            baseline::save(path, rows, &self.environment)?;
+            console.line(format_args!("saved baseline to {}", path.display()))?;
+        }
+        Ok(())
     }
+}
 
-    let mut profile_note = String::new();
+/// The timing, counting and profile passes' plan; with `--profile`, the line that says
+/// which event it samples, and why.
+fn protocol(
+    args: &HarnessArgs,
+    selection: &Selection,
+    catalog: &Catalog,
+    samples: u32,
+    files: &RunFiles,
+) -> Result<(Protocol, String), Error> {
     let mut protocol = Protocol {
         min_time: args.bench_min_time,
         samples,
@@ -301,162 +378,17 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
         }),
         profile: None,
     };
+    let mut profile_note = String::new();
     if args.profile.is_some() {
-        let (sampling, note) = profile_sampling(args)?;
-        profile_note = note.clone();
-        protocol.profile = Some((sampling, args.profile_time, out_dir.join("profile")));
+        let (sampling, note) = profile::sampling(args)?;
         eprintln!("profile: {note}");
-        if let Some(warning) = debug_info_warning() {
+        if let Some(warning) = profile::debug_info_warning() {
             eprintln!("warning: {warning}");
         }
+        protocol.profile = Some((sampling, args.profile_time, files.out_dir.join("profile")));
+        profile_note = note;
     }
-    writeln!(
-        out,
-        "sparkles: suite {suite_name}, {} cases ({filtered_out} filtered out), {} samples of ≥ {:?} ({}){}",
-        cases.len(),
-        samples,
-        args.bench_min_time,
-        match args.sample_order {
-            args::SampleOrder::RoundRobin => "round-robin",
-            args::SampleOrder::Blocked => "blocked",
-        },
-        if protocol.count_plan.is_some() {
-            ", then one counting pass"
-        } else {
-            ""
-        }
-    )
-    .map_err(write_err)?;
-
-    let mut reports = runner::measure(cases, &protocol, &Progress::new());
-    // Every profile is unwound, named and aggregated after all timing (nothing overlaps
-    // it): its top functions, how its stacks unwound, and the case's artifacts beside the
-    // capture (flamegraph.svg, folded.txt, profile.json).
-    for r in &mut reports {
-        let case = r.name.clone();
-        let Some(p) = r.profile.as_mut() else {
-            continue;
-        };
-        let Some(capture) = p.capture.clone() else {
-            continue;
-        };
-        let capture = PathBuf::from(capture);
-        let Some((profile, folded)) = report_profile(&case, &capture, p, args, &profile_note)
-        else {
-            continue;
-        };
-        let dir = capture.parent().unwrap_or(Path::new(".")).to_path_buf();
-        let slug = dir
-            .file_name()
-            .map(|n| n.to_os_string())
-            .unwrap_or_default();
-        // With --save-baseline, the profile is saved with the rows; with --baseline, the
-        // baseline's is diffed against it.
-        if let Some(save) = &save_path {
-            let keep = save
-                .parent()
-                .unwrap_or(Path::new("."))
-                .join("profile")
-                .join(&slug);
-            let saved = std::fs::create_dir_all(&keep)
-                .map_err(|e| format!("{}: {e}", keep.display()))
-                .and_then(|()| std::fs::read(dir.join("profile.json")).map_err(|e| e.to_string()))
-                .and_then(|j| {
-                    sparkles_report::profile::write_atomic(&keep.join("profile.json"), &j)
-                })
-                .and_then(|()| {
-                    sparkles_report::profile::write_atomic(
-                        &keep.join("folded.txt"),
-                        folded.text().as_bytes(),
-                    )
-                });
-            if let Err(e) = saved {
-                p.notes
-                    .push(format!("profile not saved with the baseline: {e}"));
-            }
-        }
-        if let Some(base) = &baseline {
-            let from = base
-                .path
-                .parent()
-                .unwrap_or(Path::new("."))
-                .join("profile")
-                .join(&slug);
-            match diff_against(&case, &from, &profile, &folded, &dir) {
-                Ok(movers) => p.movers = movers,
-                Err(e) => p.notes.push(e),
-            }
-        }
-    }
-    let mut rows: Vec<BenchRow> = reports.iter().map(|r| row_of(r, &selection)).collect();
-    let compared = baseline
-        .as_ref()
-        .map(|b| baseline::compare_rows(&mut rows, b));
-
-    let profiles: Vec<&profile::ProfileSummary> =
-        rows.iter().filter_map(|r| r.profile.as_ref()).collect();
-    let common = common_notes(&profiles);
-    for note in &common {
-        eprintln!("profile: every case: {note}");
-    }
-    for row in &rows {
-        let Some(p) = &row.profile else { continue };
-        if let Some(error) = &p.error {
-            eprintln!("profile: {}: no capture: {error}", row.case);
-        }
-        for note in p.notes.iter().filter(|n| !common.contains(n)) {
-            eprintln!("profile: {}: {note}", row.case);
-        }
-        if let Some(u) = &p.unwind {
-            eprintln!("profile: {}: {}", row.case, u.describe());
-        }
-    }
-    let colour = use_colour(args.color, terminal);
-    // The table shows a flag-selected tier's headline columns (all of them are in the
-    // JSON); --metrics shows exactly what it names.
-    let columns: Vec<_> = selection
-        .metrics()
-        .iter()
-        .filter(|m| selection.is_filtered() || m.source != Source::Perf || m.default_visible)
-        .cloned()
-        .collect();
-    write!(out, "{}", table::render(&rows, &columns, colour)).map_err(write_err)?;
-    print_counting_coverage(&rows);
-    if let (Some(base), Some(compared)) = (&baseline, compared) {
-        let count = |v: Verdict| {
-            rows.iter()
-                .filter(|r| r.comparison.as_ref().map(|c| c.verdict) == Some(v))
-                .count()
-        };
-        writeln!(
-            out,
-            "compared {compared} of {} cases with {}: {} regressions, {} improvements, {} inside the noise, {} underpowered",
-            rows.len(),
-            base.path.display(),
-            count(Verdict::Regression),
-            count(Verdict::Improvement),
-            count(Verdict::InsideTheNoise),
-            count(Verdict::Underpowered),
-        )
-        .map_err(write_err)?;
-    }
-
-    let lines = record::to_json_lines(&rows);
-    if json_to_stdout {
-        let mut stdout = std::io::stdout().lock();
-        stdout.write_all(lines.as_bytes()).map_err(write_err)?;
-        stdout.flush().map_err(write_err)?;
-    } else if let Some(path) = &json_path {
-        output::write_atomically(path, lines.as_bytes())?;
-    }
-    if let Some(path) = &save_path {
-        baseline::save(path, &rows, &environment)?;
-        writeln!(out, "saved baseline to {}", path.display()).map_err(write_err)?;
-    }
-    Ok(Outcome {
-        rows,
-        saved_baseline: save_path,
-    })
+    Ok((protocol, profile_note))
 }
 
 /// Which threads the perf_event tiers counted, and how they read them: once for the run
@@ -567,213 +499,12 @@ fn row_of(report: &CaseReport, selection: &Selection) -> BenchRow {
     }
 }
 
-/// The hot-symbol diff of a case's profile against the baseline's saved in `from`:
-/// diff.json and diff.svg beside the case's capture, and its three top movers.
-fn diff_against(
-    case: &str,
-    from: &Path,
-    profile: &sparkles_report::profile::Profile,
-    folded: &sparkles_report::profile::Folded,
-    dir: &Path,
-) -> Result<Vec<sparkles_report::diff::Mover>, String> {
-    use sparkles_report::{diff, profile as report};
-    let base_json = from.join("profile.json");
-    let Ok(bytes) = std::fs::read(&base_json) else {
-        return Err(format!(
-            "no profile diff: {} is absent (save the baseline with --profile)",
-            base_json.display()
-        ));
-    };
-    let base: report::Profile = serde_json::from_slice(&bytes)
-        .map_err(|e| format!("no profile diff: {}: {e}", base_json.display()))?;
-    let d = diff::diff(case, &base, profile);
-    let json = serde_json::to_vec_pretty(&d).map_err(|e| e.to_string())?;
-    report::write_atomic(&dir.join("diff.json"), &json)?;
-    let base_folded = std::fs::read_to_string(from.join("folded.txt"))
-        .map_err(|e| e.to_string())
-        .and_then(|t| report::Folded::parse(&t));
-    match base_folded.and_then(|b| diff::svg(&d, &b, folded)) {
-        Ok(svg) => report::write_atomic(&dir.join("diff.svg"), svg.as_bytes())?,
-        Err(e) => return Err(format!("diff.svg not written: {e}")),
-    }
-    Ok(d.movers.into_iter().take(3).collect())
-}
-
-/// Unwinds, names and aggregates one case's capture; writes its artifacts beside it.
-fn report_profile(
-    case: &str,
-    capture: &std::path::Path,
-    summary: &mut profile::ProfileSummary,
-    args: &HarnessArgs,
-    event_note: &str,
-) -> Option<(
-    sparkles_report::profile::Profile,
-    sparkles_report::profile::Folded,
-)> {
-    use sparkles_report::{flame, profile as report, stacks};
-    let options = stacks::StackOptions {
-        unwind: args.profile_unwind,
-        ..stacks::StackOptions::default()
-    };
-    let mut unwind = stacks::UnwindSummary::default();
-    let (mut p, folded) =
-        match report::profile_capture_with(capture, case, &options, |s| unwind.add(s)) {
-            Ok(done) => done,
-            Err(e) => {
-                summary.notes.push(format!("no profile: {e}"));
-                return None;
-            }
-        };
-    p.event_note = Some(event_note.to_string()).filter(|n| !n.is_empty());
-    summary.unwind = Some(unwind);
-    // Under the row: the hottest symbols (what perf report lists first), whose names are
-    // the case's own code; inlined std helpers (`lt`, `copy<u64>`) stay in profile.json's
-    // `functions` view.
-    summary.top = p
-        .symbols
-        .iter()
-        .take(5)
-        .map(|e| profile::HotFunction {
-            name: e.name.clone(),
-            self_pct: e.self_pct,
-            total_pct: e.total_pct,
-        })
-        .collect();
-    summary.memory = p.memory.clone().map(|mut m| {
-        m.code.truncate(5);
-        m.data_objects.truncate(5);
-        m
-    });
-    summary.numa = p.numa.clone().map(|mut n| {
-        n.code.truncate(5);
-        n.data_objects.truncate(5);
-        n.remote_code.truncate(5);
-        n.remote_data.truncate(5);
-        n
-    });
-    let dir = capture.parent().unwrap_or(std::path::Path::new("."));
-    let json = serde_json::to_vec_pretty(&p).map_err(|e| e.to_string());
-    let written = json
-        .and_then(|j| report::write_atomic(&dir.join("profile.json"), &j))
-        .and_then(|()| report::write_atomic(&dir.join("folded.txt"), folded.text().as_bytes()))
-        .and_then(|()| flame::svg(&p, &folded))
-        .and_then(|svg| report::write_atomic(&dir.join("flamegraph.svg"), svg.as_bytes()));
-    if let Err(e) = written {
-        summary
-            .notes
-            .push(format!("profile artifacts not written: {e}"));
-    }
-    Some((p, folded))
-}
-
-/// The sampling a `--profile` run uses: the event asked for, else the default chain.
-/// With the line saying which event it samples, and why.
-fn profile_sampling(
-    args: &HarnessArgs,
-) -> Result<(sparkles_sampler::session::SamplingConfig, String), Error> {
-    use sparkles_sampler::session::{choose_event, CallGraph, Rate, SamplingConfig};
-    let memory = match args.profile.as_deref() {
-        Some("cpu") => false,
-        Some("mem") => true,
-        other => {
-            return Err(Error::Usage {
-                flag: "--profile",
-                message: format!(
-                    "'{}' is not a profile kind: use --profile (CPU sampling) or --profile=mem (memory: precise memory events, else first-touch placement)",
-                    other.unwrap_or_default()
-                ),
-            })
-        }
-    };
-    let system = sparkles_sampler::system::System::probe();
-    let resolver = sparkles_sampler::EventResolver::live().map_err(|e| Error::Usage {
-        flag: "--profile",
-        message: e.to_string(),
-    })?;
-    let (event, note) =
-        choose_event(&resolver, &system, args.profile_event.as_deref()).map_err(|e| {
-            Error::Usage {
-                flag: "--profile-event",
-                message: e.to_string(),
-            }
-        })?;
-    let config = SamplingConfig {
-        events: vec![event.into()],
-        rate: args
-            .profile_period
-            .map(Rate::Period)
-            .unwrap_or(Rate::Frequency(args.profile_freq)),
-        call_graph: if args.profile_stack == 0 {
-            CallGraph::FramePointer
-        } else {
-            CallGraph::Dwarf(args.profile_stack.next_multiple_of(8).min(65528))
-        },
-        // The session shrinks buffers to fit an unprivileged user's perf_event_mlock_kb.
-        buffer_pages: 256,
-        compact_stacks: true,
-        memory: None,
-    };
-    if memory {
-        if args.profile_event.is_some() {
-            return Err(Error::Usage {
-                flag: "--profile-event",
-                message: "--profile=mem chooses its own event (the machine's precise memory event, else page faults): leave out --profile-event".into(),
-            });
-        }
-        let plan = sparkles_sampler::mem_events::live_plan(&resolver, &system).map_err(|e| {
-            Error::Usage {
-                flag: "--profile",
-                message: e,
-            }
-        })?;
-        let mut config = config;
-        let note = plan.apply(&mut config);
-        return Ok((config, note));
-    }
-    Ok((config, note))
-}
-
-/// The notes every one of several profiles has (the kernel's sampling limit, say), to be
-/// said once rather than per case.
-fn common_notes<'a>(profiles: &[&'a profile::ProfileSummary]) -> Vec<&'a String> {
-    match profiles.split_first() {
-        Some((first, rest)) if !rest.is_empty() => first
-            .notes
-            .iter()
-            .filter(|n| rest.iter().all(|p| p.notes.contains(n)))
-            .collect(),
-        _ => Vec::new(),
-    }
-}
-
-/// A warning when this bench binary cannot be symbolized or unwound well.
-fn debug_info_warning() -> Option<String> {
-    use object::{Object, ObjectSection};
-    let exe = std::env::current_exe().ok()?;
-    let bytes = std::fs::read(&exe).ok()?;
-    let file = object::File::parse(&*bytes).ok()?;
-    let has = |name: &str| file.section_by_name(name).is_some_and(|s| s.size() > 0);
-    if !has(".eh_frame") {
-        return Some(format!(
-            "{} has no .eh_frame: stacks cannot be unwound (remove -C force-unwind-tables=no, or set panic = \"unwind\")",
-            exe.display()
-        ));
-    }
-    if !has(".debug_line") {
-        return Some(format!(
-            "{} has no line tables: profiles name functions from .symtab only; add [profile.bench] debug = \"line-tables-only\" to Cargo.toml",
-            exe.display()
-        ));
-    }
-    None
-}
-
 /// Runs each case once, printing libtest's lines so `cargo test` and nextest read them.
 fn smoke(cases: Vec<suite::Case>, args: &HarnessArgs, filtered_out: usize) -> Outcome {
     let started = Instant::now();
     let n = cases.len();
     println!("\nrunning {n} {}", if n == 1 { "test" } else { "tests" });
-    let colour = use_colour(args.color, std::io::stdout().is_terminal());
+    let colour = console::use_colour(args.color, std::io::stdout().is_terminal());
     let reports = runner::smoke(cases, |r| {
         if args.quiet {
             return;
@@ -834,10 +565,13 @@ mod tests {
         };
         let a = summary(&["sampling at 500 Hz", "a only"]);
         let b = summary(&["b only", "sampling at 500 Hz"]);
-        assert_eq!(super::common_notes(&[&a, &b]), ["sampling at 500 Hz"]);
+        assert_eq!(
+            super::profile::common_notes(&[&a, &b]),
+            ["sampling at 500 Hz"]
+        );
         // One case: its notes stay its own.
-        assert!(super::common_notes(&[&a]).is_empty());
-        assert!(super::common_notes(&[]).is_empty());
+        assert!(super::profile::common_notes(&[&a]).is_empty());
+        assert!(super::profile::common_notes(&[]).is_empty());
     }
 
     use clap::Parser;
@@ -864,7 +598,8 @@ mod tests {
                 "notes": [], "error": null
             }))
             .unwrap();
-        let (p, _) = super::report_profile("pebs", &capture, &mut summary, &args, "").unwrap();
+        let (p, _) =
+            super::profile::read_capture("pebs", &capture, &mut summary, &args, "").unwrap();
         let m = summary.memory.as_ref().unwrap();
         assert_eq!((m.samples, m.weight_total), (14, 1725));
         assert_eq!(m.levels.len(), 4);

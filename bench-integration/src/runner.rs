@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use crate::args::SampleOrder;
 use crate::bencher::{Bencher, Command, CountPlan, ProfilePlan, Reply};
-use crate::catalog::MetricValue;
+use crate::metric::MetricValue;
 use crate::profile::ProfileSummary;
 use crate::suite::{slug, Case};
 use crate::throughput::Throughput;

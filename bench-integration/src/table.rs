@@ -1,6 +1,6 @@
 //! The table a run prints: one aligned row per case, units scaled, colour on a terminal.
 
-use crate::catalog::{MetricDescriptor, MetricFormat};
+use crate::metric::{MetricDescriptor, MetricFormat};
 use crate::record::BenchRow;
 use crate::stats::Verdict;
 

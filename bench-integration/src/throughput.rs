@@ -1,6 +1,6 @@
 //! Client metrics: the throughput a case declares, computed against its timed median.
 
-use crate::catalog::{
+use crate::metric::{
     Availability, MetricClass, MetricDescriptor, MetricFormat, MetricValue, Source,
 };
 

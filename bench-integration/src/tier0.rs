@@ -9,7 +9,7 @@
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 
-use crate::catalog::{
+use crate::metric::{
     Availability, MetricClass, MetricDescriptor, MetricFormat, MetricValue, Source,
 };
 

@@ -198,7 +198,7 @@ pub fn table(d: &Diff, top: usize) -> String {
 
 /// A differential flamegraph (inferno's): frames coloured by how their share moved,
 /// widths from the new profile.
-pub fn svg(d: &Diff, base: &Folded, new: &Folded) -> Result<String, String> {
+pub fn svg(d: &Diff, base: &Folded, new: &Folded) -> Result<String, crate::Error> {
     let mut diffed = Vec::new();
     inferno::differential::from_readers(
         inferno::differential::Options::default(),
@@ -206,10 +206,13 @@ pub fn svg(d: &Diff, base: &Folded, new: &Folded) -> Result<String, String> {
         new.text().as_bytes(),
         &mut diffed,
     )
-    .map_err(|e| format!("differential: {e}"))?;
-    let text = String::from_utf8(diffed).map_err(|e| e.to_string())?;
+    .map_err(|source| crate::Error::Render {
+        what: "differential flamegraph",
+        source,
+    })?;
+    let text = String::from_utf8_lossy(&diffed).into_owned();
     if text.is_empty() {
-        return Err("no samples: nothing to draw".into());
+        return Err(crate::Error::Empty);
     }
     let mut options = inferno::flamegraph::Options::default();
     options.title = format!(
@@ -218,9 +221,13 @@ pub fn svg(d: &Diff, base: &Folded, new: &Folded) -> Result<String, String> {
     );
     options.subtitle = Some("red grew, blue shrank; widths are now's".into());
     let mut out = Vec::new();
-    inferno::flamegraph::from_lines(&mut options, text.lines(), &mut out)
-        .map_err(|e| format!("flamegraph: {e}"))?;
-    String::from_utf8(out).map_err(|e| e.to_string())
+    inferno::flamegraph::from_lines(&mut options, text.lines(), &mut out).map_err(|source| {
+        crate::Error::Render {
+            what: "flamegraph",
+            source,
+        }
+    })?;
+    Ok(String::from_utf8_lossy(&out).into_owned())
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! searchable, frames coloured by kind.
 
 use crate::profile::{Folded, Kind, Profile};
+use crate::Error;
 
 /// The colour of a kind: the user's code blue-green, std/core/alloc orange, libc and
 /// other libraries yellow, the kernel red, unnamed grey.
@@ -17,7 +18,7 @@ fn colour(kind: Kind) -> inferno::flamegraph::color::Color {
 }
 
 /// The flamegraph of a profile's folded stacks, as SVG text.
-pub fn svg(profile: &Profile, folded: &Folded) -> Result<String, String> {
+pub fn svg(profile: &Profile, folded: &Folded) -> Result<String, Error> {
     let mut palette = inferno::flamegraph::color::PaletteMap::default();
     for (name, kind) in &folded.kinds {
         palette.insert(name, colour(*kind));
@@ -48,9 +49,14 @@ pub fn svg(profile: &Profile, folded: &Folded) -> Result<String, String> {
     let text = folded.text();
     let mut out = Vec::new();
     if text.is_empty() {
-        return Err("no samples: nothing to draw".into());
+        return Err(Error::Empty);
     }
-    inferno::flamegraph::from_lines(&mut options, text.lines(), &mut out)
-        .map_err(|e| format!("flamegraph: {e}"))?;
-    String::from_utf8(out).map_err(|e| format!("flamegraph: {e}"))
+    inferno::flamegraph::from_lines(&mut options, text.lines(), &mut out).map_err(|source| {
+        Error::Render {
+            what: "flamegraph",
+            source,
+        }
+    })?;
+    // inferno writes UTF-8 (it escapes what it takes from the names).
+    Ok(String::from_utf8_lossy(&out).into_owned())
 }

@@ -15,10 +15,14 @@
 //! - [`pprof`]: gzipped profile.proto export.
 
 pub mod diff;
+pub mod error;
 pub mod flame;
 pub mod memory;
 pub mod names;
+pub mod notes;
 pub mod numa;
 pub mod pprof;
 pub mod profile;
 pub mod stacks;
+
+pub use error::Error;

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use sparkles_perf_data::data_src::{shift, DataSource, LEVEL_BITS};
 use sparkles_symbolize::symbolizer::{DataKind, DataObject};
 
-use crate::names::normalize;
+use crate::names::{normalize, Name};
 use crate::stacks::NamedFrame;
 
 /// Rows kept in the JSON's `code` and `data_objects`.
@@ -182,10 +182,10 @@ impl Acc {
     }
 }
 
-/// What a code location is keyed by: the frame's function, file and module by the
-/// addresses of their shared strings (kept alive in the row), and its line; or the
-/// address where nothing names the code.
-type CodeKey = (usize, usize, u32, usize, u64, usize);
+/// What a code location is keyed by: the frame's function, file, module and symbol by
+/// their names' ids (one string table per capture), and its line; or the address where
+/// nothing names the code.
+type CodeKey = (u32, u32, u32, u32, u64, u32);
 
 /// A code row's name: function, file, line, module, containing symbol.
 type CodeName = (
@@ -198,17 +198,18 @@ type CodeName = (
 
 /// A code row: what it shows, and its sums.
 struct CodeAcc {
-    function: Option<Rc<str>>,
-    file: Option<Rc<str>>,
+    function: Option<Name>,
+    file: Option<Name>,
     line: Option<u32>,
-    module: Option<Rc<str>>,
-    symbol: Option<Rc<str>>,
+    module: Option<Name>,
+    symbol: Option<Name>,
     addr: u64,
     acc: Acc,
 }
 
-fn ptr(s: &Option<Rc<str>>) -> usize {
-    s.as_ref().map_or(0, |s| s.as_ptr() as usize)
+/// A name's id, one past it: 0 stands for none.
+fn id(s: &Option<Name>) -> u32 {
+    s.as_ref().map_or(0, |n| n.id() + 1)
 }
 
 /// What a data object is keyed by.
@@ -361,18 +362,18 @@ impl MemoryBuilder {
         // Code: the innermost frame.
         let key: CodeKey = match s.code {
             Some(f) if f.function.is_some() => (
-                ptr(&f.function),
-                ptr(&f.file),
+                id(&f.function),
+                id(&f.file),
                 f.line.unwrap_or(0),
-                ptr(&f.module),
+                id(&f.module),
                 0,
-                ptr(&f.symbol),
+                id(&f.symbol),
             ),
             f => (
                 0,
                 0,
                 0,
-                f.map_or(0, |f| ptr(&f.module)),
+                f.map_or(0, |f| id(&f.module)),
                 s.ip.unwrap_or(0),
                 0,
             ),
@@ -739,6 +740,7 @@ pub fn table(m: &Memory, n: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::names::Names;
 
     #[test]
     fn p90_is_the_nearest_rank() {
@@ -752,12 +754,12 @@ mod tests {
         assert_eq!(p90(&w), 90);
     }
 
-    fn frame(function: &str, line: u32) -> NamedFrame {
+    fn frame(names: &mut Names, function: &str, line: u32) -> NamedFrame {
         NamedFrame {
             addr: 0x1000,
-            function: Some(Rc::from(function)),
-            module: Some(Rc::from("/bin/app")),
-            file: Some(Rc::from("app.rs")),
+            function: Some(names.intern(function)),
+            module: Some(names.intern("/bin/app")),
+            file: Some(names.intern("app.rs")),
             line: Some(line),
             inlined: false,
             symbol: None,
@@ -771,8 +773,9 @@ mod tests {
         let l1 = 0x68100142; // L1 hit (mem_lvl only)
         let ram = (0x0d_u64 << 33) | (0x80 | 0x2) << 5 | 0x2; // RAM hit, lvl_num
         let remote = (0x0d_u64 << 33) | (1 << 37) | (2 << 43) | (0x100 | 0x2) << 5 | 0x2;
-        let hot = frame("app::walk::h0123456789abcdef", 10);
-        let cold = frame("app::init", 3);
+        let mut names = Names::new();
+        let hot = frame(&mut names, "app::walk::h0123456789abcdef", 10);
+        let cold = frame(&mut names, "app::init", 3);
         let heap = DataObject {
             kind: DataKind::Heap,
             mapping: Some(Rc::from("[heap]")),

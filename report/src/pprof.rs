@@ -198,10 +198,13 @@ pub fn build(profile: &Profile, folded: &Folded) -> PprofProfile {
 }
 
 /// The gzipped `profile.proto` bytes.
-pub fn gzipped(profile: &Profile, folded: &Folded) -> Result<Vec<u8>, String> {
+pub fn gzipped(profile: &Profile, folded: &Folded) -> Result<Vec<u8>, crate::Error> {
     let bytes = build(profile, folded).encode_to_vec();
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     gz.write_all(&bytes)
         .and_then(|()| gz.finish())
-        .map_err(|e| format!("gzip: {e}"))
+        .map_err(|source| crate::Error::Render {
+            what: "gzip",
+            source,
+        })
 }

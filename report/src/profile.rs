@@ -11,15 +11,17 @@ use rustc_hash::FxHashMap;
 
 use serde::{Deserialize, Serialize};
 use sparkles_perf_data::attr::sample_type as st;
+use sparkles_perf_data::pages::PageNodes;
 use sparkles_perf_data::sample::Weight;
-use sparkles_perf_data::DataSource;
-use sparkles_perf_data::{PerfData, Record};
+use sparkles_perf_data::topology::Topology;
+use sparkles_perf_data::{DataSource, Event, PerfData, Record, Sample};
 
 use crate::memory::{MemoryBuilder, MemorySample};
-use crate::names::normalize;
+use crate::names::{normalize, Name, Names};
+use crate::notes::{NoNuma, Note};
 use crate::numa::{NumaBuilder, Page};
 use crate::stacks::{NamedFrame, NamedStack, StackNamer, StackOptions, Weighting};
-use sparkles_perf_data::{pages::PageNodes, topology::Topology};
+use crate::Error;
 
 /// What a frame's code is, for colours and for reading a profile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -146,7 +148,7 @@ pub struct Profile {
     /// Modules that could not be used for names, each with the reason.
     pub notes: Vec<String>,
     /// What a sample weighs: `period` (perf's weighting), `latency` (a memory sample's
-    /// weight field, `--weight latency`), `samples`.
+    /// weight field), `samples`.
     #[serde(default = "period")]
     pub weighting: String,
     /// Which memory level served the sampled accesses, from which code, to which data:
@@ -176,13 +178,13 @@ pub struct Folded {
 
 impl Folded {
     /// Reads the text form back (kinds are not kept in it).
-    pub fn parse(text: &str) -> Result<Folded, String> {
+    pub fn parse(text: &str) -> Result<Folded, Error> {
         let mut f = Folded::default();
         for (i, line) in text.lines().enumerate() {
             let (stack, w) = line
                 .rsplit_once(' ')
                 .and_then(|(s, w)| Some((s, w.parse::<u64>().ok()?)))
-                .ok_or_else(|| format!("line {}: not `stack weight`", i + 1))?;
+                .ok_or(Error::Folded { line: i + 1 })?;
             *f.stacks.entry(stack.to_string()).or_default() += w;
         }
         Ok(f)
@@ -206,8 +208,8 @@ struct Counts {
     self_: u64,
     total: u64,
     self_samples: u64,
-    module: Option<Rc<str>>,
-    file: Option<Rc<str>>,
+    module: Option<Name>,
+    file: Option<Name>,
     kind: Option<Kind>,
     /// Self weight per line, for the hottest.
     lines: HashMap<u32, u64>,
@@ -226,28 +228,25 @@ impl Counts {
 }
 
 /// A frame's names as profiles key it, worked out once per distinct name.
-#[derive(Clone)]
+#[derive(Clone, Copy)]
 struct Keys {
     /// Index of its `functions` row.
     function: usize,
     /// Index of its `symbols` row.
     symbol: usize,
     kind: Kind,
-    /// Its label in folded stacks.
-    folded: Rc<str>,
+    /// Its label in folded stacks, by id in the builder's label table.
+    folded: u32,
 }
 
-/// What a frame's keys depend on: its function, symbol and module as given, by the
-/// address of their shared strings (a stack's frames share them: see
-/// [`NamedFrame`]); the strings are kept alive beside the keys.
-type FrameId = (usize, usize, usize);
+/// What a frame's keys depend on: its function, symbol and module names, by id (one past
+/// it; 0 for none).
+type FrameId = (u32, u32, u32);
 
-fn id_of(s: &Option<Rc<str>>) -> usize {
-    s.as_ref().map_or(0, |s| s.as_ptr() as usize)
+/// A name's id, one past it: 0 stands for none.
+fn id_of(s: &Option<Name>) -> u32 {
+    s.as_ref().map_or(0, |n| n.id() + 1)
 }
-
-/// The strings a [`FrameId`] was made from, kept alive while it is a key.
-type Kept = [Option<Rc<str>>; 3];
 
 /// Rows of one view: names, their counts, and the index of each name.
 #[derive(Default)]
@@ -260,15 +259,16 @@ struct Rows {
 }
 
 impl Rows {
-    fn id(&mut self, name: &Rc<str>) -> usize {
+    fn id(&mut self, name: &str) -> usize {
         if let Some(&i) = self.index.get(name) {
             return i;
         }
         let i = self.names.len();
-        self.names.push(Rc::clone(name));
+        let name: Rc<str> = Rc::from(name);
+        self.names.push(Rc::clone(&name));
         self.counts.push(Counts::default());
         self.seen.push(0);
-        self.index.insert(Rc::clone(name), i);
+        self.index.insert(name, i);
         i
     }
 }
@@ -280,27 +280,30 @@ struct FoldedStack {
     samples: u64,
 }
 
-/// Accumulates named stacks.
+/// Accumulates named stacks. The frames of one profile come from one [`StackNamer`]
+/// (or share one [`crate::names::Names`]), whose name ids key every aggregate.
 #[derive(Default)]
 pub struct Builder {
     samples: u64,
     weight: u64,
     functions: Rows,
     symbols: Rows,
-    modules: FxHashMap<Rc<str>, Counts>,
-    /// Self weight per (function row, file, line); the file by its string's address,
-    /// kept alive in the value.
-    lines: FxHashMap<(usize, usize, u32), (Rc<str>, u64)>,
-    /// Distinct stacks by their frames' folded labels (addresses, the truncation mark
-    /// first), and each one's line and sums.
-    stack_ids: FxHashMap<Box<[usize]>, usize>,
+    /// Per module name id: the name and its counts.
+    modules: FxHashMap<u32, (Name, Counts)>,
+    /// Self weight per (function row, file name id, line), with the file's name.
+    lines: FxHashMap<(usize, u32, u32), (Name, u64)>,
+    /// Folded-stack labels, interned: a distinct stack is keyed by its labels' ids.
+    labels: Names,
+    /// Distinct stacks by their frames' label ids (the truncation mark first), and each
+    /// one's line and sums.
+    stack_ids: FxHashMap<Box<[u32]>, usize>,
     stacks: Vec<FoldedStack>,
     kinds: HashMap<String, Kind>,
-    /// Keys per (function, symbol, module) as given, with the strings they were keyed by.
-    keys: FxHashMap<FrameId, (Keys, Kept)>,
+    /// Keys per (function, symbol, module) name ids.
+    keys: FxHashMap<FrameId, Keys>,
     /// Scratch: one sample's keys and stack id.
     scratch_keys: Vec<Keys>,
-    scratch_id: Vec<usize>,
+    scratch_id: Vec<u32>,
 }
 
 impl std::fmt::Debug for Builder {
@@ -320,19 +323,19 @@ impl Builder {
 
     fn keys(&mut self, f: &NamedFrame) -> Keys {
         let id = (id_of(&f.function), id_of(&f.symbol), id_of(&f.module));
-        if let Some((k, _)) = self.keys.get(&id) {
-            return k.clone();
+        if let Some(k) = self.keys.get(&id) {
+            return *k;
         }
-        let function: Rc<str> = match &f.function {
-            Some(n) => Rc::from(normalize(n)),
-            None => Rc::from(match &f.module {
+        let function: String = match &f.function {
+            Some(n) => normalize(n),
+            None => match &f.module {
                 Some(m) => format!("[unknown] ({m})"),
                 None => "[unknown]".to_string(),
-            }),
+            },
         };
         let symbol = match &f.symbol {
-            Some(n) => Rc::from(normalize(n)),
-            None => Rc::clone(&function),
+            Some(n) => normalize(n),
+            None => function.clone(),
         };
         let kind = kind_of(f);
         // ';' separates frames and ' ' the weight: neither may be in a name. Kernel
@@ -341,14 +344,15 @@ impl Builder {
         if kind == Kind::Kernel {
             label.push_str("_[k]");
         }
+        let folded = self.labels.intern(&label);
+        self.kinds.entry(label).or_insert(kind);
         let k = Keys {
             function: self.functions.id(&function),
             symbol: self.symbols.id(&symbol),
             kind,
-            folded: Rc::from(label),
+            folded: folded.id(),
         };
-        let kept = [f.function.clone(), f.symbol.clone(), f.module.clone()];
-        self.keys.insert(id, (k.clone(), kept));
+        self.keys.insert(id, k);
         k
     }
 
@@ -372,8 +376,8 @@ impl Builder {
             *c.lines.entry(line).or_default() += weight;
             if let Some(file) = &leaf.file {
                 self.lines
-                    .entry((keys[0].function, file.as_ptr() as usize, line))
-                    .or_insert_with(|| (Rc::clone(file), 0))
+                    .entry((keys[0].function, file.id(), line))
+                    .or_insert_with(|| (file.clone(), 0))
                     .1 += weight;
             }
         }
@@ -401,17 +405,23 @@ impl Builder {
             c.note(f, k.kind);
         }
         // modules: the leaf's.
-        let module: Rc<str> = leaf.module.clone().unwrap_or_else(|| Rc::from("[unknown]"));
-        let c = self.modules.entry(Rc::clone(&module)).or_default();
+        let module_id = id_of(&leaf.module);
+        let (module, c) = self.modules.entry(module_id).or_insert_with(|| {
+            let name = leaf
+                .module
+                .clone()
+                .unwrap_or_else(|| self.labels.intern("[unknown]"));
+            (name, Counts::default())
+        });
         c.self_ += weight;
         c.self_samples += 1;
-        c.module = Some(module);
+        c.module = Some(module.clone());
         c.kind.get_or_insert(keys[0].kind);
-        // folded: the stack by its labels' addresses; its line made once.
+        // folded: the stack by its labels' ids; its line made once.
         let mut id = std::mem::take(&mut self.scratch_id);
         id.clear();
-        id.push(usize::from(truncated));
-        id.extend(keys.iter().map(|k| k.folded.as_ptr() as usize));
+        id.push(u32::from(truncated));
+        id.extend(keys.iter().map(|k| k.folded));
         match self.stack_ids.get(id.as_slice()) {
             Some(&i) => {
                 let s = &mut self.stacks[i];
@@ -419,20 +429,17 @@ impl Builder {
                 s.samples += 1;
             }
             None => {
-                let mut line = String::with_capacity(
-                    keys.iter().map(|k| k.folded.len() + 1).sum::<usize>() + 16,
-                );
+                let labels: Vec<&str> = keys
+                    .iter()
+                    .rev()
+                    .map(|k| self.labels.text(k.folded))
+                    .collect();
+                let mut line =
+                    String::with_capacity(labels.iter().map(|l| l.len() + 1).sum::<usize>() + 16);
                 if truncated {
                     line.push_str("[truncated];");
                 }
-                for k in keys.iter().rev() {
-                    if !self.kinds.contains_key(&*k.folded) {
-                        self.kinds.insert(k.folded.to_string(), k.kind);
-                    }
-                    line.push_str(&k.folded);
-                    line.push(';');
-                }
-                line.pop();
+                line.push_str(&labels.join(";"));
                 self.stack_ids
                     .insert(id.clone().into_boxed_slice(), self.stacks.len());
                 self.stacks.push(FoldedStack {
@@ -459,7 +466,7 @@ impl Builder {
         f
     }
 
-    fn rows<'a>(&self, map: impl Iterator<Item = (&'a Rc<str>, &'a Counts)>) -> Vec<Entry> {
+    fn rows<'a>(&self, map: impl Iterator<Item = (&'a str, &'a Counts)>) -> Vec<Entry> {
         let pct = |w: u64| 100.0 * w as f64 / self.weight.max(1) as f64;
         let mut rows: Vec<Entry> = map
             .map(|(name, c)| Entry {
@@ -496,9 +503,11 @@ impl Builder {
         lost: u64,
         unwinding: Unwinding,
     ) -> (Profile, Folded) {
-        let functions = self.rows(self.functions.names.iter().zip(&self.functions.counts));
-        let symbols = self.rows(self.symbols.names.iter().zip(&self.symbols.counts));
-        let mut modules = self.rows(self.modules.iter());
+        let functions =
+            self.rows((self.functions.names.iter().map(|n| &**n)).zip(&self.functions.counts));
+        let symbols =
+            self.rows((self.symbols.names.iter().map(|n| &**n)).zip(&self.symbols.counts));
+        let mut modules = self.rows(self.modules.values().map(|(n, c)| (n.as_str(), c)));
         modules.retain(|m| m.self_ > 0);
         // Lines of the ten hottest functions.
         let hot: HashSet<&str> = functions.iter().take(10).map(|e| e.name.as_str()).collect();
@@ -507,7 +516,7 @@ impl Builder {
         for ((function, _, line), (file, w)) in &self.lines {
             let function = &*self.functions.names[*function];
             if hot.contains(function) {
-                *by_line.entry((function, file, *line)).or_default() += w;
+                *by_line.entry((function, file.as_str(), *line)).or_default() += w;
             }
         }
         let mut lines: Vec<LineEntry> = by_line
@@ -568,20 +577,19 @@ pub fn event_name(data: &PerfData) -> String {
     }
 }
 
-/// Which of a capture's events a report takes samples from: the one `--event` names,
-/// else every one.
-fn chosen_events(data: &PerfData, path: &Path, event: Option<&str>) -> Result<Vec<bool>, String> {
+/// Which of a capture's events a report takes samples from: the one `event` names, else
+/// every one.
+fn chosen_events(data: &PerfData, event: Option<&str>) -> Result<Vec<bool>, Error> {
     let Some(wanted) = event else {
         return Ok(vec![true; data.attrs.len().max(1)]);
     };
     let chosen: Vec<bool> = data.attrs.iter().map(|a| attr_name(a) == wanted).collect();
     if !chosen.contains(&true) {
-        let names: Vec<String> = data.attrs.iter().map(attr_name).collect();
-        return Err(format!(
-            "--event {wanted}: {} has no event of that name; its events: {}",
-            path.display(),
-            names.join(", ")
-        ));
+        return Err(Error::NoSuchEvent {
+            path: data.path().to_path_buf(),
+            wanted: wanted.to_string(),
+            events: data.attrs.iter().map(attr_name).collect(),
+        });
     }
     Ok(chosen)
 }
@@ -589,10 +597,7 @@ fn chosen_events(data: &PerfData, path: &Path, event: Option<&str>) -> Result<Ve
 /// How a capture's samples are placed on NUMA nodes: by their physical addresses through
 /// the capture's memory topology, else by the page table asked of the live process and
 /// written beside the capture (with it, the table); else why neither can be.
-fn numa_placement(
-    data: &PerfData,
-    path: &Path,
-) -> Result<(NumaBuilder, Option<PageNodes>), String> {
+fn numa_placement(data: &PerfData) -> Result<(NumaBuilder, Option<PageNodes>), NoNuma> {
     let topology = Topology::from_features(&data.features);
     let phys = data
         .attrs
@@ -603,17 +608,18 @@ fn numa_placement(
             return Ok((NumaBuilder::new(t, "phys_addr"), None));
         }
     }
-    let Some(pages) = PageNodes::read_beside(path).map_err(|e| e.to_string())? else {
+    let pages =
+        PageNodes::read_beside(data.path()).map_err(|e| NoNuma::PageTable(e.to_string()))?;
+    let Some(pages) = pages else {
         return Err(if phys {
-            "the capture records no memory topology (NUMA_TOPOLOGY and MEM_TOPOLOGY), so physical addresses cannot be placed on nodes"
+            NoNuma::NoMemoryTopology
         } else {
-            "the samples carry no physical address (PHYS_ADDR), and a capture read offline cannot ask the kernel which node a page is on"
-        }
-        .into());
+            NoNuma::NoPhysicalAddresses
+        });
     };
     let topology = topology
         .or_else(|| Topology::from_sysfs(Path::new("/")).ok())
-        .ok_or("the capture records no NUMA topology and this machine's sysfs has none")?;
+        .ok_or(NoNuma::NoTopology)?;
     // Page faults are where pages are first touched: first-touch placement.
     let faults = data
         .attrs
@@ -631,7 +637,7 @@ pub fn profile_capture(
     path: &Path,
     case: &str,
     options: &StackOptions,
-) -> Result<(Profile, Folded), String> {
+) -> Result<(Profile, Folded), Error> {
     profile_capture_with(path, case, options, |_| {})
 }
 
@@ -641,166 +647,202 @@ pub fn profile_capture_with(
     case: &str,
     options: &StackOptions,
     mut observe: impl FnMut(&NamedStack),
-) -> Result<(Profile, Folded), String> {
-    let data = PerfData::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+) -> Result<(Profile, Folded), Error> {
+    let data = PerfData::open(path)?;
     if options.weight == Weighting::Latency
         && !data
             .attrs
             .iter()
             .any(|a| a.attr.sample_type & (st::WEIGHT | st::WEIGHT_STRUCT) != 0)
     {
-        return Err(format!(
-            "--weight latency: {}: its samples carry no weight (no event of it samples WEIGHT or WEIGHT_STRUCT)",
-            path.display()
-        ));
+        return Err(Error::NoWeight {
+            path: path.to_path_buf(),
+        });
     }
-    let chosen = chosen_events(&data, path, options.event.as_deref())?;
-    // Samples per event, to say which events a profile mixes.
-    let mut per_event = vec![0u64; chosen.len()];
-    let mut namer = StackNamer::for_capture(&data, options);
-    let mut builder = Builder::new();
-    let mut memory = MemoryBuilder::new();
-    let sampled = |bit: u64| data.attrs.iter().any(|a| a.attr.sample_type & bit != 0);
-    let (mut numa, pages, numa_absent) = match numa_placement(&data, path) {
-        Ok((n, pages)) => (Some(n), pages, String::new()),
-        Err(why) => (None, None, why),
-    };
-    // Samples whose data source says nothing (PERF_MEM_NA: not a memory event).
-    let mut unknown_sources = 0u64;
-    let mut lost = 0u64;
-    data.for_each_record(|e| {
-        namer.observe(&e.record);
+    let mut pass = Pass::new(&data, options)?;
+    let mut records = data.records()?;
+    while let Some(e) = records.next_record()? {
+        pass.record(&e, &mut observe);
+    }
+    Ok(pass.finish(case, options))
+}
+
+/// One pass over a capture's records: every sample named, weighed and added to the
+/// profile, and to the memory and NUMA sections where it carries what they need.
+struct Pass<'a> {
+    data: &'a PerfData,
+    weighting: Weighting,
+    /// Which events' samples are taken.
+    chosen: Vec<bool>,
+    /// Samples taken per event, to say which events a profile mixes.
+    per_event: Vec<u64>,
+    namer: StackNamer,
+    builder: Builder,
+    memory: MemoryBuilder,
+    numa: Result<(NumaBuilder, Option<PageNodes>), NoNuma>,
+    /// Samples whose data source says nothing (PERF_MEM_NA: not a memory event).
+    unknown_sources: u64,
+    lost: u64,
+}
+
+impl<'a> Pass<'a> {
+    fn new(data: &'a PerfData, options: &StackOptions) -> Result<Pass<'a>, Error> {
+        let chosen = chosen_events(data, options.event.as_deref())?;
+        Ok(Pass {
+            data,
+            weighting: options.weight,
+            per_event: vec![0; chosen.len()],
+            chosen,
+            namer: StackNamer::for_capture(data, options),
+            builder: Builder::new(),
+            memory: MemoryBuilder::new(),
+            numa: numa_placement(data),
+            unknown_sources: 0,
+            lost: 0,
+        })
+    }
+
+    fn record(&mut self, e: &Event<'_>, observe: &mut impl FnMut(&NamedStack)) {
+        self.namer.observe(&e.record);
         match &e.record {
-            Record::Sample(_) if !chosen.get(e.attr.unwrap_or(0)).copied().unwrap_or(true) => {}
             Record::Sample(s) => {
-                if let Some(n) = per_event.get_mut(e.attr.unwrap_or(0)) {
+                let event = e.attr.unwrap_or(0);
+                if !self.chosen.get(event).copied().unwrap_or(true) {
+                    return;
+                }
+                if let Some(n) = self.per_event.get_mut(event) {
                     *n += 1;
                 }
-                let stack = namer.stack(s);
+                let stack = self.namer.stack(s);
                 observe(&stack);
-                let weight = match options.weight {
-                    Weighting::Period => s.period.unwrap_or(1).max(1),
-                    Weighting::Latency => s.weight.map_or(0, |w| w.latency()),
-                    Weighting::Samples => 1,
-                };
-                builder.add(&stack.frames, stack.truncated.is_some(), weight);
-                let data_src = s.data_src.filter(|d| {
-                    let na = DataSource::new(*d).is_na();
-                    unknown_sources += u64::from(na);
-                    !na
-                });
-                let placed = numa.is_some()
-                    && match &pages {
-                        Some(_) => s.addr.is_some(),
-                        None => s.phys_addr.is_some(),
-                    };
-                if data_src.is_some() || placed {
-                    let object = s.addr.map(|a| namer.data_object(s.pid.unwrap_or(0), a));
-                    let sample = MemorySample {
-                        data_src: data_src.unwrap_or(0),
-                        weight: s.weight.map_or(0, |w| w.latency()),
-                        ins_lat: s.weight.and_then(|w| w.ins_lat()),
-                        weight_struct: s.weight.map(|w| matches!(w, Weight::Struct { .. })),
-                        code: stack.frames.first(),
-                        ip: s.ip,
-                        data: object.as_ref(),
-                    };
-                    if data_src.is_some() {
-                        memory.add(&sample);
-                    }
-                    if let Some(n) = numa.as_mut().filter(|_| placed) {
-                        // The sampled page: DATA_PAGE_SIZE where sampled (a huge page
-                        // is one page), else the page the table was asked by.
-                        let size = s
-                            .data_page_size
-                            .filter(|&z| z > 0)
-                            .or(pages.as_ref().map(|p| p.page_size))
-                            .unwrap_or(4096);
-                        let page = s.addr.map(|a| Page::of(s.pid.unwrap_or(0), a, size));
-                        match (&pages, s.addr) {
-                            (Some(p), Some(addr)) => match p.node(s.pid.unwrap_or(0), addr) {
-                                Ok(node) => n.add_node(s.cpu, node, page, &sample),
-                                Err(why) => n.add_unplaced(why),
-                            },
-                            _ => n.add_phys(s.cpu, s.phys_addr, page, &sample),
-                        }
-                    }
-                }
+                self.sample(s, &stack);
             }
-            Record::Lost { lost: n, .. } | Record::LostSamples { lost: n, .. } => lost += n,
+            Record::Lost { lost: n, .. } | Record::LostSamples { lost: n, .. } => self.lost += n,
             _ => {}
         }
-        Ok::<(), sparkles_perf_data::Error>(())
-    })
-    .map_err(|e| format!("{}: {e:?}", path.display()))?;
-    let stats = namer.unwind_stats();
-    let unwinding = Unwinding {
-        mode: match options.unwind {
-            sparkles_unwind::Mode::Dwarf => "dwarf",
-            sparkles_unwind::Mode::Fp => "fp",
-            sparkles_unwind::Mode::Auto => "auto",
+    }
+
+    /// Adds one sample: its stack to the profile, its access to the memory and NUMA
+    /// sections.
+    fn sample(&mut self, s: &Sample<'_>, stack: &NamedStack) {
+        let weight = match self.weighting {
+            Weighting::Period => s.period.unwrap_or(1).max(1),
+            Weighting::Latency => s.weight.map_or(0, |w| w.latency()),
+            Weighting::Samples => 1,
+        };
+        self.builder
+            .add(&stack.frames, stack.truncated.is_some(), weight);
+        let data_src = s.data_src.filter(|d| {
+            let na = DataSource::new(*d).is_na();
+            self.unknown_sources += u64::from(na);
+            !na
+        });
+        let placed = match &self.numa {
+            Ok((_, Some(_))) => s.addr.is_some(),
+            Ok((_, None)) => s.phys_addr.is_some(),
+            Err(_) => false,
+        };
+        if data_src.is_none() && !placed {
+            return;
         }
-        .into(),
-        samples: stats.samples,
-        truncated: stats
-            .truncated
-            .iter()
-            .map(|(k, v)| (k.as_str().to_string(), *v))
-            .collect(),
-        truncated_pct: stats.truncated_pct(),
-    };
-    // The events that sampled name the profile; with none, those that sample.
-    let sampling: Vec<(String, u64)> = data
-        .attrs
-        .iter()
-        .zip(&per_event)
-        .filter(|(_, &n)| n > 0)
-        .map(|(a, &n)| (attr_name(a), n))
-        .collect();
-    let event = match (&options.event, sampling.is_empty()) {
-        (Some(name), _) => name.clone(),
-        (None, false) => {
-            let names: Vec<&str> = sampling.iter().map(|(name, _)| name.as_str()).collect();
-            names.join(", ")
+        let pid = s.pid.unwrap_or(0);
+        // Its memory (a variable, or the kind of memory), its code (the leaf frame).
+        let object = s.addr.map(|a| self.namer.data_object(pid, a));
+        let sample = MemorySample {
+            data_src: data_src.unwrap_or(0),
+            weight: s.weight.map_or(0, |w| w.latency()),
+            ins_lat: s.weight.and_then(|w| w.ins_lat()),
+            weight_struct: s.weight.map(|w| matches!(w, Weight::Struct { .. })),
+            code: stack.frames.first(),
+            ip: s.ip,
+            data: object.as_ref(),
+        };
+        if data_src.is_some() {
+            self.memory.add(&sample);
         }
-        (None, true) => event_name(&data),
-    };
-    let (mut profile, folded) = builder.finish(case, &event, lost, unwinding);
-    profile.weighting = options.weight.as_str().into();
-    profile.notes = namer.notes.clone();
-    if sampling.len() > 1 {
-        let sampled_events: Vec<String> = sampling
+        let Ok((numa, pages)) = self.numa.as_mut() else {
+            return;
+        };
+        if !placed {
+            return;
+        }
+        // Its node: by the page table where there is one, else by its physical address.
+        // The sampled page: DATA_PAGE_SIZE where sampled (a huge page is one page), else
+        // the page the table was asked by.
+        let size = s
+            .data_page_size
+            .filter(|&z| z > 0)
+            .or(pages.as_ref().map(|p| p.page_size))
+            .unwrap_or(4096);
+        let page = s.addr.map(|a| Page::of(pid, a, size));
+        match (pages.as_ref(), s.addr) {
+            (Some(p), Some(addr)) => match p.node(pid, addr) {
+                Ok(node) => numa.add_node(s.cpu, node, page, &sample),
+                Err(why) => numa.add_unplaced(why),
+            },
+            _ => numa.add_phys(s.cpu, s.phys_addr, page, &sample),
+        }
+    }
+
+    /// The profile: its views, its event named by the events that sampled, its memory
+    /// and NUMA sections, and every note.
+    fn finish(self, case: &str, options: &StackOptions) -> (Profile, Folded) {
+        let data = self.data;
+        let stats = self.namer.unwind_stats();
+        let unwinding = Unwinding {
+            mode: options.unwind.as_str().into(),
+            samples: stats.samples,
+            truncated: stats
+                .truncated
+                .iter()
+                .map(|(k, v)| (k.as_str().to_string(), *v))
+                .collect(),
+            truncated_pct: stats.truncated_pct(),
+        };
+        // The events that sampled name the profile; with none, those that sample.
+        let sampling: Vec<(String, u64)> = data
+            .attrs
             .iter()
-            .map(|(name, n)| format!("{name} ({n})"))
+            .zip(&self.per_event)
+            .filter(|(_, &n)| n > 0)
+            .map(|(a, &n)| (attr_name(a), n))
             .collect();
-        profile.notes.push(format!(
-            "samples of {} events together: {}; --event NAME reports one",
-            sampled_events.len(),
-            sampled_events.join(", ")
-        ));
-    }
-    if let Some(n) = numa {
-        profile.numa = Some(n.finish());
-    } else if !memory.is_empty() || sampled(st::ADDR) {
-        profile
-            .notes
-            .push(format!("no NUMA section: {numa_absent}"));
-    }
-    if !memory.is_empty() {
-        profile.memory = Some(memory.finish());
-        if unknown_sources > 0 {
-            profile.notes.push(format!(
-                "{unknown_sources} samples' data source says nothing (N/A): left out of the memory section"
-            ));
+        let event = match (&options.event, sampling.is_empty()) {
+            (Some(name), _) => name.clone(),
+            (None, false) => {
+                let names: Vec<&str> = sampling.iter().map(|(name, _)| name.as_str()).collect();
+                names.join(", ")
+            }
+            (None, true) => event_name(data),
+        };
+        let (mut profile, folded) = self.builder.finish(case, &event, self.lost, unwinding);
+        profile.weighting = options.weight.as_str().into();
+        let mut notes: Vec<Note> = self.namer.notes.clone();
+        if sampling.len() > 1 {
+            notes.push(Note::MixedEvents(sampling));
         }
-    } else if unknown_sources > 0 {
-        profile.notes.push(format!(
-            "no memory section: the samples carry a data source, but every one says nothing (N/A): {} is not a memory event",
-            profile.event
-        ));
+        let sampled = |bit: u64| data.attrs.iter().any(|a| a.attr.sample_type & bit != 0);
+        match self.numa {
+            Ok((numa, _)) => profile.numa = Some(numa.finish()),
+            Err(why) if !self.memory.is_empty() || sampled(st::ADDR) => {
+                notes.push(Note::NoNuma(why))
+            }
+            Err(_) => {}
+        }
+        if !self.memory.is_empty() {
+            profile.memory = Some(self.memory.finish());
+            if self.unknown_sources > 0 {
+                notes.push(Note::UnknownDataSources(self.unknown_sources));
+            }
+        } else if self.unknown_sources > 0 {
+            notes.push(Note::NotAMemoryEvent {
+                event: profile.event.clone(),
+            });
+        }
+        notes.extend(self.namer.unavailable());
+        profile.notes = notes.iter().map(ToString::to_string).collect();
+        (profile, folded)
     }
-    profile.notes.extend(namer.unavailable());
-    Ok((profile, folded))
 }
 
 /// The profile as a table: the top `n` of both views.
@@ -846,24 +888,4 @@ pub fn table(p: &Profile, n: usize) -> String {
         out.push_str(&format!("note: {note}\n"));
     }
     out
-}
-
-/// Writes `bytes` to `path` whole or not at all: a temporary file beside it, renamed over
-/// it, so a failed run never leaves a half-written report or clobbers the last good one.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    std::fs::write(&tmp, bytes)
-        .and_then(|()| std::fs::rename(&tmp, path))
-        .map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            format!("{}: {e}", path.display())
-        })
 }

@@ -17,22 +17,26 @@ use sparkles_symbolize::symbolizer::{DataObject, Located, Place, Symbolizer};
 use sparkles_symbolize::SearchPaths;
 use sparkles_unwind::{Arch, MappedModule, Mappings, Mode, Stack, Truncation, Unwinder};
 
+use crate::names::{Name, Names};
+use crate::notes::Note;
+
 /// How stacks are found and named.
 #[derive(Debug, Clone, Default)]
 pub struct StackOptions {
-    /// `--unwind`.
+    /// How user frames are found.
     pub unwind: Mode,
-    /// `--symfs`.
+    /// A root under which the capture's files are looked for (their recorded paths,
+    /// then by name).
     pub symfs: Option<PathBuf>,
-    /// `--debug-dir`, searched before /usr/lib/debug.
+    /// Directories of separate debug files, searched before /usr/lib/debug.
     pub debug_dirs: Vec<PathBuf>,
-    /// `--weight`: what a sample weighs in the profile.
+    /// What a sample weighs in the profile.
     pub weight: Weighting,
-    /// `--event`: only the samples of the event of this name; all where `None`.
+    /// Only the samples of the event of this name; all where `None`.
     pub event: Option<String>,
 }
 
-/// What a sample weighs in a profile (`--weight`).
+/// What a sample weighs in a profile.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Weighting {
     /// Its period (events it stands for), as perf weighs samples.
@@ -56,29 +60,30 @@ impl Weighting {
     }
 }
 
-/// One named frame. Its strings are shared (`Rc<str>`): a profile copies the frames of
-/// each distinct address into every sample that has it.
+/// One named frame. Its strings are interned in the namer's string table ([`Name`]): a
+/// profile copies the frames of each distinct address into every sample that has it, and
+/// aggregates key them by id.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NamedFrame {
     /// The captured address (the sampled IP, or a return address).
     pub addr: u64,
     /// Function, demangled.
-    pub function: Option<Rc<str>>,
+    pub function: Option<Name>,
     /// The mapping's path (`[kernel.kallsyms]`, `[vdso]`, a file).
-    pub module: Option<Rc<str>>,
+    pub module: Option<Name>,
     /// Source file.
-    pub file: Option<Rc<str>>,
+    pub file: Option<Name>,
     /// Line.
     pub line: Option<u32>,
     /// Inlined into the next frame.
     pub inlined: bool,
     /// The ELF symbol (or kallsyms or perf-map name) containing the address: what
     /// `perf report` names the physical frame by, whatever was inlined into it.
-    pub symbol: Option<Rc<str>>,
+    pub symbol: Option<Name>,
     /// The address's offset into its symbol, where only a symbol table named it.
     pub symbol_offset: Option<u64>,
     /// Why it has no name (or only `[kernel]`).
-    pub missing: Option<Rc<str>>,
+    pub missing: Option<Name>,
 }
 
 /// A sample's named stack.
@@ -97,12 +102,14 @@ pub struct StackNamer {
     space: AddressSpace,
     symbolizer: Symbolizer,
     unwinder: Unwinder,
+    /// The string table every frame's names are interned in.
+    names: Names,
     /// The named frames of each place (and return-address adjustment), built once.
     /// The named frames of each place, built once: `[0]` named as sampled, `[1]` named at
     /// a call (a return address minus one, whose symbol offset counts the one back).
     expanded: FxHashMap<Place, [Option<Rc<[NamedFrame]>>; 2]>,
     /// Notes for the user (architecture assumed, …).
-    pub notes: Vec<String>,
+    pub notes: Vec<Note>,
 }
 
 impl StackNamer {
@@ -121,27 +128,27 @@ impl StackNamer {
             Some(a) => {
                 let arch = Arch::from_uname(a);
                 if arch.is_none() {
-                    notes.push(format!(
-                        "stack copies of a {a} capture are not walked: architecture not supported"
-                    ));
+                    notes.push(Note::UnwalkedArch {
+                        arch: a.to_string(),
+                    });
                 }
                 arch
             }
             // A capture without ARCH (sparkles writes it; pipes may lack it) is taken as
             // this machine's, and said so.
             None => {
-                notes.push(format!(
-                    "the capture does not name its architecture: taken as this machine's ({})",
-                    std::env::consts::ARCH
-                ));
+                notes.push(Note::ArchAssumed {
+                    arch: std::env::consts::ARCH,
+                });
                 Arch::from_uname(std::env::consts::ARCH)
             }
         };
         if let Some(why) = symbolizer.kernel_reason() {
-            notes.push(format!("kernel addresses are not named: {why}"));
+            notes.push(Note::NoKernelNames(why.clone()));
         }
         StackNamer {
             space: AddressSpace::new(),
+            names: Names::new(),
             symbolizer,
             unwinder: Unwinder::new(options.unwind, arch),
             expanded: FxHashMap::default(),
@@ -211,21 +218,29 @@ impl StackNamer {
     /// The named frames of one located address (`delta`: 1 for a return address named at
     /// its call), address left 0.
     fn expand(&mut self, at: &Located, delta: u64) -> Rc<[NamedFrame]> {
-        let shown = |n: &str| -> Rc<str> { Rc::from(sparkles_symbolize::demangle::for_display(n)) };
+        let names = &mut self.names;
+        let mut shown =
+            |n: &str| -> Name { names.intern(&sparkles_symbolize::demangle::for_display(n)) };
         let named = self.symbolizer.name(&at.place);
         // The containing symbol; for the kernel, the vDSO's absence or a JIT map, the
         // outermost name.
-        let symbol: Option<Rc<str>> = match self.symbolizer.symbol(&at.place) {
+        let symbol: Option<Name> = match self.symbolizer.symbol(&at.place) {
             Some((n, _)) => Some(shown(n)),
             None if matches!(at.place, Place::Module { .. }) => None,
             None => named
                 .frames
                 .last()
                 .and_then(|n| n.function.as_deref())
-                .map(shown),
+                .map(&mut shown),
         };
-        let module: Option<Rc<str>> = at.mapping.clone();
-        let missing: Option<Rc<str>> = named.missing.as_deref().map(Rc::from);
+        let functions: Vec<Option<Name>> = named
+            .frames
+            .iter()
+            .map(|n| n.function.as_deref().map(&mut shown))
+            .collect();
+        let names = &mut self.names;
+        let module: Option<Name> = at.mapping.as_deref().map(|m| names.intern(m));
+        let missing: Option<Name> = named.missing.as_deref().map(|m| names.intern(m));
         if named.frames.is_empty() {
             return Rc::from(vec![NamedFrame {
                 addr: 0,
@@ -242,12 +257,13 @@ impl StackNamer {
         named
             .frames
             .iter()
-            .map(|n| NamedFrame {
+            .zip(functions)
+            .map(|(n, function)| NamedFrame {
                 addr: 0,
                 // Names as profiles show them: Rust without hashes.
-                function: n.function.as_deref().map(shown),
+                function,
                 module: module.clone(),
-                file: n.file.as_deref().map(Rc::from),
+                file: n.file.as_deref().map(|f| names.intern(f)),
                 line: n.line.filter(|&l| l > 0),
                 inlined: n.inlined,
                 symbol: symbol.clone(),
@@ -268,9 +284,13 @@ impl StackNamer {
         self.unwinder.stats()
     }
 
-    /// Modules that could not be used, with the reason.
-    pub fn unavailable(&self) -> Vec<String> {
-        self.symbolizer.unavailable()
+    /// Modules that could not be used (or not fully), with the reason.
+    pub fn unavailable(&self) -> Vec<Note> {
+        self.symbolizer
+            .unavailable()
+            .into_iter()
+            .map(Note::Module)
+            .collect()
     }
 }
 

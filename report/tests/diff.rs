@@ -9,6 +9,7 @@
 use std::path::{Path, PathBuf};
 
 use sparkles_report::diff::diff;
+use sparkles_report::names::Names;
 use sparkles_report::profile::{profile_capture, Builder, Profile, Unwinding};
 use sparkles_report::stacks::{NamedFrame, StackOptions};
 
@@ -70,15 +71,16 @@ fn a_planted_regression_is_the_top_significant_mover_and_reruns_are_noise() {
     assert!(top.significant && top.change_pp > 10.0, "{top:?}");
 }
 
-fn frame(name: &str) -> NamedFrame {
+/// A frame whose names are interned in `names` (one table for all a profile's frames).
+fn frame(names: &mut Names, name: &str) -> NamedFrame {
     NamedFrame {
         addr: 0x1000,
-        function: Some(name.into()),
-        module: Some("/bin/app".into()),
+        function: Some(names.intern(name)),
+        module: Some(names.intern("/bin/app")),
         file: None,
         line: None,
         inlined: false,
-        symbol: Some(name.into()),
+        symbol: Some(names.intern(name)),
         symbol_offset: None,
         missing: None,
     }
@@ -88,6 +90,8 @@ fn frame(name: &str) -> NamedFrame {
 fn a_rebuild_that_changes_hashes_moves_nothing() {
     let build = |hash: &str, llvm: &str| {
         let mut b = Builder::new();
+        let mut names = Names::new();
+        let mut frame = |name: &str| frame(&mut names, name);
         for i in 0..1000u64 {
             let leaf = if i % 4 == 0 {
                 format!("app::parse::{hash}")

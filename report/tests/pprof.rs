@@ -8,18 +8,20 @@
 use std::path::PathBuf;
 use std::process::Command;
 
+use sparkles_report::names::Names;
 use sparkles_report::profile::{Builder, Unwinding};
 use sparkles_report::stacks::NamedFrame;
 
-fn frame(name: &str, module: &str) -> NamedFrame {
+/// A frame whose names are interned in `names` (one table for all a profile's frames).
+fn frame(names: &mut Names, name: &str, module: &str) -> NamedFrame {
     NamedFrame {
         addr: 0x1000,
-        function: Some(name.into()),
-        module: Some(module.into()),
-        file: Some("src/main.rs".into()),
+        function: Some(names.intern(name)),
+        module: Some(names.intern(module)),
+        file: Some(names.intern("src/main.rs")),
         line: Some(7),
         inlined: false,
-        symbol: Some(name.into()),
+        symbol: Some(names.intern(name)),
         symbol_offset: None,
         missing: None,
     }
@@ -37,6 +39,8 @@ fn an_independent_reader_decodes_what_we_write() {
     }
     // 600 samples: parse 3/6 (weight 2 each), render 2/6, the kernel 1/6.
     let mut b = Builder::new();
+    let mut names = Names::new();
+    let mut frame = |name: &str, module: &str| frame(&mut names, name, module);
     for i in 0..600u64 {
         let main = frame("app::main", "/bin/app");
         match i % 6 {

@@ -449,7 +449,7 @@ pub fn memory_probe(resolver: &EventResolver, system: &System) -> Attempt {
             return fail("choose --profile=mem's events".into(), plan.note)
         }
         Ok(plan) => plan,
-        Err(e) => return fail("choose --profile=mem's events".into(), e),
+        Err(e) => return fail("choose --profile=mem's events".into(), e.to_string()),
     };
     let names: Vec<String> = plan.events.iter().map(|e| e.spelling()).collect();
     // A frequency, not a period: the kernel keeps the interrupts at this rate whatever
@@ -473,7 +473,7 @@ pub fn memory_probe(resolver: &EventResolver, system: &System) -> Attempt {
     }
     let session = match Session::start(&config, Target::CurrentThread, system) {
         Ok(s) => s,
-        Err(e) => return fail(what, e),
+        Err(e) => return fail(what, e.to_string()),
     };
     load_misses(Duration::from_millis(20));
     let capture = session.finish();
@@ -492,8 +492,12 @@ pub fn memory_probe(resolver: &EventResolver, system: &System) -> Attempt {
         }
         Ok::<(), sparkles_perf_data::Error>(())
     });
-    let mut limits = capture.restrictions.clone();
-    limits.extend(capture.uncovered.iter().cloned());
+    let limits: Vec<String> = capture
+        .restrictions
+        .iter()
+        .chain(&capture.uncovered)
+        .map(ToString::to_string)
+        .collect();
     let result =
         format!("{samples} samples in 20 ms of loads that miss, {sourced} with a data source");
     if sourced == 0 {

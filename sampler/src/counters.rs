@@ -210,10 +210,13 @@ fn open_one(
 
 /// Whether `attr` can be counted here: opens it alone on the calling thread, and says
 /// why not (the kernel's refusal, explained) where it cannot.
-pub fn check(attr: &EventAttr, system: &System) -> Result<(), String> {
+pub fn check(attr: &EventAttr, system: &System) -> Result<(), crate::open::OpenFailure> {
     open_one(attr, gettid(), false, None)
         .map(drop)
-        .map_err(|e| refusal(attr, &e, system))
+        .map_err(|e| crate::open::OpenFailure {
+            errno: errno(&e),
+            reason: refusal(attr, &e, system),
+        })
 }
 
 /// The kernel's refusal to count `attr`, explained.
@@ -409,7 +412,7 @@ fn read_group(leader: &Counter, members: usize) -> Result<GroupRead, String> {
         return Err(std::io::Error::last_os_error().to_string());
     }
     buf.truncate(n as usize);
-    GroupRead::parse(&buf)
+    GroupRead::parse(&buf).map_err(|e| e.to_string())
 }
 
 impl CounterSet {

@@ -4,6 +4,8 @@
 //! and the self-monitoring `rdpmc` read inside the seqlock loop the kernel documents for
 //! `perf_event_mmap_page`.
 
+use sparkles_perf_data::DataError;
+
 /// One read of a counter group: `read_format = GROUP | TOTAL_TIME_ENABLED |
 /// TOTAL_TIME_RUNNING | ID`.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -19,24 +21,23 @@ pub struct GroupRead {
 impl GroupRead {
     /// Parses the bytes `read(2)` returned: `nr, time_enabled, time_running`, then `nr`
     /// pairs of `value, id`.
-    pub fn parse(bytes: &[u8]) -> Result<GroupRead, String> {
-        let word = |i: usize| -> Result<u64, String> {
+    pub fn parse(bytes: &[u8]) -> Result<GroupRead, DataError> {
+        let word = |i: usize| -> Result<u64, DataError> {
             bytes
                 .get(i * 8..i * 8 + 8)
                 .map(|b| u64::from_ne_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
                 .ok_or_else(|| {
-                    format!(
-                        "group read of {} bytes cut off at byte {}",
-                        bytes.len(),
-                        i * 8
+                    DataError::new(
+                        (i * 8) as u64,
+                        format!("group read of {} bytes cut off", bytes.len()),
                     )
                 })
         };
         let nr = word(0)? as usize;
         if nr > (bytes.len() / 16).saturating_sub(1) + 1 {
-            return Err(format!(
-                "group read says {nr} members in {} bytes",
-                bytes.len()
+            return Err(DataError::new(
+                0,
+                format!("group read says {nr} members in {} bytes", bytes.len()),
             ));
         }
         let mut values = Vec::with_capacity(nr);
@@ -263,7 +264,8 @@ mod tests {
         assert_eq!(r.running, 500);
         assert_eq!(r.values, [(7, 10), (8, 20)]);
         let cut = GroupRead::parse(&bytes(&[2, 1000, 500, 10, 7, 20])).unwrap_err();
-        assert!(cut.contains("cut off at byte 48"), "{cut}");
+        assert_eq!(cut.offset, 48, "{cut}");
+        assert!(cut.message.contains("cut off"), "{cut}");
         assert!(GroupRead::parse(&bytes(&[1_000_000, 1, 1])).is_err());
     }
 

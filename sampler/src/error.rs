@@ -1,6 +1,72 @@
-//! The sampler's error types: each variant names the event, term, file or errno at fault.
+//! The sampler's error types: each variant names the event, term, file, thread or errno
+//! at fault.
 
 use std::path::PathBuf;
+
+/// Why a sampling session could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An event spelling did not resolve.
+    #[error(transparent)]
+    Event(#[from] EventError),
+    /// The operating system refused a step (a thread, enabling an event).
+    #[error("{what}: {source}")]
+    Os {
+        /// The step.
+        what: &'static str,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The configuration names no event.
+    #[error("no event to sample")]
+    NoEvents,
+    /// The process to sample has no threads (it exited).
+    #[error("process {pid} has no threads to sample (has it exited?)")]
+    NoThreads {
+        /// The process.
+        pid: u32,
+    },
+    /// The kernel refused every event on every target: each refusal, explained.
+    #[error("{}", not_opened(*pid, reasons))]
+    NotOpened {
+        /// The process.
+        pid: u32,
+        /// Each refusal (the event's name first where there were several events).
+        reasons: Vec<String>,
+    },
+    /// The ring buffer of the thread that asked could not be mapped.
+    #[error("thread {tid}: {reason}")]
+    RingBuffer {
+        /// The thread.
+        tid: u32,
+        /// Why, with what a user can do.
+        reason: String,
+    },
+    /// The drain thread ended before sampling started.
+    #[error("the drain thread ended before sampling started")]
+    DrainEnded,
+}
+
+fn not_opened(pid: u32, reasons: &[String]) -> String {
+    match reasons {
+        [one] => one.clone(),
+        many => format!(
+            "no event could be opened for process {pid}: {}",
+            many.join("; ")
+        ),
+    }
+}
+
+/// A sysfs format file (`config:0-7,32-35`) that does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("format '{text}': {problem}")]
+pub struct FormatError {
+    /// The file's text.
+    pub text: String,
+    /// What is wrong with it.
+    pub problem: String,
+}
 
 fn did_you_mean(suggestions: &[String]) -> String {
     match suggestions {
@@ -18,6 +84,7 @@ fn did_you_mean(suggestions: &[String]) -> String {
 
 /// Why an event spelling does not resolve.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum EventError {
     /// No event, PMU or tracepoint of that name.
     #[error("unknown {what} '{name}'{}", did_you_mean(.suggestions))]
@@ -75,6 +142,6 @@ pub enum EventError {
         /// The tracepoint.
         name: String,
         /// Why tracefs is unavailable.
-        reason: String,
+        reason: crate::events::TracefsUnavailable,
     },
 }

@@ -23,5 +23,5 @@ pub mod proc_synth;
 pub mod session;
 pub mod system;
 
-pub use error::EventError;
+pub use error::{Error, EventError, FormatError};
 pub use events::{EventAttr, EventResolver};

@@ -277,7 +277,7 @@ impl LivePlan {
 pub fn live_plan(
     resolver: &EventResolver,
     system: &crate::system::System,
-) -> Result<LivePlan, String> {
+) -> Result<LivePlan, crate::EventError> {
     let kernel = system
         .kernel
         .as_deref()
@@ -403,11 +403,8 @@ fn first_touch(
     resolver: &EventResolver,
     why_not: &str,
     considered: &str,
-) -> Result<LivePlan, String> {
-    let mut event = resolver
-        .resolve("page-faults")
-        .map_err(|e| e.to_string())?
-        .remove(0);
+) -> Result<LivePlan, crate::EventError> {
+    let mut event = resolver.resolve("page-faults")?.remove(0);
     event.name = "page-faults".into();
     Ok(LivePlan {
         events: vec![event.into()],

@@ -64,18 +64,13 @@ pub struct Opened {
 }
 
 /// A refused open.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{reason}")]
 pub struct OpenFailure {
     /// The errno perf_event_open returned.
     pub errno: i32,
     /// What it means for this event on this machine, and what a user can do.
     pub reason: String,
-}
-
-impl std::fmt::Display for OpenFailure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.reason)
-    }
 }
 
 /// A perf-event2 builder for `attr` at `precise` level, with the attr's own exclude bits

@@ -25,6 +25,7 @@ use crate::events::{EventAttr, EventResolver};
 use crate::open::{builder_for, explain, OpenMode, OpenTarget};
 use crate::proc_synth::{self, tasks_of};
 use crate::system::System;
+use crate::Error;
 
 /// User registers framehop needs: on x86_64 perf's full mask (AX…R15 without the
 /// segment registers), on aarch64 x0–x30, sp and pc.
@@ -200,6 +201,113 @@ pub fn default_event(resolver: &EventResolver, system: &System) -> (EventAttr, S
     (clock, note)
 }
 
+/// Something a session could not do as asked, with the setting behind it: each is said to
+/// the user (its `Display` is the one place it is put into words).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Restriction {
+    /// The paranoid level refused kernel mode: the events sample user mode only.
+    UserModeOnly {
+        /// `kernel.perf_event_paranoid`.
+        paranoid: i32,
+    },
+    /// An event was refused where first tried, and left out of the session.
+    NotSampled {
+        /// The event.
+        event: String,
+        /// The kernel's refusal, explained.
+        reason: String,
+    },
+    /// The frequency asked for is above the kernel's limit: sampling is at the limit.
+    RateClamped {
+        /// The frequency asked for.
+        asked: u64,
+        /// `kernel.perf_event_max_sample_rate`.
+        limit: u64,
+    },
+    /// The ring buffers are smaller than asked, to fit an unprivileged user's allowance.
+    SmallBuffers {
+        /// Each buffer's size, KiB.
+        kib: usize,
+        /// How many buffers.
+        buffers: usize,
+        /// `kernel.perf_event_mlock_kb`.
+        mlock_kb: usize,
+    },
+    /// The drain fell behind the ring buffers: records and samples were lost.
+    Lost {
+        /// Records lost (LOST).
+        records: u64,
+        /// Samples lost (LOST_SAMPLES).
+        samples: u64,
+        /// Whether the buffers were made smaller than asked.
+        small_buffers: Option<Box<Restriction>>,
+    },
+    /// A thread (or one event on it) is not sampled.
+    Uncovered {
+        /// The thread.
+        tid: u32,
+        /// The event, where only it is missing there.
+        event: Option<String>,
+        /// Why.
+        reason: String,
+    },
+}
+
+impl std::fmt::Display for Restriction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Restriction::UserModeOnly { paranoid } => write!(
+                f,
+                "user mode only: perf_event_paranoid is {paranoid} (sysctl kernel.perf_event_paranoid=1, or CAP_PERFMON, to see kernel frames)"
+            ),
+            Restriction::NotSampled { event, reason } => {
+                write!(f, "{event} not sampled: {reason}")
+            }
+            Restriction::RateClamped { asked, limit } => write!(
+                f,
+                "sampling at {limit} Hz, not {asked}: kernel.perf_event_max_sample_rate is {limit} (the kernel lowers it when sampling interrupts take too long; sysctl kernel.perf_event_max_sample_rate={asked} raises it)"
+            ),
+            Restriction::SmallBuffers {
+                kib,
+                buffers,
+                mlock_kb,
+            } => write!(
+                f,
+                "ring buffers limited to {kib} KiB each ({buffers} buffers) by kernel.perf_event_mlock_kb={mlock_kb}"
+            ),
+            Restriction::Lost {
+                records,
+                samples,
+                small_buffers,
+            } => {
+                write!(
+                    f,
+                    "lost {records} records and {samples} samples: the drain fell behind the ring buffers"
+                )?;
+                if let Some(b) = small_buffers {
+                    write!(f, " ({b})")?;
+                }
+                write!(f, "; lower the frequency or the stack size")?;
+                if small_buffers.is_some() {
+                    write!(f, ", or raise kernel.perf_event_mlock_kb")?;
+                }
+                Ok(())
+            }
+            Restriction::Uncovered {
+                tid,
+                event: Some(event),
+                reason,
+            } => write!(f, "thread {tid}: {event}: {reason}"),
+            Restriction::Uncovered {
+                tid,
+                event: None,
+                reason,
+            } => write!(f, "thread {tid}: {reason}"),
+        }
+    }
+}
+
 /// A running session.
 #[derive(Debug)]
 pub struct Session {
@@ -207,11 +315,11 @@ pub struct Session {
     drain: Option<JoinHandle<DrainResult>>,
     writer_seed: CaptureWriter,
     /// Threads that could not be attached, with the reason.
-    pub uncovered: Vec<String>,
+    pub uncovered: Vec<Restriction>,
     /// Restrictions the kernel imposed (user mode only, …), with the setting behind them.
-    pub restrictions: Vec<String>,
-    /// Set when the buffers are smaller than asked, and why.
-    buffer_note: Option<String>,
+    pub restrictions: Vec<Restriction>,
+    /// Set when the buffers are smaller than asked.
+    small_buffers: Option<Restriction>,
 }
 
 #[derive(Debug, Default)]
@@ -236,9 +344,9 @@ pub struct Capture {
     /// Samples the kernel dropped (LOST_SAMPLES).
     pub lost_samples: u64,
     /// Threads not covered, with why.
-    pub uncovered: Vec<String>,
+    pub uncovered: Vec<Restriction>,
     /// Restrictions, with the setting behind them.
-    pub restrictions: Vec<String>,
+    pub restrictions: Vec<Restriction>,
     /// With [`MemorySampling::resolve_pages`]: the node of each sampled data page, as
     /// move_pages told while the process ran.
     pub pages: Option<PageNodes>,
@@ -386,139 +494,30 @@ impl Session {
         config: &SamplingConfig,
         target: Target,
         system: &System,
-    ) -> Result<Session, String> {
+    ) -> Result<Session, Error> {
         let pid = match target {
             Target::CurrentThread => std::process::id(),
             Target::Process(pid) => pid,
         };
         // The drain thread starts first, so that it is neither inherited by the events
         // opened below nor attached as an existing thread: its work is not the target's.
-        type Work = (Vec<Sampler>, Vec<perf_event::Counter>, CaptureWriter);
-        let (work_tx, work_rx) = std::sync::mpsc::channel::<Work>();
-        let (tid_tx, tid_rx) = std::sync::mpsc::channel::<u32>();
-        let stop = Arc::new(AtomicBool::new(false));
-        let stop_flag = stop.clone();
-        let compact = config.compact_stacks;
-        let resolve = config.memory.filter(|m| m.resolve_pages).map(|_| pid);
-        let drain_thread = std::thread::Builder::new()
-            .name("sparkles-drain".into())
-            .spawn(move || {
-                let _ = tid_tx.send(gettid());
-                match work_rx.recv() {
-                    Ok((samplers, others, seed)) => {
-                        drain(samplers, others, stop_flag, seed, compact, resolve)
-                    }
-                    Err(_) => DrainResult::default(),
-                }
-            })
-            .map_err(|e| format!("drain thread: {e}"))?;
-        let drain_tid = tid_rx.recv().unwrap_or(0);
+        let drain = DrainThread::spawn(config, pid)?;
         if config.events.is_empty() {
-            return Err("no event to sample".to_string());
+            return Err(Error::NoEvents);
         }
-        // Above the kernel's limit: sample at the limit, and say so.
-        let mut clamped = None;
-        let limited;
-        let allowed = match config.rate {
-            Rate::Frequency(hz) => Some((hz, allowed_frequency(hz))),
-            Rate::Period(_) => None,
-        };
-        let config = match allowed {
-            Some((hz, max)) if max < hz => {
-                limited = SamplingConfig {
-                    rate: Rate::Frequency(max),
-                    ..config.clone()
-                };
-                clamped = Some(format!(
-                    "sampling at {max} Hz, not {hz}: kernel.perf_event_max_sample_rate is {max} (the kernel lowers it when sampling interrupts take too long; sysctl kernel.perf_event_max_sample_rate={hz} raises it)"
-                ));
-                &limited
-            }
-            _ => config,
-        };
-        // Per-task opens for each thread; for the current thread, per CPU with inherit.
-        let mut plan: Vec<(OpenTarget, bool, u32)> = Vec::new();
-        match target {
-            Target::CurrentThread => {
-                let me = gettid();
-                for cpu in online_cpus() {
-                    plan.push((
-                        OpenTarget::Task {
-                            tid: me as i32,
-                            cpu: Some(cpu),
-                        },
-                        true,
-                        me,
-                    ));
-                }
-                for tid in tasks_of(pid)
-                    .into_iter()
-                    .filter(|&t| t != me && t != drain_tid)
-                {
-                    plan.push((
-                        OpenTarget::Task {
-                            tid: tid as i32,
-                            cpu: None,
-                        },
-                        false,
-                        tid,
-                    ));
-                }
-            }
-            Target::Process(_) => {
-                for tid in tasks_of(pid) {
-                    for cpu in online_cpus() {
-                        plan.push((
-                            OpenTarget::Task {
-                                tid: tid as i32,
-                                cpu: Some(cpu),
-                            },
-                            true,
-                            tid,
-                        ));
-                    }
-                }
-            }
-        }
+        let (config, clamped) = within_rate_limit(config);
+        let plan = open_plan(target, pid, drain.tid);
         if plan.is_empty() {
-            return Err(format!(
-                "process {pid} has no threads to sample (has it exited?)"
-            ));
+            return Err(Error::NoThreads { pid });
         }
-        // An unprivileged user's buffers share kernel.perf_event_mlock_kb: size each so all
-        // of them fit, and say so when that made them smaller than asked.
-        let mut pages = config.buffer_pages.max(1).next_power_of_two();
-        let mut mlock_note = None;
-        if !system.is_root {
-            let mlock_kb: usize = std::fs::read_to_string("/proc/sys/kernel/perf_event_mlock_kb")
-                .ok()
-                .and_then(|t| t.trim().parse().ok())
-                .unwrap_or(516);
-            // The kernel allows perf_event_mlock_kb per online CPU to each user.
-            let budget = mlock_kb * 1024 * online_cpus().len();
-            let per_buffer = (budget / plan.len()) / 4096;
-            let fit = per_buffer.saturating_sub(1).max(1);
-            let fit = if fit.is_power_of_two() {
-                fit
-            } else {
-                fit.next_power_of_two() / 2
-            };
-            if fit < pages {
-                pages = fit;
-                mlock_note = Some(format!(
-                    "ring buffers limited to {} KiB each ({} buffers) by kernel.perf_event_mlock_kb={mlock_kb}",
-                    pages * 4,
-                    plan.len()
-                ));
-            }
-        }
+        let (pages, small_buffers) = buffer_pages(&config, plan.len(), system);
         let map_bytes = pages * 4096;
-        let mut events = Opening::new(config);
+        let mut events = Opening::new(&config);
         let mut samplers: Vec<Sampler> = Vec::new();
         let mut others: Vec<perf_event::Counter> = Vec::new();
         for (open_target, inherit, tid) in plan {
             if let Some((ring, more)) =
-                events.open_target(config, open_target, inherit, tid, map_bytes, system)?
+                events.open_target(&config, open_target, inherit, tid, map_bytes, system)?
             {
                 samplers.push(ring);
                 others.extend(more);
@@ -531,26 +530,10 @@ impl Session {
         } = events;
         restrictions.extend(clamped);
         if samplers.is_empty() {
-            let mut why: Vec<String> = opened
-                .iter()
-                .filter_map(|s| s.refused.as_ref().map(|r| (s, r)))
-                .map(|(s, r)| match config.events.len() {
-                    1 => r.clone(),
-                    _ => format!("{}: {r}", s.attr.name),
-                })
-                .collect();
-            why.extend(uncovered);
-            return Err(match why.len() {
-                1 => why.remove(0),
-                _ => format!(
-                    "no event could be opened for process {pid}: {}",
-                    why.join("; ")
-                ),
-            });
+            return Err(not_opened(&config, &opened, uncovered, pid));
         }
         restrictions.dedup();
-        let buffer_note = mlock_note;
-        let (mut writer, tracking) = events_writer(config, &opened);
+        let (mut writer, tracking) = events_writer(&config, &opened);
         writer.compact_stacks = config.compact_stacks;
         writer.host = crate::host::probe();
         writer.cmdline = std::env::args().collect();
@@ -558,27 +541,27 @@ impl Session {
         for record in proc_synth::synthesize_process(&writer.attr, tracking, pid, dwarf) {
             writer.push(&record);
         }
+        let enable = |source| Error::Os {
+            what: "enabling the events",
+            source,
+        };
         for s in &mut samplers {
-            s.as_counter_mut()
-                .enable()
-                .map_err(|e| format!("enable failed: {e}"))?;
+            s.as_counter_mut().enable().map_err(enable)?;
         }
         for c in &mut others {
-            c.enable().map_err(|e| format!("enable failed: {e}"))?;
+            c.enable().map_err(enable)?;
         }
         // The drain appends to a copy holding the synthesized records.
         let seed = writer.clone();
         writer.data.clear();
-        work_tx
-            .send((samplers, others, seed))
-            .map_err(|_| "the drain thread ended before sampling started".to_string())?;
+        let (handle, stop) = drain.start(samplers, others, seed)?;
         Ok(Session {
             stop,
-            drain: Some(drain_thread),
+            drain: Some(handle),
             writer_seed: writer,
             uncovered,
             restrictions,
-            buffer_note,
+            small_buffers,
         })
     }
 
@@ -608,18 +591,194 @@ impl Session {
             restrictions: {
                 let mut r = std::mem::take(&mut self.restrictions);
                 if result.lost + result.lost_samples > 0 {
-                    r.push(format!(
-                        "lost {} records and {} samples: the drain fell behind the ring buffers{}; lower the frequency or the stack size{}",
-                        result.lost,
-                        result.lost_samples,
-                        self.buffer_note.as_ref().map(|n| format!(" ({n})")).unwrap_or_default(),
-                        if self.buffer_note.is_some() { ", or raise kernel.perf_event_mlock_kb" } else { "" }
-                    ));
+                    r.push(Restriction::Lost {
+                        records: result.lost,
+                        samples: result.lost_samples,
+                        small_buffers: self.small_buffers.clone().map(Box::new),
+                    });
                 }
                 r
             },
         }
     }
+}
+
+/// What the drain thread is handed once the events are open.
+type DrainWork = (Vec<Sampler>, Vec<perf_event::Counter>, CaptureWriter);
+
+/// The drain thread, started before any event is opened, waiting for its work.
+struct DrainThread {
+    handle: JoinHandle<DrainResult>,
+    work: std::sync::mpsc::Sender<DrainWork>,
+    stop: Arc<AtomicBool>,
+    /// Its thread id (no event is opened on it).
+    tid: u32,
+}
+
+impl DrainThread {
+    fn spawn(config: &SamplingConfig, pid: u32) -> Result<DrainThread, Error> {
+        let (work_tx, work_rx) = std::sync::mpsc::channel::<DrainWork>();
+        let (tid_tx, tid_rx) = std::sync::mpsc::channel::<u32>();
+        let stop = Arc::new(AtomicBool::new(false));
+        let stop_flag = stop.clone();
+        let compact = config.compact_stacks;
+        let resolve = config.memory.filter(|m| m.resolve_pages).map(|_| pid);
+        let handle = std::thread::Builder::new()
+            .name("sparkles-drain".into())
+            .spawn(move || {
+                let _ = tid_tx.send(gettid());
+                match work_rx.recv() {
+                    Ok((samplers, others, seed)) => {
+                        drain(samplers, others, stop_flag, seed, compact, resolve)
+                    }
+                    Err(_) => DrainResult::default(),
+                }
+            })
+            .map_err(|source| Error::Os {
+                what: "starting the drain thread",
+                source,
+            })?;
+        Ok(DrainThread {
+            tid: tid_rx.recv().unwrap_or(0),
+            handle,
+            work: work_tx,
+            stop,
+        })
+    }
+
+    /// Hands the drain its buffers and counters: from here it drains until `stop`.
+    fn start(
+        self,
+        samplers: Vec<Sampler>,
+        others: Vec<perf_event::Counter>,
+        seed: CaptureWriter,
+    ) -> Result<(JoinHandle<DrainResult>, Arc<AtomicBool>), Error> {
+        self.work
+            .send((samplers, others, seed))
+            .map_err(|_| Error::DrainEnded)?;
+        Ok((self.handle, self.stop))
+    }
+}
+
+/// `config` at a frequency the kernel accepts: above kernel.perf_event_max_sample_rate
+/// (which the kernel refuses) it samples at the limit, and says so.
+fn within_rate_limit(
+    config: &SamplingConfig,
+) -> (std::borrow::Cow<'_, SamplingConfig>, Option<Restriction>) {
+    if let Rate::Frequency(hz) = config.rate {
+        let limit = allowed_frequency(hz);
+        if limit < hz {
+            let limited = SamplingConfig {
+                rate: Rate::Frequency(limit),
+                ..config.clone()
+            };
+            return (
+                std::borrow::Cow::Owned(limited),
+                Some(Restriction::RateClamped { asked: hz, limit }),
+            );
+        }
+    }
+    (std::borrow::Cow::Borrowed(config), None)
+}
+
+/// Where to open the events: for the calling thread one per online CPU with inherit (so
+/// the threads it starts are covered), and every other thread of the process already
+/// running once (the drain thread left out); for another process, each of its threads
+/// per CPU with inherit. `(target, inherit, tid)` each.
+fn open_plan(target: Target, pid: u32, drain_tid: u32) -> Vec<(OpenTarget, bool, u32)> {
+    let mut plan = Vec::new();
+    let on_every_cpu = |plan: &mut Vec<(OpenTarget, bool, u32)>, tid: u32| {
+        for cpu in online_cpus() {
+            plan.push((
+                OpenTarget::Task {
+                    tid: tid as i32,
+                    cpu: Some(cpu),
+                },
+                true,
+                tid,
+            ));
+        }
+    };
+    match target {
+        Target::CurrentThread => {
+            let me = gettid();
+            on_every_cpu(&mut plan, me);
+            for tid in tasks_of(pid)
+                .into_iter()
+                .filter(|&t| t != me && t != drain_tid)
+            {
+                plan.push((
+                    OpenTarget::Task {
+                        tid: tid as i32,
+                        cpu: None,
+                    },
+                    false,
+                    tid,
+                ));
+            }
+        }
+        Target::Process(_) => {
+            for tid in tasks_of(pid) {
+                on_every_cpu(&mut plan, tid);
+            }
+        }
+    }
+    plan
+}
+
+/// Pages per ring buffer: as asked, but for an unprivileged user small enough that all
+/// `buffers` fit in kernel.perf_event_mlock_kb (with the restriction that says so).
+fn buffer_pages(
+    config: &SamplingConfig,
+    buffers: usize,
+    system: &System,
+) -> (usize, Option<Restriction>) {
+    let pages = config.buffer_pages.max(1).next_power_of_two();
+    if system.is_root {
+        return (pages, None);
+    }
+    let mlock_kb: usize = std::fs::read_to_string("/proc/sys/kernel/perf_event_mlock_kb")
+        .ok()
+        .and_then(|t| t.trim().parse().ok())
+        .unwrap_or(516);
+    // The kernel allows perf_event_mlock_kb per online CPU to each user.
+    let budget = mlock_kb * 1024 * online_cpus().len();
+    let per_buffer = (budget / buffers) / 4096;
+    let fit = per_buffer.saturating_sub(1).max(1);
+    let fit = if fit.is_power_of_two() {
+        fit
+    } else {
+        fit.next_power_of_two() / 2
+    };
+    if fit >= pages {
+        return (pages, None);
+    }
+    let limited = Restriction::SmallBuffers {
+        kib: fit * 4,
+        buffers,
+        mlock_kb,
+    };
+    (fit, Some(limited))
+}
+
+/// The session's error when no ring buffer opened: every event's refusal (by name where
+/// there were several), and why threads were not covered.
+fn not_opened(
+    config: &SamplingConfig,
+    opened: &[EventState],
+    uncovered: Vec<Restriction>,
+    pid: u32,
+) -> Error {
+    let mut reasons: Vec<String> = opened
+        .iter()
+        .filter_map(|s| s.refused.as_ref().map(|r| (s, r)))
+        .map(|(s, r)| match config.events.len() {
+            1 => r.clone(),
+            _ => format!("{}: {r}", s.attr.name),
+        })
+        .collect();
+    reasons.extend(uncovered.iter().map(ToString::to_string));
+    Error::NotOpened { pid, reasons }
 }
 
 /// One event of a session while its events are opened, task by task.
@@ -646,8 +805,8 @@ struct EventState {
 /// that opens gets the ring buffer, and the others write into it.
 struct Opening {
     events: Vec<EventState>,
-    restrictions: Vec<String>,
-    uncovered: Vec<String>,
+    restrictions: Vec<Restriction>,
+    uncovered: Vec<Restriction>,
 }
 
 /// Whether a refusal is the paranoid level's, which kernel mode alone would lift: then
@@ -655,7 +814,7 @@ struct Opening {
 fn user_mode_only(
     attr: &mut EventAttr,
     errno: i32,
-    restrictions: &mut Vec<String>,
+    restrictions: &mut Vec<Restriction>,
     system: &System,
 ) -> bool {
     if !matches!(errno, libc::EACCES | libc::EPERM) || attr.exclude_kernel {
@@ -664,10 +823,9 @@ fn user_mode_only(
     // paranoid 2 allows user-mode sampling of one's own processes.
     attr.exclude_kernel = true;
     attr.exclude_hv = true;
-    restrictions.push(format!(
-        "user mode only: perf_event_paranoid is {} (sysctl kernel.perf_event_paranoid=1, or CAP_PERFMON, to see kernel frames)",
-        system.perf_event_paranoid
-    ));
+    restrictions.push(Restriction::UserModeOnly {
+        paranoid: system.perf_event_paranoid,
+    });
     true
 }
 
@@ -678,7 +836,7 @@ fn open_retrying(
     attr: &mut EventAttr,
     precise: &mut u8,
     probing: bool,
-    restrictions: &mut Vec<String>,
+    restrictions: &mut Vec<Restriction>,
     system: &System,
     mut build: impl FnMut(&EventAttr, u8) -> std::io::Result<perf_event::Counter>,
 ) -> Result<perf_event::Counter, i32> {
@@ -736,7 +894,7 @@ impl Opening {
         tid: u32,
         map_bytes: usize,
         system: &System,
-    ) -> Result<Option<(Sampler, Vec<perf_event::Counter>)>, String> {
+    ) -> Result<Option<(Sampler, Vec<perf_event::Counter>)>, Error> {
         let cpu = match target {
             OpenTarget::Task { cpu, .. } => cpu,
             _ => None,
@@ -814,7 +972,7 @@ impl Opening {
                 None => match counter.sampled(map_bytes) {
                     Ok(s) => ring = Some(s),
                     Err(e) => {
-                        let msg = if e.raw_os_error() == Some(libc::EPERM) {
+                        let reason = if e.raw_os_error() == Some(libc::EPERM) {
                             format!(
                                 "ring buffer of {} KiB refused: over perf_event_mlock_kb (sysctl kernel.perf_event_mlock_kb, or a smaller --profile buffer)",
                                 map_bytes / 1024
@@ -823,9 +981,13 @@ impl Opening {
                             format!("ring buffer mmap failed: {e}")
                         };
                         if self.events.iter().all(|e| e.ids.is_empty()) {
-                            return Err(msg);
+                            return Err(Error::RingBuffer { tid, reason });
                         }
-                        self.uncovered.push(format!("thread {tid}: {msg}"));
+                        self.uncovered.push(Restriction::Uncovered {
+                            tid,
+                            event: None,
+                            reason,
+                        });
                         return Ok(None);
                     }
                 },
@@ -870,12 +1032,17 @@ impl Opening {
     fn refuse(&mut self, i: usize, inherit: bool, tid: u32, why: String) {
         let state = &mut self.events[i];
         if inherit && state.ids.is_empty() && state.refused.is_none() {
-            self.restrictions
-                .push(format!("{} not sampled: {why}", state.attr.name));
+            self.restrictions.push(Restriction::NotSampled {
+                event: state.attr.name.clone(),
+                reason: why.clone(),
+            });
             state.refused = Some(why);
         } else {
-            self.uncovered
-                .push(format!("thread {tid}: {}: {why}", state.attr.name));
+            self.uncovered.push(Restriction::Uncovered {
+                tid,
+                event: Some(state.attr.name.clone()),
+                reason: why,
+            });
         }
     }
 }

@@ -57,21 +57,18 @@ impl KernelSymbols {
     }
 
     /// This machine's /proc/kallsyms, read once per process and cached.
-    pub fn running() -> Result<&'static KernelSymbols, String> {
-        static CACHE: OnceLock<Result<KernelSymbols, String>> = OnceLock::new();
+    pub fn running() -> Result<&'static KernelSymbols, NoKernelNames> {
+        static CACHE: OnceLock<Result<KernelSymbols, NoKernelNames>> = OnceLock::new();
         CACHE
             .get_or_init(|| {
                 let text = std::fs::read_to_string("/proc/kallsyms")
-                    .map_err(|e| format!("/proc/kallsyms: {e}"))?;
+                    .map_err(|e| NoKernelNames::Unreadable(e.to_string()))?;
                 let symbols = KernelSymbols::parse(&text);
                 if symbols.symbols.is_empty() {
-                    return Err("/proc/kallsyms lists no text symbols".to_string());
+                    return Err(NoKernelNames::NoSymbols);
                 }
                 if symbols.symbols.iter().all(|s| s.addr == 0) {
-                    return Err(
-                        "/proc/kallsyms shows every address as 0 (kernel.kptr_restrict hides them from this user)"
-                            .to_string(),
-                    );
+                    return Err(NoKernelNames::Hidden);
                 }
                 Ok(symbols)
             })
@@ -97,6 +94,44 @@ impl KernelSymbols {
     }
 }
 
+/// Why kernel addresses get no names from this machine.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum NoKernelNames {
+    /// /proc/kallsyms could not be read.
+    #[error("/proc/kallsyms: {0}")]
+    Unreadable(String),
+    /// It lists no text symbols.
+    #[error("/proc/kallsyms lists no text symbols")]
+    NoSymbols,
+    /// kptr_restrict hides the addresses from this user.
+    #[error(
+        "/proc/kallsyms shows every address as 0 (kernel.kptr_restrict hides them from this user)"
+    )]
+    Hidden,
+    /// The capture ran on a kernel of another build id.
+    #[error(
+        "the capture's kernel (build id {capture}) is not the running kernel (build id {running})"
+    )]
+    OtherBuild {
+        /// The capture's kernel build id, hex.
+        capture: String,
+        /// The running kernel's, hex.
+        running: String,
+    },
+    /// The capture ran on another kernel release.
+    #[error("the capture's kernel ({capture}) is not the running kernel ({running})")]
+    OtherRelease {
+        /// The capture's release.
+        capture: String,
+        /// The running kernel's.
+        running: String,
+    },
+    /// The capture does not say which kernel it ran on.
+    #[error("the capture does not say which kernel it ran on (no kernel build id, no OSRELEASE)")]
+    UnknownKernel,
+}
+
 /// Which kernel something ran on.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct KernelIdentity {
@@ -119,24 +154,24 @@ impl KernelIdentity {
 
     /// Whether names of `running` may be given to addresses of a capture made on `self`;
     /// the reason when not.
-    pub fn names_from(&self, running: &KernelIdentity) -> Result<(), String> {
+    pub fn names_from(&self, running: &KernelIdentity) -> Result<(), NoKernelNames> {
         match (&self.build_id, &running.build_id) {
             (Some(a), Some(b)) if a == b => return Ok(()),
             (Some(a), Some(b)) => {
-                return Err(format!(
-                    "the capture's kernel (build id {}) is not the running kernel (build id {})",
-                    hex(a),
-                    hex(b)
-                ))
+                return Err(NoKernelNames::OtherBuild {
+                    capture: hex(a),
+                    running: hex(b),
+                })
             }
             _ => {}
         }
         match (&self.release, &running.release) {
             (Some(a), Some(b)) if a == b => Ok(()),
-            (Some(a), Some(b)) => Err(format!(
-                "the capture's kernel ({a}) is not the running kernel ({b})"
-            )),
-            _ => Err("the capture does not say which kernel it ran on (no kernel build id, no OSRELEASE)".to_string()),
+            (Some(a), Some(b)) => Err(NoKernelNames::OtherRelease {
+                capture: a.clone(),
+                running: b.clone(),
+            }),
+            _ => Err(NoKernelNames::UnknownKernel),
         }
     }
 }
@@ -172,7 +207,7 @@ mod tests {
             release: Some("6.1.0-13-amd64".into()),
             build_id: Some(vec![9, 9, 9]),
         };
-        let why = other_build.names_from(&running).unwrap_err();
+        let why = other_build.names_from(&running).unwrap_err().to_string();
         assert!(why.contains("090909") && why.contains("010203"), "{why}");
         // Without build ids the release decides.
         let by_release = KernelIdentity {
@@ -187,6 +222,7 @@ mod tests {
         assert!(other_release
             .names_from(&running)
             .unwrap_err()
+            .to_string()
             .contains("5.4.0"));
         assert!(KernelIdentity::default().names_from(&running).is_err());
     }

@@ -17,7 +17,7 @@ use sparkles_perf_data::sample::KERNEL_HALF;
 use sparkles_perf_data::PerfData;
 
 use crate::address_space::{AddressSpace, Mapping};
-use crate::kernel::{KernelIdentity, KernelSymbols};
+use crate::kernel::{KernelIdentity, KernelSymbols, NoKernelNames};
 use crate::perf_map::PerfMap;
 use crate::search::{hex, SearchPaths};
 use crate::{DataSymbol, Frame, Lookup, Module};
@@ -174,7 +174,7 @@ pub struct Symbolizer {
     failures: HashMap<(String, Option<Vec<u8>>), Unavailable>,
     /// Whether kernel (and vDSO, and /tmp perf map) names may be given: the capture ran
     /// on this machine's running kernel.
-    local: Result<(), String>,
+    local: Result<(), NoKernelNames>,
     perf_maps: HashMap<u32, Option<PerfMap>>,
     /// Where perf maps are read from (`/tmp`).
     perf_map_dir: PathBuf,
@@ -254,7 +254,7 @@ impl Symbolizer {
     }
 
     /// Overrides the kernel check (a capture known to come from this machine, or a test).
-    pub fn set_local(&mut self, local: Result<(), String>) {
+    pub fn set_local(&mut self, local: Result<(), NoKernelNames>) {
         self.local = local;
     }
 
@@ -264,8 +264,8 @@ impl Symbolizer {
     }
 
     /// Why this machine's kernel names do not apply, if they do not.
-    pub fn kernel_reason(&self) -> Option<&str> {
-        self.local.as_ref().err().map(String::as_str)
+    pub fn kernel_reason(&self) -> Option<&NoKernelNames> {
+        self.local.as_ref().err()
     }
 
     /// The module a mapping names, loaded once per build id.
@@ -593,7 +593,7 @@ impl Symbolizer {
                     Ok(None) => none(format!("{addr:#x} is below every kernel symbol")),
                     Err(why) => Named {
                         frames: Rc::from(vec![Frame::from_symbol("[kernel]", 0, None)]),
-                        missing: Some(why),
+                        missing: Some(why.to_string()),
                     },
                 }
             }

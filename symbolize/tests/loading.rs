@@ -11,6 +11,7 @@ use std::process::Command;
 
 use object::{Object, ObjectSymbol};
 use sparkles_symbolize::address_space::AddressSpace;
+use sparkles_symbolize::kernel::NoKernelNames;
 use sparkles_symbolize::search::SearchPaths;
 use sparkles_symbolize::symbolizer::{ModuleKey, Place, Symbolizer, Unavailable};
 use sparkles_symbolize::{DebugInfo, Frame, Module};
@@ -268,7 +269,7 @@ fn the_vdso_is_named_for_a_capture_of_the_running_kernel() {
             prot: None,
         },
     );
-    let vdso_mapped = |local: Result<(), String>| {
+    let vdso_mapped = |local: Result<(), NoKernelNames>| {
         let mut s = Symbolizer::new(SearchPaths::none());
         s.set_local(local);
         s
@@ -292,9 +293,10 @@ fn the_vdso_is_named_for_a_capture_of_the_running_kernel() {
         "{named:?}"
     );
     // A capture from another kernel does not get this one's vDSO.
-    let mut other = vdso_mapped(Err(
-        "the capture's kernel (5.4.0) is not the running kernel".into(),
-    ));
+    let mut other = vdso_mapped(Err(NoKernelNames::OtherRelease {
+        capture: "5.4.0".into(),
+        running: "6.1.0".into(),
+    }));
     let at = other.locate(&space, 7, base + sym.address() + 1);
     assert!(
         matches!(&at.place, Place::Unknown(why) if why.contains("5.4.0")),
@@ -355,9 +357,10 @@ fn kernel_names_only_for_the_running_kernel() {
         Err(why) => eprintln!("skipped the named half: {why}"),
     }
     let mut foreign = Symbolizer::new(SearchPaths::none());
-    foreign.set_local(Err(
-        "the capture's kernel (build id aa) is not the running kernel (build id bb)".into(),
-    ));
+    foreign.set_local(Err(NoKernelNames::OtherBuild {
+        capture: "aa".into(),
+        running: "bb".into(),
+    }));
     let named = foreign.name(&Place::Kernel(0xffff_ffff_8100_0010));
     assert_eq!(named.frames.len(), 1);
     assert_eq!(named.frames[0].function.as_deref(), Some("[kernel]"));

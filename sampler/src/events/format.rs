@@ -49,8 +49,15 @@ pub struct FormatField {
 
 impl FormatField {
     /// Parses a format file's text, e.g. `config:0-7,32-35` or `config1:0-15\n`.
-    pub fn parse(text: &str) -> Result<FormatField, String> {
+    pub fn parse(text: &str) -> Result<FormatField, crate::FormatError> {
         let text = text.trim();
+        FormatField::parse_trimmed(text).map_err(|problem| crate::FormatError {
+            text: text.to_string(),
+            problem,
+        })
+    }
+
+    fn parse_trimmed(text: &str) -> Result<FormatField, String> {
         let (word, bits) = text
             .split_once(':')
             .ok_or_else(|| format!("'{text}' is not WORD:BITS"))?;

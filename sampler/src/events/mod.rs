@@ -21,7 +21,7 @@ use serde::Serialize;
 
 pub use format::{ConfigWord, FormatField};
 pub use pmu::Pmu;
-pub use tracefs::Tracefs;
+pub use tracefs::{Tracefs, TracefsUnavailable};
 
 use crate::error::EventError;
 use legacy::{PERF_TYPE_HARDWARE, PERF_TYPE_HW_CACHE, PERF_TYPE_SOFTWARE, PERF_TYPE_TRACEPOINT};
@@ -155,7 +155,7 @@ fn parse_terms(text: &str) -> Vec<(String, Option<String>)> {
 pub struct EventResolver {
     root: PathBuf,
     pmus: Vec<Pmu>,
-    tracefs: OnceLock<Result<Tracefs, String>>,
+    tracefs: OnceLock<Result<Tracefs, TracefsUnavailable>>,
 }
 
 impl EventResolver {
@@ -215,11 +215,10 @@ impl EventResolver {
     }
 
     /// tracefs, located (and on the live system mounted, if root and needed) once.
-    pub fn tracefs(&self) -> Result<&Tracefs, &str> {
+    pub fn tracefs(&self) -> Result<&Tracefs, &TracefsUnavailable> {
         self.tracefs
             .get_or_init(|| tracefs::locate(&self.root))
             .as_ref()
-            .map_err(String::as_str)
     }
 
     /// The highest precise level `pmu` accepts: its `caps/max_precise`, raised to 2 on
@@ -301,7 +300,7 @@ impl EventResolver {
             }
             let tracefs = self.tracefs().map_err(|reason| EventError::NoTracefs {
                 name: name.to_string(),
-                reason: reason.to_string(),
+                reason: reason.clone(),
             })?;
             let id = tracefs.id(left, right)?;
             return Ok(vec![EventAttr::new("tracepoint", PERF_TYPE_TRACEPOINT, id)]);

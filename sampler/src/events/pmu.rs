@@ -83,9 +83,9 @@ impl Pmu {
         let mut formats = BTreeMap::new();
         for (term, path) in files_in(&dir.join("format"))? {
             let text = read_trimmed(&path)?.unwrap_or_default();
-            let field = FormatField::parse(&text).map_err(|message| EventError::Sysfs {
+            let field = FormatField::parse(&text).map_err(|e| EventError::Sysfs {
                 path: path.clone(),
-                message,
+                message: e.to_string(),
             })?;
             formats.insert(term, field);
         }

@@ -21,9 +21,38 @@ fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
+/// Why tracefs (and so tracepoints) cannot be used, with what a user can do.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TracefsUnavailable {
+    /// It is there, but this user may not read it.
+    #[error("tracefs at {} is not readable by this user (root only here): run as root or chmod it", dir.display())]
+    NotReadable {
+        /// The folder.
+        dir: std::path::PathBuf,
+    },
+    /// A fake root has none.
+    #[error("tracefs not found under {} (looked in {})", root.display(), CANDIDATES.join(", "))]
+    NotFound {
+        /// The root looked under.
+        root: std::path::PathBuf,
+    },
+    /// Not mounted, and only root may mount it.
+    #[error("tracefs not mounted (mount -t tracefs nodev /sys/kernel/tracing, as root)")]
+    NotMounted,
+    /// Not mounted, and mounting it failed.
+    #[error("tracefs not mounted, and mounting it at {} failed: {reason}", target.display())]
+    MountFailed {
+        /// Where it was to be mounted.
+        target: std::path::PathBuf,
+        /// The error mount(2) gave.
+        reason: String,
+    },
+}
+
 /// Finds tracefs under `root`. On the live system (`root` is `/`) with neither
 /// candidate mounted, root mounts tracefs at /sys/kernel/tracing and says so.
-pub fn locate(root: &Path) -> Result<Tracefs, String> {
+pub fn locate(root: &Path) -> Result<Tracefs, TracefsUnavailable> {
     for candidate in CANDIDATES {
         let dir = root.join(candidate);
         match std::fs::read_dir(dir.join("events")) {
@@ -34,25 +63,18 @@ pub fn locate(root: &Path) -> Result<Tracefs, String> {
                 })
             }
             Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
-                return Err(format!(
-                    "tracefs at {} is not readable by this user (root only here): run as root or chmod it",
-                    dir.display()
-                ))
+                return Err(TracefsUnavailable::NotReadable { dir })
             }
             Err(_) => {}
         }
     }
     if root != Path::new("/") {
-        return Err(format!(
-            "tracefs not found under {} (looked in {})",
-            root.display(),
-            CANDIDATES.join(", ")
-        ));
+        return Err(TracefsUnavailable::NotFound {
+            root: root.to_path_buf(),
+        });
     }
     if !is_root() {
-        return Err(
-            "tracefs not mounted (mount -t tracefs nodev /sys/kernel/tracing, as root)".to_string(),
-        );
+        return Err(TracefsUnavailable::NotMounted);
     }
     let target = Path::new("/sys/kernel/tracing");
     let c_target = c"/sys/kernel/tracing";
@@ -67,11 +89,10 @@ pub fn locate(root: &Path) -> Result<Tracefs, String> {
         )
     };
     if rc != 0 {
-        let e = std::io::Error::last_os_error();
-        return Err(format!(
-            "tracefs not mounted, and mounting it at {} failed: {e}",
-            target.display()
-        ));
+        return Err(TracefsUnavailable::MountFailed {
+            target: target.to_path_buf(),
+            reason: std::io::Error::last_os_error().to_string(),
+        });
     }
     Ok(Tracefs {
         dir: target.to_path_buf(),

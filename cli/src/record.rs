@@ -8,19 +8,45 @@ use sparkles_sampler::events::EventResolver;
 use sparkles_sampler::session::{choose_event, CallGraph, Rate, SamplingConfig, Session, Target};
 use sparkles_sampler::system::System;
 
-/// What `sparkles record` was asked.
-#[derive(Debug, Clone)]
-pub(crate) struct RecordArgs {
-    pub event: Option<String>,
-    pub freq: u64,
-    pub period: Option<u64>,
-    pub call_graph: String,
-    pub duration: Option<f64>,
-    pub output: PathBuf,
-    pub pid: Option<u32>,
-    pub compact: bool,
-    pub mem: bool,
-    pub command: Vec<String>,
+use crate::error::Error;
+
+/// `sparkles record`'s flags.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RecordArgs {
+    /// Event to sample (any spelling `sparkles event` takes); default: cycles at the
+    /// highest precise level, else cpu-clock, with the reason.
+    #[arg(long, short = 'e')]
+    event: Option<String>,
+    /// Samples per second.
+    #[arg(long, short = 'F', default_value_t = 4000)]
+    freq: u64,
+    /// Events between samples (instead of --freq).
+    #[arg(long, short = 'c')]
+    period: Option<u64>,
+    /// `dwarf[,BYTES]` (user registers and stack copies, default 8192) or `fp`.
+    #[arg(long, default_value = "dwarf", value_parser = parse_call_graph)]
+    call_graph: CallGraph,
+    /// Stop after this many seconds.
+    #[arg(long)]
+    duration: Option<f64>,
+    /// Output file.
+    #[arg(short, long, default_value = "sparkles.perf.data")]
+    output: PathBuf,
+    /// Attach to a running process and its threads.
+    #[arg(short, long)]
+    pid: Option<u32>,
+    /// Keep stack copies at their full size (no compaction).
+    #[arg(long)]
+    no_compact: bool,
+    /// Sample memory accesses: the machine's precise memory event (AMD IBS, Intel
+    /// PEBS load latency) with data addresses, else page faults with their data
+    /// addresses (first-touch placement), the pages' nodes asked while it runs and
+    /// written to OUTPUT.pages.json.
+    #[arg(long)]
+    mem: bool,
+    /// The command to run and sample.
+    #[arg(last = true)]
+    command: Vec<String>,
 }
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
@@ -29,49 +55,60 @@ extern "C" fn on_sigint(_: libc::c_int) {
     INTERRUPTED.store(true, Ordering::SeqCst);
 }
 
+/// Why a `--call-graph` value is not one.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct BadCallGraph(String);
+
 /// Parses `dwarf[,BYTES]` or `fp`.
-pub(crate) fn parse_call_graph(text: &str) -> Result<CallGraph, String> {
+fn parse_call_graph(text: &str) -> Result<CallGraph, BadCallGraph> {
     match text.split_once(',') {
         None if text == "dwarf" => Ok(CallGraph::Dwarf(8192)),
         None if text == "fp" => Ok(CallGraph::FramePointer),
         Some(("dwarf", size)) => {
             let bytes: u32 = size
                 .parse()
-                .map_err(|_| format!("--call-graph: '{size}' is not a byte count"))?;
+                .map_err(|_| BadCallGraph(format!("'{size}' is not a byte count")))?;
             if bytes == 0 || !bytes.is_multiple_of(8) || bytes > 65528 {
-                return Err(format!(
-                    "--call-graph: stack size {bytes} must be a multiple of 8 up to 65528"
-                ));
+                return Err(BadCallGraph(format!(
+                    "stack size {bytes} must be a multiple of 8 up to 65528"
+                )));
             }
             Ok(CallGraph::Dwarf(bytes))
         }
-        _ => Err(format!("--call-graph: '{text}' is not dwarf[,BYTES] or fp")),
+        _ => Err(BadCallGraph(format!("'{text}' is not dwarf[,BYTES] or fp"))),
     }
 }
 
-pub(crate) fn record(args: &RecordArgs) -> Result<(), String> {
+/// `sparkles record`.
+pub fn record(args: &RecordArgs) -> Result<(), Error> {
     if args.pid.is_some() != args.command.is_empty() {
-        return Err("record: give either -p PID or -- COMMAND ARGS…".to_string());
+        return Err(Error::usage(
+            "record",
+            "give either -p PID or -- COMMAND ARGS…",
+        ));
     }
     let system = System::probe();
-    let resolver = EventResolver::live().map_err(|e| e.to_string())?;
-    let (event, note) =
-        choose_event(&resolver, &system, args.event.as_deref()).map_err(|e| e.to_string())?;
+    let resolver = EventResolver::live()?;
+    let (event, note) = choose_event(&resolver, &system, args.event.as_deref())?;
     let config = SamplingConfig {
         events: vec![event.into()],
         rate: args
             .period
             .map(Rate::Period)
             .unwrap_or(Rate::Frequency(args.freq)),
-        call_graph: parse_call_graph(&args.call_graph)?,
+        call_graph: args.call_graph,
         // The session shrinks buffers to fit an unprivileged user's perf_event_mlock_kb.
         buffer_pages: 128,
-        compact_stacks: args.compact,
+        compact_stacks: !args.no_compact,
         memory: None,
     };
     let (config, note) = if args.mem {
         if args.event.is_some() {
-            return Err("record: --mem chooses its own event (the machine's precise memory event, else page faults): leave out -e".into());
+            return Err(Error::usage(
+                "--mem",
+                "chooses its own event (the machine's precise memory event, else page faults): leave out -e",
+            ));
         }
         let plan = sparkles_sampler::mem_events::live_plan(&resolver, &system)?;
         let mut config = config;
@@ -86,8 +123,9 @@ pub(crate) fn record(args: &RecordArgs) -> Result<(), String> {
     let deadline = match args.duration {
         Some(s) => Some(
             started
-                + Duration::try_from_secs_f64(s)
-                    .map_err(|_| format!("--duration: {s} is not a number of seconds"))?,
+                + Duration::try_from_secs_f64(s).map_err(|_| {
+                    Error::usage("--duration", format!("{s} is not a number of seconds"))
+                })?,
         ),
         None => None,
     };
@@ -104,14 +142,17 @@ pub(crate) fn record(args: &RecordArgs) -> Result<(), String> {
             .iter()
             .map(|a| std::ffi::CString::new(a.as_bytes()))
             .collect::<Result<_, _>>()
-            .map_err(|_| "record: an argument holds a NUL byte".to_string())?;
+            .map_err(|_| Error::usage("record", "an argument holds a NUL byte"))?;
         let mut argv_ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
         argv_ptrs.push(std::ptr::null());
         // The child waits on a pipe until its events are open, then execs.
         let mut fds = [0i32; 2];
         // SAFETY: `fds` has room for the two descriptors pipe2 writes.
         if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-            return Err(format!("pipe: {}", std::io::Error::last_os_error()));
+            return Err(Error::Os {
+                what: "pipe",
+                source: std::io::Error::last_os_error(),
+            });
         }
         let (read_end, write_end) = (fds[0], fds[1]);
         // SAFETY: the child only calls close, read, execvp and _exit before replacing
@@ -124,7 +165,10 @@ pub(crate) fn record(args: &RecordArgs) -> Result<(), String> {
                 libc::close(read_end);
                 libc::close(write_end);
             }
-            return Err(format!("fork: {e}"));
+            return Err(Error::Os {
+                what: "fork",
+                source: e,
+            });
         }
         if pid == 0 {
             // SAFETY: see above; the pointers stay valid in the child's copy.
@@ -161,7 +205,7 @@ pub(crate) fn record(args: &RecordArgs) -> Result<(), String> {
             Ok(session) => (session, Some(child)),
             Err(e) => {
                 child.kill_and_wait();
-                return Err(e);
+                return Err(e.into());
             }
         }
     };
@@ -206,15 +250,10 @@ pub(crate) fn record(args: &RecordArgs) -> Result<(), String> {
     for r in capture.restrictions.iter().skip(session_restrictions) {
         eprintln!("sparkles record: {r}");
     }
-    let bytes = capture
-        .writer
-        .write(&args.output)
-        .map_err(|e| format!("{}: {e}", args.output.display()))?;
+    let bytes = capture.writer.write(&args.output)?;
     let _ = std::fs::remove_file(sparkles_perf_data::pages::PageNodes::sidecar(&args.output));
     if let Some(pages) = &capture.pages {
-        let path = pages
-            .write_beside(&args.output)
-            .map_err(|e| e.to_string())?;
+        let path = pages.write_beside(&args.output)?;
         eprintln!(
             "sparkles record: {} sampled pages, {} placed on a node (move_pages), in {}",
             pages.nodes.len(),

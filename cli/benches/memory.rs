@@ -25,6 +25,7 @@ use sparkles_bench::{HarnessArgs, Suite};
 use sparkles_perf_data::writer::{CaptureWriter, HostInfo};
 use sparkles_perf_data::{PerfData, Record};
 use sparkles_report::memory::{MemoryBuilder, MemorySample};
+use sparkles_report::names::Names;
 use sparkles_report::stacks::NamedFrame;
 use sparkles_symbolize::symbolizer::{DataKind, DataObject};
 
@@ -156,11 +157,12 @@ fn main() {
                 0x0102_6a10_0142,
                 0x0106_5010_0842,
             ];
-            let frame = |name: &str, line| NamedFrame {
+            let mut names = Names::new();
+            let mut frame = |name: &str, line| NamedFrame {
                 addr: 0x1000,
-                function: Some(Rc::from(name)),
-                module: Some(Rc::from("/bin/app")),
-                file: Some(Rc::from("app.rs")),
+                function: Some(names.intern(name)),
+                module: Some(names.intern("/bin/app")),
+                file: Some(names.intern("app.rs")),
                 line: Some(line),
                 inlined: false,
                 symbol: None,

@@ -1,0 +1,121 @@
+//! What a measuring run prints on the console: the header line, the table, the comparison
+//! line, the file it saved. To standard output, or to standard error while the JSON rows
+//! go to standard output (`--bench-json -`).
+
+use std::io::{IsTerminal, Write};
+
+use crate::args::{ColorChoice, HarnessArgs, SampleOrder};
+use crate::baseline::Baseline;
+use crate::catalog::{Selection, Source};
+use crate::error::Error;
+use crate::record::BenchRow;
+use crate::runner::Protocol;
+use crate::stats::Verdict;
+use crate::table;
+
+/// A failed write to the console.
+pub(crate) fn write_error(e: std::io::Error) -> Error {
+    Error::io("standard output", e)
+}
+
+/// Whether to colour: as asked, or where the output is a terminal and NO_COLOR is unset.
+pub(crate) fn use_colour(choice: ColorChoice, terminal: bool) -> bool {
+    match choice {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => terminal && std::env::var_os("NO_COLOR").is_none(),
+    }
+}
+
+/// The console of a measuring run.
+pub(crate) struct Console {
+    out: Box<dyn Write>,
+    terminal: bool,
+}
+
+impl Console {
+    pub(crate) fn new(args: &HarnessArgs) -> Console {
+        if args.bench_json.as_deref() == Some("-") {
+            Console {
+                out: Box::new(std::io::stderr()),
+                terminal: std::io::stderr().is_terminal(),
+            }
+        } else {
+            Console {
+                out: Box::new(std::io::stdout()),
+                terminal: std::io::stdout().is_terminal(),
+            }
+        }
+    }
+
+    /// One line.
+    pub(crate) fn line(&mut self, text: std::fmt::Arguments<'_>) -> Result<(), Error> {
+        writeln!(self.out, "{text}").map_err(write_error)
+    }
+
+    /// `sparkles: suite S, N cases (M filtered out), K samples of ≥ T (order)…`.
+    pub(crate) fn header(
+        &mut self,
+        suite: &str,
+        cases: usize,
+        filtered_out: usize,
+        protocol: &Protocol,
+        args: &HarnessArgs,
+    ) -> Result<(), Error> {
+        self.line(format_args!(
+            "sparkles: suite {suite}, {cases} cases ({filtered_out} filtered out), {} samples of ≥ {:?} ({}){}",
+            protocol.samples,
+            args.bench_min_time,
+            match args.sample_order {
+                SampleOrder::RoundRobin => "round-robin",
+                SampleOrder::Blocked => "blocked",
+            },
+            if protocol.count_plan.is_some() {
+                ", then one counting pass"
+            } else {
+                ""
+            }
+        ))
+    }
+
+    /// The table: a flag-selected tier's headline columns (all of them are in the
+    /// JSON); `--metrics` shows exactly what it names.
+    pub(crate) fn results(
+        &mut self,
+        rows: &[BenchRow],
+        selection: &Selection,
+        args: &HarnessArgs,
+    ) -> Result<(), Error> {
+        let columns: Vec<_> = selection
+            .metrics()
+            .iter()
+            .filter(|m| selection.is_filtered() || m.source != Source::Perf || m.default_visible)
+            .cloned()
+            .collect();
+        let colour = use_colour(args.color, self.terminal);
+        write!(self.out, "{}", table::render(rows, &columns, colour)).map_err(write_error)
+    }
+
+    /// `compared N of M cases with BASELINE: …`.
+    pub(crate) fn comparison(
+        &mut self,
+        rows: &[BenchRow],
+        base: &Baseline,
+        compared: usize,
+    ) -> Result<(), Error> {
+        let count = |v: Verdict| {
+            rows.iter()
+                .filter(|r| r.comparison.as_ref().map(|c| c.verdict) == Some(v))
+                .count()
+        };
+        self.line(format_args!(
+            "compared {compared} of {} cases with {}: {} regressions, {} improvements, {} inside the noise, {} underpowered",
+            rows.len(),
+            base.path.display(),
+            count(Verdict::Regression),
+            count(Verdict::Improvement),
+            count(Verdict::InsideTheNoise),
+            count(Verdict::Underpowered),
+        ))
+    }
+}

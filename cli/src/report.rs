@@ -1,0 +1,243 @@
+//! `sparkles report` and `sparkles diff`: profiles of any perf.data file (ours or `perf
+//! record`'s), and the hot-function diff of two; the flags turned into the report
+//! library's options here, its errors put in the flags' words.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use sparkles_report::profile::{self, Folded, Profile};
+use sparkles_report::stacks::{StackOptions, Weighting};
+use sparkles_report::{diff, flame, pprof};
+
+use crate::error::{self, Error};
+
+/// How a capture's stacks are found and named (`script --stacks`, `report`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct StackArgs {
+    /// How user frames are found: `dwarf` (CFI over the stack copy), `fp` (frame
+    /// pointers), `auto` (DWARF where the sample has a stack copy, else the kernel's
+    /// callchain).
+    #[arg(long, default_value = "auto", value_parser = parse_unwind)]
+    unwind: sparkles_unwind::Mode,
+    /// Look for the capture's files under DIR (their recorded paths, then by name).
+    #[arg(long, value_name = "DIR")]
+    symfs: Option<PathBuf>,
+    /// Another directory of separate debug files, searched before /usr/lib/debug;
+    /// repeatable.
+    #[arg(long = "debug-dir", value_name = "DIR")]
+    debug_dirs: Vec<PathBuf>,
+}
+
+fn parse_unwind(s: &str) -> Result<sparkles_unwind::Mode, sparkles_unwind::UnknownMode> {
+    s.parse()
+}
+
+impl StackArgs {
+    /// The report library's options, or what is wrong with the flags.
+    pub fn options(&self) -> Result<StackOptions, Error> {
+        if let Some(symfs) = self.symfs.as_ref().filter(|d| !d.is_dir()) {
+            return Err(Error::usage(
+                format!("--symfs {}", symfs.display()),
+                "not a directory",
+            ));
+        }
+        Ok(StackOptions {
+            unwind: self.unwind,
+            symfs: self.symfs.clone(),
+            debug_dirs: self.debug_dirs.clone(),
+            ..StackOptions::default()
+        })
+    }
+}
+
+/// `sparkles report --weight`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum WeightArg {
+    /// The sample's period.
+    Period,
+    /// The sample's weight field (access latency).
+    Latency,
+    /// One per sample.
+    Samples,
+}
+
+/// Output of `sparkles report`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReportFormat {
+    /// Both flat views, the hot lines, notes.
+    Table,
+    /// `sparkles.profile/1`.
+    Json,
+    /// Folded stacks: `root;…;leaf weight` lines.
+    Folded,
+    /// A flamegraph SVG.
+    Svg,
+    /// A gzipped profile.proto for `go tool pprof`, Pyroscope, Parca.
+    Pprof,
+}
+
+/// `sparkles report`'s flags.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ReportArgs {
+    /// The perf.data file.
+    file: PathBuf,
+    /// `table` (both views), `json` (`sparkles.profile/1`), `folded` (stacks for
+    /// flamegraph tools), `svg` (a flamegraph), `pprof` (gzipped profile.proto).
+    #[arg(long, value_enum, default_value = "table")]
+    format: ReportFormat,
+    /// Write here (whole, or not at all) instead of standard output.
+    #[arg(short = 'o', long = "output", value_name = "OUT")]
+    output: Option<PathBuf>,
+    /// Rows per view in the table.
+    #[arg(long, default_value_t = 20)]
+    top: usize,
+    /// What a sample weighs in the profile and flamegraph: `period` (as perf weighs
+    /// samples), `latency` (a memory sample's weight: its access latency in cycles),
+    /// `samples` (one each).
+    #[arg(long, value_enum, default_value = "period")]
+    weight: WeightArg,
+    /// Only this event's samples (its name as the capture lists it, e.g.
+    /// `cpu/mem-stores/P`); default: every event's, with a note where there are
+    /// several.
+    #[arg(long, value_name = "NAME")]
+    event: Option<String>,
+    /// How stacks are found and named.
+    #[command(flatten)]
+    stack_args: StackArgs,
+}
+
+/// The case name a file's profile takes: its file name.
+fn case_of(file: &Path) -> String {
+    file.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// The profile of `file`, its errors said in the words of the flags behind them.
+fn profile_of(file: &Path, options: &StackOptions) -> Result<(Profile, Folded), Error> {
+    profile::profile_capture(file, &case_of(file), options).map_err(|e| match e {
+        sparkles_report::Error::NoWeight { .. } => Error::usage("--weight latency", e.to_string()),
+        sparkles_report::Error::NoSuchEvent { ref wanted, .. } => {
+            Error::usage(format!("--event {wanted}"), e.to_string())
+        }
+        other => other.into(),
+    })
+}
+
+/// JSON, pretty, ending in a newline.
+fn json(value: &impl serde::Serialize) -> Result<Vec<u8>, Error> {
+    let mut j = serde_json::to_vec_pretty(value).map_err(|e| Error::Output(e.into()))?;
+    j.push(b'\n');
+    Ok(j)
+}
+
+/// `sparkles report`.
+pub fn report(args: &ReportArgs) -> Result<(), Error> {
+    let mut options = args.stack_args.options()?;
+    options.event = args.event.clone();
+    options.weight = match args.weight {
+        WeightArg::Period => Weighting::Period,
+        WeightArg::Latency => Weighting::Latency,
+        WeightArg::Samples => Weighting::Samples,
+    };
+    let (p, folded) = profile_of(&args.file, &options)?;
+    // Everything is made before anything is written.
+    let bytes = match args.format {
+        ReportFormat::Table => profile::table(&p, args.top).into_bytes(),
+        ReportFormat::Json => json(&p)?,
+        ReportFormat::Folded => folded.text().into_bytes(),
+        ReportFormat::Svg => flame::svg(&p, &folded)?.into_bytes(),
+        ReportFormat::Pprof => pprof::gzipped(&p, &folded)?,
+    };
+    emit(args.output.as_deref(), &bytes)
+}
+
+/// Writes a command's output: to OUT whole (or not at all), else to standard output (a
+/// reader that went away ends it quietly).
+fn emit(output: Option<&Path>, bytes: &[u8]) -> Result<(), Error> {
+    match output {
+        Some(path) => Ok(sparkles_perf_data::atomic_write::write_atomically(
+            path, bytes,
+        )?),
+        None => {
+            let mut out = std::io::stdout().lock();
+            error::output(out.write_all(bytes).and_then(|()| out.flush()))
+        }
+    }
+}
+
+/// Output of `sparkles diff`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DiffFormat {
+    /// Movers, most significant first.
+    Table,
+    /// `sparkles.diff/1`.
+    Json,
+    /// A differential flamegraph.
+    Svg,
+}
+
+/// `sparkles diff`'s flags.
+#[derive(Debug, Clone, clap::Args)]
+pub struct DiffArgs {
+    /// The baseline: a perf.data file or a `profile.json`.
+    base: PathBuf,
+    /// The new run: a perf.data file or a `profile.json`.
+    new: PathBuf,
+    /// `table` (movers most significant first), `json` (`sparkles.diff/1`), `svg` (a
+    /// differential flamegraph; a profile.json needs its folded.txt beside it).
+    #[arg(long, value_enum, default_value = "table")]
+    format: DiffFormat,
+    /// Write here (whole, or not at all) instead of standard output.
+    #[arg(short = 'o', long = "output", value_name = "OUT")]
+    output: Option<PathBuf>,
+    /// Rows in the table.
+    #[arg(long, default_value_t = 20)]
+    top: usize,
+}
+
+/// A profile and its folded stacks from a perf.data file or a profile.json (with the
+/// folded.txt beside it, when there is one).
+fn load_profile(path: &Path) -> Result<(Profile, Option<Folded>), Error> {
+    let bytes = std::fs::read(path).map_err(|source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    if bytes.starts_with(b"PERFILE2") {
+        let (p, f) = profile_of(path, &StackOptions::default())?;
+        return Ok((p, Some(f)));
+    }
+    let p: Profile = serde_json::from_slice(&bytes).map_err(|e| {
+        Error::Input(format!(
+            "{}: neither a perf.data file nor a sparkles.profile/1 document: {e}",
+            path.display()
+        ))
+    })?;
+    let folded = path
+        .parent()
+        .map(|d| d.join("folded.txt"))
+        .and_then(|f| std::fs::read_to_string(f).ok())
+        .and_then(|t| Folded::parse(&t).ok());
+    Ok((p, folded))
+}
+
+/// `sparkles diff`.
+pub fn diff(args: &DiffArgs) -> Result<(), Error> {
+    let (b, bf) = load_profile(&args.base)?;
+    let (n, nf) = load_profile(&args.new)?;
+    let d = diff::diff(&format!("{} -> {}", b.case, n.case), &b, &n);
+    let bytes = match args.format {
+        DiffFormat::Table => diff::table(&d, args.top).into_bytes(),
+        DiffFormat::Json => json(&d)?,
+        DiffFormat::Svg => match (bf, nf) {
+            (Some(bf), Some(nf)) => diff::svg(&d, &bf, &nf)?.into_bytes(),
+            _ => {
+                return Err(Error::usage(
+                    "--format svg",
+                    "needs folded stacks: give perf.data files, or profile.json files with their folded.txt beside them",
+                ))
+            }
+        },
+    };
+    emit(args.output.as_deref(), &bytes)
+}
