@@ -11,12 +11,15 @@
 //! blocked order: a session attaches to every thread of the process, so no other case
 //! may time while one is active.
 
+mod demo_suite;
+use demo_suite as demo;
+
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
 use sparkles_bench::args::SampleOrder;
-use sparkles_bench::{demo, HarnessArgs, Suite};
+use sparkles_bench::{HarnessArgs, Suite};
 use sparkles_sampler::session::{default_event, CallGraph, Rate, SamplingConfig, Session, Target};
 use sparkles_sampler::system::System;
 use sparkles_sampler::EventResolver;

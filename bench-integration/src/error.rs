@@ -5,6 +5,7 @@ use std::path::PathBuf;
 /// Everything that stops a run before or after measuring; a failing case is not an error
 /// (it is reported `ok: false` and the other cases still run).
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// A flag's value is wrong.
     #[error("{flag}: {message}")]
@@ -24,6 +25,9 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
+    /// A file (a baseline, the JSON rows) could not be written whole.
+    #[error(transparent)]
+    File(#[from] sparkles_perf_data::Error),
     /// Reading or writing a file failed.
     #[error("{}: {source}", path.display())]
     Io {

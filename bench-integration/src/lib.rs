@@ -26,12 +26,12 @@ mod bencher;
 pub mod catalog;
 mod console;
 pub mod counters;
-pub mod demo;
 pub mod environment;
 pub mod error;
 pub mod metric;
 pub mod output;
 pub mod profile;
+mod profiling;
 pub mod record;
 mod runner;
 pub mod stats;
@@ -50,7 +50,7 @@ use clap::Parser;
 pub use args::HarnessArgs;
 pub use bencher::{BatchSize, Bencher};
 pub use error::Error;
-pub use suite::{slug, CaseOutcome, Group, Suite};
+pub use suite::{slug, CaseFailure, CaseOutcome, Group, Suite};
 pub use throughput::Throughput;
 
 use args::ListFormat;
@@ -192,7 +192,7 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
     let mut reports = runner::measure(cases, &protocol, &Progress::new());
     // Every profile is unwound, named and aggregated after all timing (nothing overlaps
     // it).
-    profile::read_captures(
+    profiling::read_captures(
         &mut reports,
         args,
         &profile_note,
@@ -205,7 +205,7 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
         .as_ref()
         .map(|b| baseline::compare_rows(&mut rows, b));
 
-    profile::print_notes(&rows);
+    profiling::print_notes(&rows);
     console.results(&rows, &selection, args)?;
     print_counting_coverage(&rows);
     if let (Some(base), Some(compared)) = (&files.baseline, compared) {
@@ -380,9 +380,9 @@ fn protocol(
     };
     let mut profile_note = String::new();
     if args.profile.is_some() {
-        let (sampling, note) = profile::sampling(args)?;
+        let (sampling, note) = profiling::sampling(args)?;
         eprintln!("profile: {note}");
-        if let Some(warning) = profile::debug_info_warning() {
+        if let Some(warning) = profiling::debug_info_warning() {
             eprintln!("warning: {warning}");
         }
         protocol.profile = Some((sampling, args.profile_time, files.out_dir.join("profile")));
@@ -566,12 +566,12 @@ mod tests {
         let a = summary(&["sampling at 500 Hz", "a only"]);
         let b = summary(&["b only", "sampling at 500 Hz"]);
         assert_eq!(
-            super::profile::common_notes(&[&a, &b]),
+            super::profiling::common_notes(&[&a, &b]),
             ["sampling at 500 Hz"]
         );
         // One case: its notes stay its own.
-        assert!(super::profile::common_notes(&[&a]).is_empty());
-        assert!(super::profile::common_notes(&[]).is_empty());
+        assert!(super::profiling::common_notes(&[&a]).is_empty());
+        assert!(super::profiling::common_notes(&[]).is_empty());
     }
 
     use clap::Parser;
@@ -599,7 +599,7 @@ mod tests {
             }))
             .unwrap();
         let (p, _) =
-            super::profile::read_capture("pebs", &capture, &mut summary, &args, "").unwrap();
+            super::profiling::read_capture("pebs", &capture, &mut summary, &args, "").unwrap();
         let m = summary.memory.as_ref().unwrap();
         assert_eq!((m.samples, m.weight_total), (14, 1725));
         assert_eq!(m.levels.len(), 4);

@@ -1,6 +1,5 @@
 //! Where the run's files go, and writing them whole or not at all.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::error::Error;
@@ -36,20 +35,12 @@ pub fn out_dir(explicit: Option<&Path>) -> PathBuf {
         .join("sparkles")
 }
 
-/// Writes `bytes` to `path` through a temporary file in the same folder and a rename, so
-/// a reader sees the old file or the new one, never half of one. Creates the folder.
+/// Writes `bytes` to `path` whole or not at all (the project's one atomic write); creates
+/// the folder.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), Error> {
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| Error::io(dir, e))?;
-    tmp.write_all(bytes)
-        .and_then(|_| tmp.as_file().sync_all())
-        .map_err(|e| Error::io(tmp.path(), e))?;
-    tmp.persist(path).map_err(|e| Error::io(path, e.error))?;
-    Ok(())
+    Ok(sparkles_perf_data::atomic_write::write_atomically(
+        path, bytes,
+    )?)
 }
 
 #[cfg(test)]
@@ -70,19 +61,5 @@ mod tests {
         let triple = target.join("x86_64-unknown-linux-gnu/release/deps/demo-1");
         assert_eq!(target_dir_of(&triple).unwrap(), target);
         assert_eq!(target_dir_of(Path::new("/bin-less")), None);
-    }
-
-    #[test]
-    fn atomic_write_replaces_whole_files() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("a/b/file.json");
-        write_atomically(&path, b"one").unwrap();
-        write_atomically(&path, b"two").unwrap();
-        assert_eq!(std::fs::read(&path).unwrap(), b"two");
-        // No temporary file left behind.
-        assert_eq!(
-            std::fs::read_dir(path.parent().unwrap()).unwrap().count(),
-            1
-        );
     }
 }

@@ -15,7 +15,7 @@ use crate::args::SampleOrder;
 use crate::bencher::{Bencher, Command, CountPlan, ProfilePlan, Reply};
 use crate::metric::MetricValue;
 use crate::profile::ProfileSummary;
-use crate::suite::{slug, Case};
+use crate::suite::{slug, Case, CaseFailure};
 use crate::throughput::Throughput;
 
 /// Iterations per sample never exceed this, whatever the body's speed.
@@ -124,6 +124,7 @@ impl Running {
             let ended = reply_tx.clone();
             let mut bencher = Bencher::new(thread_name, command_rx, reply_tx);
             let result = catch_unwind(AssertUnwindSafe(|| body(&mut bencher)))
+                .map(|r| r.map_err(|CaseFailure(message)| message))
                 .unwrap_or_else(|payload| Err(panic_message(payload)));
             drop(bencher);
             let _ = ended.send(Reply::Ended(result));

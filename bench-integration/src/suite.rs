@@ -4,25 +4,30 @@ use std::fmt::{Debug, Display};
 
 use crate::bencher::Bencher;
 
+/// Why a case failed: the message it reports (its error's, or its panic's).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct CaseFailure(pub String);
+
 /// What a case function may return: nothing, or a `Result` whose `Err` fails the case.
 pub trait CaseOutcome {
-    /// `Err` with the message a failed case reports.
-    fn into_outcome(self) -> Result<(), String>;
+    /// `Err` with what a failed case reports.
+    fn into_outcome(self) -> Result<(), CaseFailure>;
 }
 
 impl CaseOutcome for () {
-    fn into_outcome(self) -> Result<(), String> {
+    fn into_outcome(self) -> Result<(), CaseFailure> {
         Ok(())
     }
 }
 
 impl<E: Display> CaseOutcome for Result<(), E> {
-    fn into_outcome(self) -> Result<(), String> {
-        self.map_err(|e| e.to_string())
+    fn into_outcome(self) -> Result<(), CaseFailure> {
+        self.map_err(|e| CaseFailure(e.to_string()))
     }
 }
 
-pub(crate) type CaseFn = Box<dyn FnOnce(&mut Bencher) -> Result<(), String> + Send + 'static>;
+pub(crate) type CaseFn = Box<dyn FnOnce(&mut Bencher) -> Result<(), CaseFailure> + Send + 'static>;
 
 /// One registered case.
 pub(crate) struct Case {

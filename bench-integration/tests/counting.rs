@@ -9,13 +9,16 @@
 
 #![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
 
+#[path = "../benches/demo_suite/mod.rs"]
+mod demo;
+
 use std::sync::mpsc::channel;
 use std::sync::Mutex;
 
 use serde_json::Value;
 use sparkles_bench::catalog::{Availability, Catalog};
 use sparkles_bench::counters::CountingOptions;
-use sparkles_bench::{demo, Suite};
+use sparkles_bench::Suite;
 
 static SERIAL: Mutex<()> = Mutex::new(());
 

@@ -6,10 +6,13 @@
 
 #![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
 
+#[path = "../benches/demo_suite/mod.rs"]
+mod demo;
+
 use std::path::Path;
 use std::sync::Mutex;
 
-use sparkles_bench::{demo, run_main, Suite};
+use sparkles_bench::{run_main, Suite};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -562,4 +565,23 @@ fn profile_mem_places_first_touched_pages_on_their_nodes() {
     .unwrap();
     assert_eq!(p.numa.as_ref().unwrap().samples, numa.samples);
     assert!(profile.numa_line().unwrap().starts_with("numa ("));
+}
+
+#[test]
+fn the_demo_chase_is_one_cycle() {
+    let next = demo::chase_cycle(1000);
+    assert_eq!(demo::chase(&next, 0, 1000), 0);
+    assert!((1..1000).all(|k| demo::chase(&next, 0, k) != 0));
+}
+
+#[test]
+fn the_demo_inputs_are_what_the_cases_claim() {
+    let doc = demo::json_document(1500);
+    assert!((200_000..600_000).contains(&doc.len()), "{}", doc.len());
+    let parsed: Vec<demo::Record> = serde_json::from_slice(&doc).unwrap();
+    assert_eq!(parsed.len(), 1500);
+    assert_eq!(demo::sieve(100), 25);
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+    assert_eq!(demo::touch_fresh_pages(64 * page).unwrap(), 64);
 }

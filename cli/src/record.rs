@@ -80,7 +80,9 @@ fn parse_call_graph(text: &str) -> Result<CallGraph, BadCallGraph> {
     }
 }
 
-/// `sparkles record`.
+/// `sparkles record`: the sampling planned, the target attached (a running process, or a
+/// command forked here and let go once its events are open), sampled until it ends (or
+/// the duration passes, or Ctrl-C), and the capture written.
 pub fn record(args: &RecordArgs) -> Result<(), Error> {
     if args.pid.is_some() != args.command.is_empty() {
         return Err(Error::usage(
@@ -89,34 +91,7 @@ pub fn record(args: &RecordArgs) -> Result<(), Error> {
         ));
     }
     let system = System::probe();
-    let resolver = EventResolver::live()?;
-    let (event, note) = choose_event(&resolver, &system, args.event.as_deref())?;
-    let config = SamplingConfig {
-        events: vec![event.into()],
-        rate: args
-            .period
-            .map(Rate::Period)
-            .unwrap_or(Rate::Frequency(args.freq)),
-        call_graph: args.call_graph,
-        // The session shrinks buffers to fit an unprivileged user's perf_event_mlock_kb.
-        buffer_pages: 128,
-        compact_stacks: !args.no_compact,
-        memory: None,
-    };
-    let (config, note) = if args.mem {
-        if args.event.is_some() {
-            return Err(Error::usage(
-                "--mem",
-                "chooses its own event (the machine's precise memory event, else page faults): leave out -e",
-            ));
-        }
-        let plan = sparkles_sampler::mem_events::live_plan(&resolver, &system)?;
-        let mut config = config;
-        let note = plan.apply(&mut config);
-        (config, note)
-    } else {
-        (config, note)
-    };
+    let (config, note) = sampling(args, &system)?;
     // SAFETY: the handler only stores to an atomic.
     unsafe { libc::signal(libc::SIGINT, on_sigint as *const () as libc::sighandler_t) };
     let started = Instant::now();
@@ -129,84 +104,14 @@ pub fn record(args: &RecordArgs) -> Result<(), Error> {
         ),
         None => None,
     };
-    let (session, mut child): (Session, Option<Child>) = if let Some(pid) = args.pid {
-        (
+    let (session, mut child) = match args.pid {
+        Some(pid) => (
             Session::start(&config, Target::Process(pid), &system)?,
             None,
-        )
-    } else {
-        // Everything the child needs is built before fork: after it, only
-        // async-signal-safe calls.
-        let argv: Vec<std::ffi::CString> = args
-            .command
-            .iter()
-            .map(|a| std::ffi::CString::new(a.as_bytes()))
-            .collect::<Result<_, _>>()
-            .map_err(|_| Error::usage("record", "an argument holds a NUL byte"))?;
-        let mut argv_ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
-        argv_ptrs.push(std::ptr::null());
-        // The child waits on a pipe until its events are open, then execs.
-        let mut fds = [0i32; 2];
-        // SAFETY: `fds` has room for the two descriptors pipe2 writes.
-        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-            return Err(Error::Os {
-                what: "pipe",
-                source: std::io::Error::last_os_error(),
-            });
-        }
-        let (read_end, write_end) = (fds[0], fds[1]);
-        // SAFETY: the child only calls close, read, execvp and _exit before replacing
-        // itself, all async-signal-safe, on memory prepared before the fork.
-        let pid = unsafe { libc::fork() };
-        if pid < 0 {
-            let e = std::io::Error::last_os_error();
-            // SAFETY: closing the pipe we own.
-            unsafe {
-                libc::close(read_end);
-                libc::close(write_end);
-            }
-            return Err(Error::Os {
-                what: "fork",
-                source: e,
-            });
-        }
-        if pid == 0 {
-            // SAFETY: see above; the pointers stay valid in the child's copy.
-            unsafe {
-                libc::close(write_end);
-                let mut byte = 0u8;
-                // Exec only on the go byte: EOF means the parent gave up (or died).
-                let mut n;
-                loop {
-                    n = libc::read(read_end, (&mut byte as *mut u8).cast(), 1);
-                    if n >= 0 || *libc::__errno_location() != libc::EINTR {
-                        break;
-                    }
-                }
-                if n == 1 {
-                    libc::execvp(argv_ptrs[0], argv_ptrs.as_ptr());
-                }
-                libc::_exit(127);
-            }
-        }
-        // SAFETY: closing our copy of the read end, which we own.
-        unsafe { libc::close(read_end) };
-        let session = Session::start(&config, Target::Process(pid as u32), &system);
-        let child = Child(pid);
-        // The go byte only once sampling is on; without it the child exits unexec'd.
-        // SAFETY: one byte from a valid buffer to our own pipe; then closing it.
-        unsafe {
-            if session.is_ok() {
-                libc::write(write_end, [1u8].as_ptr().cast(), 1);
-            }
-            libc::close(write_end);
-        }
-        match session {
-            Ok(session) => (session, Some(child)),
-            Err(e) => {
-                child.kill_and_wait();
-                return Err(e.into());
-            }
+        ),
+        None => {
+            let (session, child) = start_command(&args.command, &config, &system)?;
+            (session, Some(child))
         }
     };
     eprintln!("sparkles record: {note}");
@@ -214,31 +119,7 @@ pub fn record(args: &RecordArgs) -> Result<(), Error> {
         eprintln!("sparkles record: {r}");
     }
     let session_restrictions = session.restrictions.len();
-    loop {
-        if INTERRUPTED.load(Ordering::SeqCst) || deadline.is_some_and(|d| Instant::now() >= d) {
-            break;
-        }
-        match (&mut child, args.pid) {
-            (Some(c), _) => {
-                if c.exited() {
-                    break;
-                }
-            }
-            (None, Some(pid)) => {
-                // Gone, or a zombie its parent has not reaped: either way it has ended.
-                let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-                let state = stat
-                    .rsplit(')')
-                    .next()
-                    .and_then(|rest| rest.split_whitespace().next());
-                if matches!(state, None | Some("Z") | Some("X")) {
-                    break;
-                }
-            }
-            _ => break,
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_for_the_end(child.as_ref(), args.pid, deadline);
     let capture = session.finish();
     if let Some(c) = child.take() {
         // Stopped by --duration or Ctrl-C: end the child as perf does.
@@ -250,10 +131,159 @@ pub fn record(args: &RecordArgs) -> Result<(), Error> {
     for r in capture.restrictions.iter().skip(session_restrictions) {
         eprintln!("sparkles record: {r}");
     }
-    let bytes = capture.writer.write(&args.output)?;
-    let _ = std::fs::remove_file(sparkles_perf_data::pages::PageNodes::sidecar(&args.output));
+    write(&capture, &args.output, started)
+}
+
+/// The sampling asked for: the event (or, with `--mem`, the machine's memory plan), the
+/// rate, the call graph; and the line that says which event and why.
+fn sampling(args: &RecordArgs, system: &System) -> Result<(SamplingConfig, String), Error> {
+    let resolver = EventResolver::live()?;
+    let (event, note) = choose_event(&resolver, system, args.event.as_deref())?;
+    let mut config = SamplingConfig {
+        events: vec![event.into()],
+        rate: args
+            .period
+            .map(Rate::Period)
+            .unwrap_or(Rate::Frequency(args.freq)),
+        call_graph: args.call_graph,
+        // The session shrinks buffers to fit an unprivileged user's perf_event_mlock_kb.
+        buffer_pages: 128,
+        compact_stacks: !args.no_compact,
+        memory: None,
+    };
+    if !args.mem {
+        return Ok((config, note));
+    }
+    if args.event.is_some() {
+        return Err(Error::usage(
+            "--mem",
+            "chooses its own event (the machine's precise memory event, else page faults): leave out -e",
+        ));
+    }
+    let plan = sparkles_sampler::mem_events::live_plan(&resolver, system)?;
+    let note = plan.apply(&mut config);
+    Ok((config, note))
+}
+
+/// Forks `command`, which waits on a pipe until its events are open and then execs; its
+/// session and the child. A session that cannot start ends the child unexec'd.
+fn start_command(
+    command: &[String],
+    config: &SamplingConfig,
+    system: &System,
+) -> Result<(Session, Child), Error> {
+    // Everything the child needs is built before fork: after it, only async-signal-safe
+    // calls.
+    let argv: Vec<std::ffi::CString> = command
+        .iter()
+        .map(|a| std::ffi::CString::new(a.as_bytes()))
+        .collect::<Result<_, _>>()
+        .map_err(|_| Error::usage("record", "an argument holds a NUL byte"))?;
+    let mut argv_ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
+    argv_ptrs.push(std::ptr::null());
+    let mut fds = [0i32; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe2 writes.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(Error::Os {
+            what: "pipe",
+            source: std::io::Error::last_os_error(),
+        });
+    }
+    let (read_end, write_end) = (fds[0], fds[1]);
+    // SAFETY: the child only calls close, read, execvp and _exit before replacing
+    // itself, all async-signal-safe, on memory prepared before the fork.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        let e = std::io::Error::last_os_error();
+        // SAFETY: closing the pipe we own.
+        unsafe {
+            libc::close(read_end);
+            libc::close(write_end);
+        }
+        return Err(Error::Os {
+            what: "fork",
+            source: e,
+        });
+    }
+    if pid == 0 {
+        // SAFETY: see above; the pointers stay valid in the child's copy.
+        unsafe {
+            libc::close(write_end);
+            let mut byte = 0u8;
+            // Exec only on the go byte: EOF means the parent gave up (or died).
+            let mut n;
+            loop {
+                n = libc::read(read_end, (&mut byte as *mut u8).cast(), 1);
+                if n >= 0 || *libc::__errno_location() != libc::EINTR {
+                    break;
+                }
+            }
+            if n == 1 {
+                libc::execvp(argv_ptrs[0], argv_ptrs.as_ptr());
+            }
+            libc::_exit(127);
+        }
+    }
+    // SAFETY: closing our copy of the read end, which we own.
+    unsafe { libc::close(read_end) };
+    let session = Session::start(config, Target::Process(pid as u32), system);
+    let child = Child(pid);
+    // The go byte only once sampling is on; without it the child exits unexec'd.
+    // SAFETY: one byte from a valid buffer to our own pipe; then closing it.
+    unsafe {
+        if session.is_ok() {
+            libc::write(write_end, [1u8].as_ptr().cast(), 1);
+        }
+        libc::close(write_end);
+    }
+    match session {
+        Ok(session) => Ok((session, child)),
+        Err(e) => {
+            child.kill_and_wait();
+            Err(e.into())
+        }
+    }
+}
+
+/// Waits until the sampled command exits, the attached process ends, the deadline
+/// passes, or Ctrl-C.
+fn wait_for_the_end(child: Option<&Child>, pid: Option<u32>, deadline: Option<Instant>) {
+    loop {
+        if INTERRUPTED.load(Ordering::SeqCst) || deadline.is_some_and(|d| Instant::now() >= d) {
+            return;
+        }
+        let ended = match (child, pid) {
+            (Some(c), _) => c.exited(),
+            (None, Some(pid)) => {
+                // Gone, or a zombie its parent has not reaped: either way it has ended.
+                let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+                let state = stat
+                    .rsplit(')')
+                    .next()
+                    .and_then(|rest| rest.split_whitespace().next());
+                matches!(state, None | Some("Z") | Some("X"))
+            }
+            (None, None) => true,
+        };
+        if ended {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Writes the capture (and, with `--mem`, its page table beside it), and says what it
+/// held.
+fn write(
+    capture: &sparkles_sampler::session::Capture,
+    output: &std::path::Path,
+    started: Instant,
+) -> Result<(), Error> {
+    let bytes = capture.writer.write(output)?;
+    // An old table of another run must not be taken for this one.
+    let _ = std::fs::remove_file(sparkles_perf_data::pages::PageNodes::sidecar(output));
     if let Some(pages) = &capture.pages {
-        let path = pages.write_beside(&args.output)?;
+        let path = pages.write_beside(output)?;
         eprintln!(
             "sparkles record: {} sampled pages, {} placed on a node (move_pages), in {}",
             pages.nodes.len(),
@@ -267,7 +297,7 @@ pub fn record(args: &RecordArgs) -> Result<(), Error> {
         capture.lost,
         capture.lost_samples,
         bytes as f64 / 1e6,
-        args.output.display(),
+        output.display(),
         capture.writer.stack_bytes_saved as f64 / 1e6,
         started.elapsed().as_secs_f64()
     );

@@ -32,6 +32,7 @@ pub mod order;
 pub mod pages;
 pub mod reader;
 pub mod record;
+pub mod record_kind;
 pub mod ring;
 pub mod sample;
 pub mod script;

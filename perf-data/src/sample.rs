@@ -113,9 +113,9 @@ impl SampleFormat {
         in_sample: Option<usize>,
         from_end: Option<usize>,
     ) -> Option<u64> {
-        let at = if type_ == crate::record::kind::SAMPLE {
+        let at = if type_ == crate::record_kind::kind::SAMPLE {
             in_sample?
-        } else if type_ < crate::record::kind::HEADER_ATTR {
+        } else if type_ < crate::record_kind::kind::HEADER_ATTR {
             body.len().checked_sub(from_end?)?
         } else {
             return None;

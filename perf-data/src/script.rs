@@ -5,6 +5,7 @@ use std::io::{self, Write};
 use crate::features::hex;
 use crate::file::Event;
 use crate::record::{kind_name, Record};
+use crate::sample::{ReadValues, Sample};
 
 /// A JSON object written key by key (records are many; no intermediate tree).
 struct Obj<'w, W: Write> {
@@ -105,93 +106,90 @@ pub fn write_json_with<W: Write>(out: &mut W, e: &Event<'_>, extra: &[u8]) -> io
             o.int("cpu", cpu)?;
         }
     }
+    record_members(&mut o, e)?;
+    o.out.write_all(extra)?;
+    o.end()
+}
+
+/// Writes one record as a line of text.
+pub fn write_text<W: Write>(out: &mut W, e: &Event<'_>) -> io::Result<()> {
+    let time = e
+        .time
+        .map(|t| format!("{}.{:09}", t / 1_000_000_000, t % 1_000_000_000))
+        .unwrap_or_else(|| "-".into());
+    write!(out, "{time:>20} {:<14}", kind_name(e.header.type_))?;
     match &e.record {
         Record::Sample(s) => {
-            if let (Some(pid), Some(tid)) = (s.pid, s.tid) {
-                o.int("pid", pid as i32)?;
-                o.int("tid", tid as i32)?;
-            }
+            write!(
+                out,
+                " {}/{}",
+                s.pid.map(|p| p as i32).unwrap_or(-1),
+                s.tid.map(|p| p as i32).unwrap_or(-1)
+            )?;
             if let Some(cpu) = s.cpu {
-                o.int("cpu", cpu)?;
+                write!(out, " cpu {cpu}")?;
             }
             if let Some(p) = s.period {
-                o.int("period", p)?;
+                write!(out, " period {p}")?;
             }
-            if let Some(id) = s.id {
-                o.int("id", id)?;
-            }
-            o.int("cpumode", e.header.misc & 7)?;
             if let Some(ip) = s.ip {
-                o.hex("ip", ip)?;
+                write!(out, " ip {ip:#x}")?;
             }
             if let Some(a) = s.addr {
-                o.hex("addr", a)?;
+                write!(out, " addr {a:#x}")?;
             }
             if let Some(d) = s.data_src {
-                o.hex("data_src", d)?;
-                // The same value decoded, the level as perf 6.4+ names it.
-                let decoded = crate::DataSource::new(d);
-                o.str("mem", decoded.to_string().as_bytes())?;
-                if let Some(region) = decoded.region_name() {
-                    o.str("mem_region", region.as_bytes())?;
-                }
-            }
-            if let Some(p) = s.phys_addr {
-                o.hex("phys_addr", p)?;
+                write!(out, " data_src {d:#x} {}", crate::DataSource::new(d))?;
             }
             if let Some(w) = s.weight {
-                o.int("weight", w.latency())?;
-                if let Some(l) = w.ins_lat() {
-                    o.int("ins_lat", l)?;
-                }
+                write!(out, " weight {}", w.latency())?;
             }
             if let Some(c) = s.callchain {
-                o.hex_list("callchain", c.iter())?;
-            }
-            if let Some(r) = s.regs_user {
-                o.key("regs_user")?;
-                let mut regs = Obj::new(&mut *o.out)?;
-                regs.int("abi", r.abi)?;
-                regs.hex("mask", r.mask)?;
-                regs.hex_list("values", r.values.iter())?;
-                regs.out.write_all(b"}")?;
+                write!(out, " callchain {}", c.len())?;
             }
             if let Some(st) = s.stack_user {
-                o.int("stack_user_size", st.dyn_size)?;
-            }
-            if let Some(raw) = s.raw {
-                o.int("raw_size", raw.len())?;
-            }
-            if let Some(b) = s.branch_stack {
-                o.int("branch_stack_size", b.entries.len() / 3)?;
-            }
-            if let Some(t) = s.transaction {
-                o.hex("transaction", t)?;
-            }
-            if let Some(c) = s.cgroup {
-                o.int("cgroup", c)?;
-            }
-            if let Some(p) = s.data_page_size {
-                o.int("data_page_size", p)?;
-            }
-            if let Some(p) = s.code_page_size {
-                o.int("code_page_size", p)?;
-            }
-            if let Some(r) = s.read {
-                o.key("read")?;
-                o.out.write_all(b"[")?;
-                for (i, (value, id, _)) in r.entries().into_iter().enumerate() {
-                    if i > 0 {
-                        o.out.write_all(b",")?;
-                    }
-                    match id {
-                        Some(id) => write!(o.out, "{{\"value\":{value},\"id\":{id}}}")?,
-                        None => write!(o.out, "{{\"value\":{value}}}")?,
-                    }
-                }
-                o.out.write_all(b"]")?;
+                write!(out, " stack {}", st.dyn_size)?;
             }
         }
+        Record::Mmap(m) => write!(
+            out,
+            " {}/{} [{:#x}({:#x}) @ {:#x}] {}",
+            m.pid as i32,
+            m.tid as i32,
+            m.addr,
+            m.len,
+            m.pgoff,
+            String::from_utf8_lossy(m.filename)
+        )?,
+        Record::Comm {
+            pid,
+            tid,
+            comm,
+            exec,
+        } => write!(
+            out,
+            " {}/{} {}{}",
+            *pid as i32,
+            *tid as i32,
+            String::from_utf8_lossy(comm),
+            if *exec { " (exec)" } else { "" }
+        )?,
+        Record::Fork(t) | Record::Exit(t) => write!(
+            out,
+            " {}/{} parent {}/{}",
+            t.pid as i32, t.tid as i32, t.ppid as i32, t.ptid as i32
+        )?,
+        Record::Lost { lost, .. } | Record::LostSamples { lost } => write!(out, " {lost} lost")?,
+        Record::Other { type_, body } => write!(out, " type {type_}, {} bytes", body.len())?,
+        _ => {}
+    }
+    out.write_all(b"\n")
+}
+
+/// The members of a record of each type.
+fn record_members<W: Write>(o: &mut Obj<'_, W>, e: &Event<'_>) -> io::Result<()> {
+    match &e.record {
+        Record::Sample(s) => sample_members(o, s, e.header.misc)?,
         Record::Mmap(m) => {
             o.int("pid", m.pid as i32)?;
             o.int("tid", m.tid as i32)?;
@@ -294,81 +292,99 @@ pub fn write_json_with<W: Write>(out: &mut W, e: &Event<'_>, extra: &[u8]) -> io
         }
         _ => {}
     }
-    o.out.write_all(extra)?;
-    o.end()
+    Ok(())
 }
 
-/// Writes one record as a line of text.
-pub fn write_text<W: Write>(out: &mut W, e: &Event<'_>) -> io::Result<()> {
-    let time = e
-        .time
-        .map(|t| format!("{}.{:09}", t / 1_000_000_000, t % 1_000_000_000))
-        .unwrap_or_else(|| "-".into());
-    write!(out, "{time:>20} {:<14}", kind_name(e.header.type_))?;
-    match &e.record {
-        Record::Sample(s) => {
-            write!(
-                out,
-                " {}/{}",
-                s.pid.map(|p| p as i32).unwrap_or(-1),
-                s.tid.map(|p| p as i32).unwrap_or(-1)
-            )?;
-            if let Some(cpu) = s.cpu {
-                write!(out, " cpu {cpu}")?;
-            }
-            if let Some(p) = s.period {
-                write!(out, " period {p}")?;
-            }
-            if let Some(ip) = s.ip {
-                write!(out, " ip {ip:#x}")?;
-            }
-            if let Some(a) = s.addr {
-                write!(out, " addr {a:#x}")?;
-            }
-            if let Some(d) = s.data_src {
-                write!(out, " data_src {d:#x} {}", crate::DataSource::new(d))?;
-            }
-            if let Some(w) = s.weight {
-                write!(out, " weight {}", w.latency())?;
-            }
-            if let Some(c) = s.callchain {
-                write!(out, " callchain {}", c.len())?;
-            }
-            if let Some(st) = s.stack_user {
-                write!(out, " stack {}", st.dyn_size)?;
-            }
-        }
-        Record::Mmap(m) => write!(
-            out,
-            " {}/{} [{:#x}({:#x}) @ {:#x}] {}",
-            m.pid as i32,
-            m.tid as i32,
-            m.addr,
-            m.len,
-            m.pgoff,
-            String::from_utf8_lossy(m.filename)
-        )?,
-        Record::Comm {
-            pid,
-            tid,
-            comm,
-            exec,
-        } => write!(
-            out,
-            " {}/{} {}{}",
-            *pid as i32,
-            *tid as i32,
-            String::from_utf8_lossy(comm),
-            if *exec { " (exec)" } else { "" }
-        )?,
-        Record::Fork(t) | Record::Exit(t) => write!(
-            out,
-            " {}/{} parent {}/{}",
-            t.pid as i32, t.tid as i32, t.ppid as i32, t.ptid as i32
-        )?,
-        Record::Lost { lost, .. } | Record::LostSamples { lost } => write!(out, " {lost} lost")?,
-        Record::Other { type_, body } => write!(out, " type {type_}, {} bytes", body.len())?,
-        _ => {}
+/// A sample's members: who, where, what it sampled.
+fn sample_members<W: Write>(o: &mut Obj<'_, W>, s: &Sample<'_>, misc: u16) -> io::Result<()> {
+    if let (Some(pid), Some(tid)) = (s.pid, s.tid) {
+        o.int("pid", pid as i32)?;
+        o.int("tid", tid as i32)?;
     }
-    out.write_all(b"\n")
+    if let Some(cpu) = s.cpu {
+        o.int("cpu", cpu)?;
+    }
+    if let Some(p) = s.period {
+        o.int("period", p)?;
+    }
+    if let Some(id) = s.id {
+        o.int("id", id)?;
+    }
+    o.int("cpumode", misc & crate::record_kind::misc::CPUMODE_MASK)?;
+    if let Some(ip) = s.ip {
+        o.hex("ip", ip)?;
+    }
+    if let Some(a) = s.addr {
+        o.hex("addr", a)?;
+    }
+    if let Some(d) = s.data_src {
+        o.hex("data_src", d)?;
+        // The same value decoded, the level as perf 6.4+ names it.
+        let decoded = crate::DataSource::new(d);
+        o.str("mem", decoded.to_string().as_bytes())?;
+        if let Some(region) = decoded.region_name() {
+            o.str("mem_region", region.as_bytes())?;
+        }
+    }
+    if let Some(p) = s.phys_addr {
+        o.hex("phys_addr", p)?;
+    }
+    if let Some(w) = s.weight {
+        o.int("weight", w.latency())?;
+        if let Some(l) = w.ins_lat() {
+            o.int("ins_lat", l)?;
+        }
+    }
+    if let Some(c) = s.callchain {
+        o.hex_list("callchain", c.iter())?;
+    }
+    if let Some(r) = s.regs_user {
+        o.key("regs_user")?;
+        let mut regs = Obj::new(&mut *o.out)?;
+        regs.int("abi", r.abi)?;
+        regs.hex("mask", r.mask)?;
+        regs.hex_list("values", r.values.iter())?;
+        regs.out.write_all(b"}")?;
+    }
+    if let Some(st) = s.stack_user {
+        o.int("stack_user_size", st.dyn_size)?;
+    }
+    if let Some(raw) = s.raw {
+        o.int("raw_size", raw.len())?;
+    }
+    if let Some(b) = s.branch_stack {
+        o.int("branch_stack_size", b.entries.len() / 3)?;
+    }
+    if let Some(t) = s.transaction {
+        o.hex("transaction", t)?;
+    }
+    if let Some(c) = s.cgroup {
+        o.int("cgroup", c)?;
+    }
+    if let Some(p) = s.data_page_size {
+        o.int("data_page_size", p)?;
+    }
+    if let Some(p) = s.code_page_size {
+        o.int("code_page_size", p)?;
+    }
+    if let Some(r) = s.read {
+        read_members(o, &r)?;
+    }
+    Ok(())
+}
+
+/// A sample's counter values: `[{"value": …, "id": …}, …]`.
+fn read_members<W: Write>(o: &mut Obj<'_, W>, r: &ReadValues<'_>) -> io::Result<()> {
+    o.key("read")?;
+    o.out.write_all(b"[")?;
+    for (i, (value, id, _)) in r.entries().into_iter().enumerate() {
+        if i > 0 {
+            o.out.write_all(b",")?;
+        }
+        match id {
+            Some(id) => write!(o.out, "{{\"value\":{value},\"id\":{id}}}")?,
+            None => write!(o.out, "{{\"value\":{value}}}")?,
+        }
+    }
+    o.out.write_all(b"]")
 }

@@ -2,6 +2,7 @@
 //! (its `Display`), and written into a profile's `notes` as those words.
 
 use sparkles_symbolize::kernel::NoKernelNames;
+use sparkles_symbolize::symbolizer::Unavailable;
 
 /// Something a profile's reader should know about how it was made.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,8 +32,8 @@ pub enum Note {
         /// The event.
         event: String,
     },
-    /// A module gave no names (or fewer), and why (the symbolizer's words).
-    Module(String),
+    /// A module gave no names (or fewer), and why.
+    Module(Unavailable),
 }
 
 impl std::fmt::Display for Note {
@@ -68,7 +69,7 @@ impl std::fmt::Display for Note {
                 f,
                 "no memory section: the samples carry a data source, but every one says nothing (N/A): {event} is not a memory event"
             ),
-            Note::Module(why) => f.write_str(why),
+            Note::Module(why) => write!(f, "{why}"),
         }
     }
 }

@@ -142,6 +142,37 @@ pub enum EventError {
         /// The tracepoint.
         name: String,
         /// Why tracefs is unavailable.
-        reason: crate::events::TracefsUnavailable,
+        reason: TracefsUnavailable,
+    },
+}
+
+/// Why tracefs (and so tracepoints) cannot be used, with what a user can do.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TracefsUnavailable {
+    /// It is there, but this user may not read it.
+    #[error("tracefs at {} is not readable by this user (root only here): run as root or chmod it", dir.display())]
+    NotReadable {
+        /// The folder.
+        dir: std::path::PathBuf,
+    },
+    /// A fake root has none.
+    #[error("tracefs not found under {} (looked in {looked})", root.display())]
+    NotFound {
+        /// The root looked under.
+        root: std::path::PathBuf,
+        /// The folders looked in, under it.
+        looked: String,
+    },
+    /// Not mounted, and only root may mount it.
+    #[error("tracefs not mounted (mount -t tracefs nodev /sys/kernel/tracing, as root)")]
+    NotMounted,
+    /// Not mounted, and mounting it failed.
+    #[error("tracefs not mounted, and mounting it at {} failed: {reason}", target.display())]
+    MountFailed {
+        /// Where it was to be mounted.
+        target: std::path::PathBuf,
+        /// The error mount(2) gave.
+        reason: String,
     },
 }

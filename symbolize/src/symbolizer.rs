@@ -62,6 +62,15 @@ pub enum Unavailable {
     /// Kernel, vDSO or JIT names that may not or cannot be given.
     #[error("{0}")]
     Other(String),
+    /// Some of a module's DWARF lookups failed: those addresses were named from its
+    /// symbol table instead.
+    #[error("{first} ({count} addresses named from the symbol table instead)")]
+    Lookups {
+        /// The first failure, with the file and address.
+        first: String,
+        /// How many lookups failed.
+        count: usize,
+    },
 }
 
 /// Where an address is, at the point of the capture it was located.
@@ -718,13 +727,18 @@ impl Symbolizer {
     }
 
     /// Modules that could not be used, with the reason, and modules whose DWARF failed
-    /// some lookups (for a profile's notes).
-    pub fn unavailable(&self) -> Vec<String> {
-        let mut out: Vec<String> = self.failures.values().map(ToString::to_string).collect();
-        out.extend(self.lookup_errors.values().map(|(first, n)| {
-            format!("{first} ({n} addresses named from the symbol table instead)")
-        }));
-        out.sort();
+    /// some lookups (for a profile's notes), in the order of their words.
+    pub fn unavailable(&self) -> Vec<Unavailable> {
+        let mut out: Vec<Unavailable> = self.failures.values().cloned().collect();
+        out.extend(
+            self.lookup_errors
+                .values()
+                .map(|(first, count)| Unavailable::Lookups {
+                    first: first.clone(),
+                    count: *count,
+                }),
+        );
+        out.sort_by_cached_key(ToString::to_string);
         out
     }
 }

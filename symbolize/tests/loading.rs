@@ -111,7 +111,12 @@ fn a_file_with_another_build_id_is_refused_and_said_so() {
         }
         other => panic!("expected a build-id mismatch, got {other:?}"),
     }
-    let why = s.unavailable().join("\n");
+    let noted = s.unavailable();
+    assert!(noted.iter().any(
+        |u| matches!(u, Unavailable::BuildIdMismatch { path, .. } if path == "/opt/app/prog")
+    ));
+    let why: Vec<String> = noted.iter().map(ToString::to_string).collect();
+    let why = why.join("\n");
     assert!(
         why.contains("/opt/app/prog") && why.contains("not used for names"),
         "{why}"

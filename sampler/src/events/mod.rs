@@ -19,9 +19,10 @@ use std::sync::OnceLock;
 
 use serde::Serialize;
 
+pub use crate::error::TracefsUnavailable;
 pub use format::{ConfigWord, FormatField};
 pub use pmu::Pmu;
-pub use tracefs::{Tracefs, TracefsUnavailable};
+pub use tracefs::Tracefs;
 
 use crate::error::EventError;
 use legacy::{PERF_TYPE_HARDWARE, PERF_TYPE_HW_CACHE, PERF_TYPE_SOFTWARE, PERF_TYPE_TRACEPOINT};

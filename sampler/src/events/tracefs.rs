@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::error::EventError;
+use crate::error::{EventError, TracefsUnavailable};
 
 /// Where tracefs lives under a root, in the order perf looks.
 const CANDIDATES: [&str; 2] = ["sys/kernel/tracing", "sys/kernel/debug/tracing"];
@@ -19,35 +19,6 @@ pub struct Tracefs {
 fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions and cannot fail.
     unsafe { libc::geteuid() == 0 }
-}
-
-/// Why tracefs (and so tracepoints) cannot be used, with what a user can do.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum TracefsUnavailable {
-    /// It is there, but this user may not read it.
-    #[error("tracefs at {} is not readable by this user (root only here): run as root or chmod it", dir.display())]
-    NotReadable {
-        /// The folder.
-        dir: std::path::PathBuf,
-    },
-    /// A fake root has none.
-    #[error("tracefs not found under {} (looked in {})", root.display(), CANDIDATES.join(", "))]
-    NotFound {
-        /// The root looked under.
-        root: std::path::PathBuf,
-    },
-    /// Not mounted, and only root may mount it.
-    #[error("tracefs not mounted (mount -t tracefs nodev /sys/kernel/tracing, as root)")]
-    NotMounted,
-    /// Not mounted, and mounting it failed.
-    #[error("tracefs not mounted, and mounting it at {} failed: {reason}", target.display())]
-    MountFailed {
-        /// Where it was to be mounted.
-        target: std::path::PathBuf,
-        /// The error mount(2) gave.
-        reason: String,
-    },
 }
 
 /// Finds tracefs under `root`. On the live system (`root` is `/`) with neither
@@ -71,6 +42,7 @@ pub fn locate(root: &Path) -> Result<Tracefs, TracefsUnavailable> {
     if root != Path::new("/") {
         return Err(TracefsUnavailable::NotFound {
             root: root.to_path_buf(),
+            looked: CANDIDATES.join(", "),
         });
     }
     if !is_root() {

@@ -1,5 +1,6 @@
 //! The demo suite: cases of distinct character, so that timings, counters and (later)
-//! profiles each show a different hot spot. `benches/demo.rs` runs it; tests use it too.
+//! profiles each show a different hot spot. `benches/demo.rs` runs it; tests use it too
+//! (each target that includes it uses a part of it).
 //!
 //! | case | bound by |
 //! |---|---|
@@ -11,13 +12,15 @@
 //! | `io/read_file/1MiB` | read syscalls over a file in the page cache |
 //! | `compute/sieve/1M` | a tight arithmetic loop |
 
+#![allow(dead_code)]
+
 use std::collections::HashMap;
 use std::hint::black_box;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Suite, Throughput};
+use sparkles_bench::{Suite, Throughput};
 
 /// Elements sorted per iteration of `sort/u64/100k`.
 pub const SORT_LEN: usize = 100_000;
@@ -258,28 +261,4 @@ pub fn suite() -> Suite {
         b.iter(|| sieve(black_box(SIEVE_LIMIT)));
     });
     suite
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_chase_is_one_cycle() {
-        let next = chase_cycle(1000);
-        assert_eq!(chase(&next, 0, 1000), 0);
-        assert!((1..1000).all(|k| chase(&next, 0, k) != 0));
-    }
-
-    #[test]
-    fn generated_inputs_are_what_the_cases_claim() {
-        let doc = json_document(1500);
-        assert!((200_000..600_000).contains(&doc.len()), "{}", doc.len());
-        let parsed: Vec<Record> = serde_json::from_slice(&doc).unwrap();
-        assert_eq!(parsed.len(), 1500);
-        assert_eq!(sieve(100), 25);
-        // SAFETY: sysconf has no preconditions.
-        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
-        assert_eq!(touch_fresh_pages(64 * page).unwrap(), 64);
-    }
 }

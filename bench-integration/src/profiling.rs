@@ -1,0 +1,328 @@
+//! The `--profile` pass around the cases: the sampling it plans before them, and after
+//! all timing each case's capture read (unwound, named, aggregated), its artifacts
+//! written beside it, saved with a baseline or diffed against one, and its notes said.
+
+use std::path::Path;
+
+use serde::Serialize;
+use sparkles_report::diff::{self, Mover};
+use sparkles_report::profile::{self as report, Folded, Profile};
+use sparkles_report::stacks::{StackOptions, UnwindSummary};
+use sparkles_sampler::session::{choose_event, CallGraph, Rate, SamplingConfig};
+
+use crate::args::HarnessArgs;
+use crate::baseline::Baseline;
+use crate::error::Error;
+use crate::profile::{HotFunction, ProfileSummary};
+use crate::record::BenchRow;
+use crate::runner::CaseReport;
+
+/// Why a profile artifact (profile.json, folded.txt, a flamegraph, a diff) was not made:
+/// a note under the case, never a failed run.
+#[derive(Debug, thiserror::Error)]
+enum ArtifactError {
+    #[error(transparent)]
+    Report(#[from] sparkles_report::Error),
+    #[error(transparent)]
+    File(#[from] sparkles_perf_data::Error),
+    #[error("{}: {source}", path.display())]
+    Read {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: {source}", path.display())]
+    Json {
+        path: std::path::PathBuf,
+        source: serde_json::Error,
+    },
+    #[error("{} is absent (save the baseline with --profile)", path.display())]
+    NoBaselineProfile { path: std::path::PathBuf },
+}
+
+/// Pretty JSON written whole to `path`.
+fn write_json(path: &Path, value: &impl Serialize) -> Result<(), ArtifactError> {
+    let json = serde_json::to_vec_pretty(value).map_err(|source| ArtifactError::Json {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    Ok(sparkles_perf_data::atomic_write::write_atomically(
+        path, &json,
+    )?)
+}
+
+/// Reads every case's capture after all timing: its top functions, how its stacks
+/// unwound, and the case's artifacts beside the capture (flamegraph.svg, folded.txt,
+/// profile.json); with `--save-baseline` the profile is saved with the rows, with
+/// `--baseline` the baseline's is diffed against it.
+pub(crate) fn read_captures(
+    reports: &mut [CaseReport],
+    args: &HarnessArgs,
+    event_note: &str,
+    save_path: Option<&Path>,
+    baseline: Option<&Baseline>,
+) {
+    for r in reports {
+        let case = r.name.clone();
+        let Some(p) = r.profile.as_mut() else {
+            continue;
+        };
+        let Some(capture) = p.capture.clone().map(std::path::PathBuf::from) else {
+            continue;
+        };
+        let Some((profile, folded)) = read_capture(&case, &capture, p, args, event_note) else {
+            continue;
+        };
+        let dir = capture.parent().unwrap_or(Path::new("."));
+        let slug = dir
+            .file_name()
+            .map(|n| n.to_os_string())
+            .unwrap_or_default();
+        // Beside the baseline's rows: its profile folder, one per case.
+        let beside = |rows: &Path| {
+            rows.parent()
+                .unwrap_or(Path::new("."))
+                .join("profile")
+                .join(&slug)
+        };
+        if let Some(save) = save_path {
+            if let Err(e) = save_with_baseline(dir, &beside(save), &folded) {
+                p.notes
+                    .push(format!("profile not saved with the baseline: {e}"));
+            }
+        }
+        if let Some(base) = baseline {
+            match diff_against(&case, &beside(&base.path), &profile, &folded, dir) {
+                Ok(movers) => p.movers = movers,
+                Err(e) => p.notes.push(format!("no profile diff: {e}")),
+            }
+        }
+    }
+}
+
+/// Copies a case's profile.json and folded stacks from `dir` into `keep`, beside a
+/// baseline being saved.
+fn save_with_baseline(dir: &Path, keep: &Path, folded: &Folded) -> Result<(), ArtifactError> {
+    let from = dir.join("profile.json");
+    let json = std::fs::read(&from).map_err(|source| ArtifactError::Read { path: from, source })?;
+    sparkles_perf_data::atomic_write::write_atomically(&keep.join("profile.json"), &json)?;
+    sparkles_perf_data::atomic_write::write_atomically(
+        &keep.join("folded.txt"),
+        folded.text().as_bytes(),
+    )?;
+    Ok(())
+}
+
+/// The hot-symbol diff of a case's profile against the baseline's saved in `from`:
+/// diff.json and diff.svg beside the case's capture, and its three top movers.
+fn diff_against(
+    case: &str,
+    from: &Path,
+    profile: &Profile,
+    folded: &Folded,
+    dir: &Path,
+) -> Result<Vec<Mover>, ArtifactError> {
+    let base_json = from.join("profile.json");
+    let Ok(bytes) = std::fs::read(&base_json) else {
+        return Err(ArtifactError::NoBaselineProfile { path: base_json });
+    };
+    let base: Profile = serde_json::from_slice(&bytes).map_err(|source| ArtifactError::Json {
+        path: base_json,
+        source,
+    })?;
+    let d = diff::diff(case, &base, profile);
+    write_json(&dir.join("diff.json"), &d)?;
+    let base_folded = from.join("folded.txt");
+    let text = std::fs::read_to_string(&base_folded).map_err(|source| ArtifactError::Read {
+        path: base_folded,
+        source,
+    })?;
+    let svg = diff::svg(&d, &Folded::parse(&text)?, folded)?;
+    sparkles_perf_data::atomic_write::write_atomically(&dir.join("diff.svg"), svg.as_bytes())?;
+    Ok(d.movers.into_iter().take(3).collect())
+}
+
+/// Unwinds, names and aggregates one case's capture; writes its artifacts beside it.
+pub(crate) fn read_capture(
+    case: &str,
+    capture: &Path,
+    summary: &mut ProfileSummary,
+    args: &HarnessArgs,
+    event_note: &str,
+) -> Option<(Profile, Folded)> {
+    let options = StackOptions {
+        unwind: args.profile_unwind,
+        ..StackOptions::default()
+    };
+    let mut unwind = UnwindSummary::default();
+    let (mut p, folded) =
+        match report::profile_capture_with(capture, case, &options, |s| unwind.add(s)) {
+            Ok(done) => done,
+            Err(e) => {
+                summary.notes.push(format!("no profile: {e}"));
+                return None;
+            }
+        };
+    p.event_note = Some(event_note.to_string()).filter(|n| !n.is_empty());
+    summary.unwind = Some(unwind);
+    // Under the row: the hottest symbols (what perf report lists first), whose names are
+    // the case's own code; inlined std helpers (`lt`, `copy<u64>`) stay in profile.json's
+    // `functions` view.
+    summary.top = p
+        .symbols
+        .iter()
+        .take(5)
+        .map(|e| HotFunction {
+            name: e.name.clone(),
+            self_pct: e.self_pct,
+            total_pct: e.total_pct,
+        })
+        .collect();
+    summary.memory = p.memory.clone().map(|mut m| {
+        m.code.truncate(5);
+        m.data_objects.truncate(5);
+        m
+    });
+    summary.numa = p.numa.clone().map(|mut n| {
+        n.code.truncate(5);
+        n.data_objects.truncate(5);
+        n.remote_code.truncate(5);
+        n.remote_data.truncate(5);
+        n
+    });
+    let dir = capture.parent().unwrap_or(Path::new("."));
+    if let Err(e) = write_artifacts(dir, &p, &folded) {
+        summary
+            .notes
+            .push(format!("profile artifacts not written: {e}"));
+    }
+    Some((p, folded))
+}
+
+/// profile.json, folded.txt and flamegraph.svg in `dir`.
+fn write_artifacts(dir: &Path, p: &Profile, folded: &Folded) -> Result<(), ArtifactError> {
+    write_json(&dir.join("profile.json"), p)?;
+    sparkles_perf_data::atomic_write::write_atomically(
+        &dir.join("folded.txt"),
+        folded.text().as_bytes(),
+    )?;
+    let svg = sparkles_report::flame::svg(p, folded)?;
+    sparkles_perf_data::atomic_write::write_atomically(
+        &dir.join("flamegraph.svg"),
+        svg.as_bytes(),
+    )?;
+    Ok(())
+}
+
+/// The sampling a `--profile` run uses: the event asked for, else the default chain.
+/// With the line saying which event it samples, and why.
+pub(crate) fn sampling(args: &HarnessArgs) -> Result<(SamplingConfig, String), Error> {
+    let memory = match args.profile.as_deref() {
+        Some("cpu") => false,
+        Some("mem") => true,
+        other => {
+            return Err(Error::Usage {
+                flag: "--profile",
+                message: format!(
+                    "'{}' is not a profile kind: use --profile (CPU sampling) or --profile=mem (memory: precise memory events, else first-touch placement)",
+                    other.unwrap_or_default()
+                ),
+            })
+        }
+    };
+    let system = sparkles_sampler::system::System::probe();
+    let usage = |flag: &'static str| {
+        move |e: sparkles_sampler::EventError| Error::Usage {
+            flag,
+            message: e.to_string(),
+        }
+    };
+    let resolver = sparkles_sampler::EventResolver::live().map_err(usage("--profile"))?;
+    let (event, note) = choose_event(&resolver, &system, args.profile_event.as_deref())
+        .map_err(usage("--profile-event"))?;
+    let mut config = SamplingConfig {
+        events: vec![event.into()],
+        rate: args
+            .profile_period
+            .map(Rate::Period)
+            .unwrap_or(Rate::Frequency(args.profile_freq)),
+        call_graph: if args.profile_stack == 0 {
+            CallGraph::FramePointer
+        } else {
+            CallGraph::Dwarf(args.profile_stack.next_multiple_of(8).min(65528))
+        },
+        // The session shrinks buffers to fit an unprivileged user's perf_event_mlock_kb.
+        buffer_pages: 256,
+        compact_stacks: true,
+        memory: None,
+    };
+    if !memory {
+        return Ok((config, note));
+    }
+    if args.profile_event.is_some() {
+        return Err(Error::Usage {
+            flag: "--profile-event",
+            message: "--profile=mem chooses its own event (the machine's precise memory event, else page faults): leave out --profile-event".into(),
+        });
+    }
+    let plan =
+        sparkles_sampler::mem_events::live_plan(&resolver, &system).map_err(usage("--profile"))?;
+    let note = plan.apply(&mut config);
+    Ok((config, note))
+}
+
+/// The notes every one of several profiles has (the kernel's sampling limit, say), to be
+/// said once rather than per case.
+pub(crate) fn common_notes<'a>(profiles: &[&'a ProfileSummary]) -> Vec<&'a String> {
+    match profiles.split_first() {
+        Some((first, rest)) if !rest.is_empty() => first
+            .notes
+            .iter()
+            .filter(|n| rest.iter().all(|p| p.notes.contains(n)))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Each case's profile notes (those every case has, once), why a case has no capture, and
+/// how its stacks unwound.
+pub(crate) fn print_notes(rows: &[BenchRow]) {
+    let profiles: Vec<&ProfileSummary> = rows.iter().filter_map(|r| r.profile.as_ref()).collect();
+    let common = common_notes(&profiles);
+    for note in &common {
+        eprintln!("profile: every case: {note}");
+    }
+    for row in rows {
+        let Some(p) = &row.profile else { continue };
+        if let Some(error) = &p.error {
+            eprintln!("profile: {}: no capture: {error}", row.case);
+        }
+        for note in p.notes.iter().filter(|n| !common.contains(n)) {
+            eprintln!("profile: {}: {note}", row.case);
+        }
+        if let Some(u) = &p.unwind {
+            eprintln!("profile: {}: {}", row.case, u.describe());
+        }
+    }
+}
+
+/// A warning when this bench binary cannot be symbolized or unwound well.
+pub(crate) fn debug_info_warning() -> Option<String> {
+    use object::{Object, ObjectSection};
+    let exe = std::env::current_exe().ok()?;
+    let bytes = std::fs::read(&exe).ok()?;
+    let file = object::File::parse(&*bytes).ok()?;
+    let has = |name: &str| file.section_by_name(name).is_some_and(|s| s.size() > 0);
+    if !has(".eh_frame") {
+        return Some(format!(
+            "{} has no .eh_frame: stacks cannot be unwound (remove -C force-unwind-tables=no, or set panic = \"unwind\")",
+            exe.display()
+        ));
+    }
+    if !has(".debug_line") {
+        return Some(format!(
+            "{} has no line tables: profiles name functions from .symtab only; add [profile.bench] debug = \"line-tables-only\" to Cargo.toml",
+            exe.display()
+        ));
+    }
+    None
+}
