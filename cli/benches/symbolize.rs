@@ -15,7 +15,7 @@
 //! After timing, each tool's process runs once more and its peak resident memory
 //! (`ru_maxrss` from wait4) is printed beside the others'.
 //!
-//! The binary is built with `cargo build -p sparkles-bench --bin sparkles` when missing.
+//! The binary is built with `cargo build -p sparkles-cli --bin sparkles` when missing.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -29,17 +29,18 @@ use sparkles_symbolize::{Module, SearchPaths};
 
 const ADDRESSES: usize = 10_000;
 
-/// The debug `sparkles` binary beside this bench's target folder, built if missing.
-fn big_binary(args: &HarnessArgs) -> Result<PathBuf, String> {
-    let target = sparkles_bench::output::out_dir(args.out_dir.as_deref())
-        .parent()
-        .map(Path::to_path_buf)
+/// The debug `sparkles` binary in the target folder this bench was built into, built if
+/// missing.
+fn big_binary() -> Result<PathBuf, String> {
+    let target = std::env::current_exe()
+        .ok()
+        .and_then(|exe| sparkles_bench::output::target_dir_of(&exe))
         .unwrap_or_else(|| PathBuf::from("target"));
     let bin = target.join("debug/sparkles");
     if !bin.is_file() {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let status = Command::new(cargo)
-            .args(["build", "-q", "-p", "sparkles-bench", "--bin", "sparkles"])
+            .args(["build", "-q", "-p", "sparkles-cli", "--bin", "sparkles"])
             .status()
             .map_err(|e| e.to_string())?;
         if !status.success() {
@@ -154,7 +155,7 @@ fn main() {
     suite.default_samples(8);
     let measuring = args.bench && !args.list;
     let prepared = if measuring {
-        big_binary(&args).and_then(|bin| Ok((addresses(&bin)?, bin)))
+        big_binary().and_then(|bin| Ok((addresses(&bin)?, bin)))
     } else {
         // Smoke mode: this bench binary itself, a few addresses.
         std::env::current_exe()

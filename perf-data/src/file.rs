@@ -111,21 +111,44 @@ pub struct Stats {
     pub decompressed_bytes: u64,
 }
 
-impl Stats {
+/// Counts of a pass, kept by record type number (no string per record); made into
+/// [`Stats`] when asked.
+#[derive(Debug, Clone, Default)]
+struct Counts {
+    records: u64,
+    by_type: HashMap<u32, u64>,
+    samples: u64,
+    lost: u64,
+    lost_samples: u64,
+}
+
+impl Counts {
     fn count(&mut self, event: &Event<'_>) {
         self.records += 1;
-        let name = kind_name(event.header.type_);
-        if name == "unknown" {
-            *self.unknown_types.entry(event.header.type_).or_default() += 1;
-        } else {
-            *self.by_type.entry(name.to_string()).or_default() += 1;
-        }
+        *self.by_type.entry(event.header.type_).or_default() += 1;
         match event.record {
             Record::Sample(_) => self.samples += 1,
             Record::Lost { lost, .. } => self.lost += lost,
             Record::LostSamples { lost } => self.lost_samples += lost,
             _ => {}
         }
+    }
+
+    fn stats(&self) -> Stats {
+        let mut stats = Stats {
+            records: self.records,
+            samples: self.samples,
+            lost: self.lost,
+            lost_samples: self.lost_samples,
+            ..Stats::default()
+        };
+        for (&type_, &n) in &self.by_type {
+            match kind_name(type_) {
+                "unknown" => *stats.unknown_types.entry(type_).or_default() += n,
+                name => *stats.by_type.entry(name.to_string()).or_default() += n,
+            }
+        }
+        stats
     }
 }
 
@@ -214,8 +237,9 @@ impl PerfData {
         PerfData::from_storage(PathBuf::from("(in memory)"), Storage::Owned(bytes))
     }
 
-    /// Reads a pipe-mode stream named `path` in errors: its header records (attrs,
-    /// features) now, the rest as [`PerfData::records`] pulls them.
+    /// Reads a stream named `path` in errors: of a pipe-mode capture, its header records
+    /// (attrs, features) now and the rest as [`PerfData::records`] pulls them; a
+    /// file-mode capture (whose header points anywhere in it) is read whole.
     pub fn from_stream(
         path: impl AsRef<Path>,
         mut stream: impl Read + Send + 'static,
@@ -231,10 +255,12 @@ impl PerfData {
         let mut c = Cursor::new(&head[..got], 0);
         let size = check_magic(&mut c).map_err(data_error)?;
         if size != PIPE_HEADER_SIZE {
-            return Err(data_error(DataError::new(
-                8,
-                format!("a stream must be a pipe-mode perf.data (header size 16); this says {size}: give the file itself"),
-            )));
+            // A file-mode capture's header points anywhere in it: read it whole.
+            let mut bytes = head[..got].to_vec();
+            stream
+                .read_to_end(&mut bytes)
+                .map_err(|e| Error::io(&path, e))?;
+            return PerfData::from_storage(path, Storage::Owned(bytes));
         }
         // The records before the first kernel record (attrs, features, time conversion)
         // describe the stream; they are kept and delivered again with the rest.
@@ -499,7 +525,7 @@ impl PerfData {
             order: Order::default(),
             ordered,
             ended: false,
-            stats: Stats::default(),
+            counts: Counts::default(),
         })
     }
 
@@ -562,14 +588,14 @@ pub struct Records<'a> {
     order: Order,
     ordered: bool,
     ended: bool,
-    stats: Stats,
+    counts: Counts,
 }
 
 impl std::fmt::Debug for Records<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Records")
             .field("ordered", &self.ordered)
-            .field("stats", &self.stats)
+            .field("records", &self.counts.records)
             .finish()
     }
 }
@@ -591,14 +617,14 @@ impl Records<'_> {
                 time,
             ),
             Some(Next::Queued(q)) => {
-                let bytes = match q.place {
+                let bytes = match q.place() {
                     Place::Input(at) => {
                         let input = self.raw.input_bytes().unwrap_or_default();
-                        &input[at..at + q.len]
+                        &input[at..at + q.len()]
                     }
-                    Place::Arena(at) => &self.order.arena()[at..at + q.len],
+                    Place::Arena(at) => &self.order.arena()[at..at + q.len()],
                 };
-                (bytes, q.offset, q.decompressed_at, q.attr, Some(q.time))
+                (bytes, q.offset, q.decompressed_at(), q.attr(), Some(q.time))
             }
         };
         let event =
@@ -608,18 +634,18 @@ impl Records<'_> {
                     source,
                 }
             })?;
-        self.stats.count(&event);
+        self.counts.count(&event);
         Ok(Some(event))
     }
 
     /// What the records so far held.
     pub fn stats(&self) -> Stats {
-        let counts = self.raw.counts();
+        let read = self.raw.counts();
         Stats {
-            data_bytes: counts.data_bytes,
-            compressed_records: counts.compressed_records,
-            decompressed_bytes: counts.decompressed_bytes,
-            ..self.stats.clone()
+            data_bytes: read.data_bytes,
+            compressed_records: read.compressed_records,
+            decompressed_bytes: read.decompressed_bytes,
+            ..self.counts.stats()
         }
     }
 

@@ -5,6 +5,8 @@
 //!
 //! A queued record is kept by its place in the input where the input stays put (a mapped
 //! file), else copied into an arena that is compacted as released records are delivered.
+//! An entry is 40 bytes: a capture of millions of samples queued whole (one without
+//! rounds) costs little beside its map.
 
 use std::collections::VecDeque;
 
@@ -17,22 +19,55 @@ pub enum Place {
     Arena(usize),
 }
 
+/// `attr` and `decompressed_at` absent.
+const NONE_U32: u32 = u32::MAX;
+const NONE_U64: u64 = u64::MAX;
+/// `len`'s top bit: the bytes are in the arena.
+const IN_ARENA: u32 = 1 << 31;
+
 /// A queued record: its place in time, and where its bytes are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Queued {
     /// Its timestamp.
     pub time: u64,
-    seq: u64,
-    /// Its attr, where it has one.
-    pub attr: Option<usize>,
-    /// Where its bytes are.
-    pub place: Place,
-    /// How many.
-    pub len: usize,
     /// Its offset in the input (for a decompressed record, its COMPRESSED record's).
     pub offset: u64,
+    at: u64,
+    decompressed_at: u64,
+    /// Its length, and (top bit) whether it is in the arena.
+    len: u32,
+    attr: u32,
+}
+
+impl Queued {
+    /// Where its bytes are.
+    pub fn place(&self) -> Place {
+        if self.len & IN_ARENA != 0 {
+            Place::Arena(self.at as usize)
+        } else {
+            Place::Input(self.at as usize)
+        }
+    }
+
+    /// How many bytes.
+    pub fn len(&self) -> usize {
+        (self.len & !IN_ARENA) as usize
+    }
+
+    /// Whether it has none (never: a record has its header).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Its attr, where it has one.
+    pub fn attr(&self) -> Option<usize> {
+        (self.attr != NONE_U32).then_some(self.attr as usize)
+    }
+
     /// For a decompressed record, where it starts in the decompressed stream.
-    pub decompressed_at: Option<u64>,
+    pub fn decompressed_at(&self) -> Option<u64> {
+        (self.decompressed_at != NONE_U64).then_some(self.decompressed_at)
+    }
 }
 
 /// Records waiting for their round.
@@ -43,7 +78,6 @@ pub struct Order {
     arena: Vec<u8>,
     /// Bytes of the arena still queued or ready.
     arena_live: usize,
-    seq: u64,
     max_time: u64,
     /// Records up to this time may go at the next round boundary: the latest time seen
     /// when the previous round ended.
@@ -51,7 +85,7 @@ pub struct Order {
 }
 
 impl Order {
-    /// Queues a record at `time` whose bytes stay at `place` of the input, or (`None`)
+    /// Queues a record at `time` whose bytes stay at `input_at` of the input, or (`None`)
     /// are `bytes`, copied.
     pub fn push(
         &mut self,
@@ -62,55 +96,65 @@ impl Order {
         offset: u64,
         decompressed_at: Option<u64>,
     ) {
-        let place = match input_at {
-            Some(at) => Place::Input(at),
+        // A record is at most 64 KiB (its size is a u16): the length fits below IN_ARENA.
+        let mut len = bytes.len() as u32;
+        let at = match input_at {
+            Some(at) => at,
             None => {
                 let at = self.arena.len();
                 self.arena.extend_from_slice(bytes);
                 self.arena_live += bytes.len();
-                Place::Arena(at)
+                len |= IN_ARENA;
+                at
             }
         };
         self.max_time = self.max_time.max(time);
         self.queue.push(Queued {
             time,
-            seq: self.seq,
-            attr,
-            place,
-            len: bytes.len(),
             offset,
-            decompressed_at,
+            at: at as u64,
+            decompressed_at: decompressed_at.unwrap_or(NONE_U64),
+            len,
+            attr: attr.map_or(NONE_U32, |a| a as u32),
         });
-        self.seq += 1;
     }
 
-    /// At FINISHED_ROUND: releases the records that may go now, in time order.
+    /// At FINISHED_ROUND: releases the records that may go now, in time order (records
+    /// of one time in the order they came: the sort is stable).
     pub fn round(&mut self) {
-        self.queue.sort_by_key(|q| (q.time, q.seq));
+        self.queue.sort_by_key(|q| q.time);
         let n = self.queue.partition_point(|q| q.time <= self.next_flush);
         self.next_flush = self.max_time;
-        self.ready.extend(self.queue.drain(..n));
+        let later = self.queue.split_off(n);
+        let released = std::mem::replace(&mut self.queue, later);
+        self.release(released);
     }
 
     /// At the end: releases everything left, in time order.
     pub fn finish(&mut self) {
-        self.queue.sort_by_key(|q| (q.time, q.seq));
-        self.ready.extend(self.queue.drain(..));
+        self.queue.sort_by_key(|q| q.time);
+        let all = std::mem::take(&mut self.queue);
+        self.release(all);
+    }
+
+    /// Moves `released` (sorted, later than what is ready) to the ready queue, without a
+    /// copy when nothing else is ready.
+    fn release(&mut self, released: Vec<Queued>) {
+        if self.ready.is_empty() {
+            self.ready = VecDeque::from(released);
+        } else {
+            self.ready.extend(released);
+        }
     }
 
     /// The next released record. Arena space of records delivered before it is reclaimed
-    /// first (nothing borrows the arena between calls).
+    /// by [`Order::compact`].
     pub fn pop(&mut self) -> Option<Queued> {
         let q = self.ready.pop_front()?;
-        if matches!(q.place, Place::Arena(_)) {
-            self.arena_live -= q.len;
+        if matches!(q.place(), Place::Arena(_)) {
+            self.arena_live -= q.len();
         }
         Some(q)
-    }
-
-    /// Whether released records wait to be delivered.
-    pub fn has_ready(&self) -> bool {
-        !self.ready.is_empty()
     }
 
     /// The arena's bytes (where [`Place::Arena`] points).
@@ -126,9 +170,10 @@ impl Order {
         }
         let mut arena = Vec::with_capacity(self.arena_live * 2);
         for q in self.queue.iter_mut().chain(self.ready.iter_mut()) {
-            if let Place::Arena(at) = q.place {
-                q.place = Place::Arena(arena.len());
-                arena.extend_from_slice(&self.arena[at..at + q.len]);
+            if let Place::Arena(at) = q.place() {
+                let len = q.len();
+                q.at = arena.len() as u64;
+                arena.extend_from_slice(&self.arena[at..at + len]);
             }
         }
         self.arena = arena;
@@ -150,13 +195,34 @@ mod tests {
         o.round();
         assert!(o.pop().is_none());
         o.push(20, None, Some(16), &[0; 8], 16, None);
-        o.push(40, None, Some(24), &[0; 8], 24, None);
+        o.push(40, Some(3), Some(24), &[0; 8], 24, Some(77));
         // The second: records up to 30 (the latest time the first round saw) go.
         o.round();
         let times: Vec<u64> = std::iter::from_fn(|| o.pop()).map(|q| q.time).collect();
         assert_eq!(times, [10, 20, 30]);
         o.finish();
-        assert_eq!(o.pop().map(|q| q.time), Some(40));
+        let last = o.pop().unwrap();
+        assert_eq!(last.time, 40);
+        assert_eq!(
+            (
+                last.attr(),
+                last.decompressed_at(),
+                last.place(),
+                last.len()
+            ),
+            (Some(3), Some(77), Place::Input(24), 8)
+        );
+    }
+
+    #[test]
+    fn records_of_one_time_keep_their_order() {
+        let mut o = Order::default();
+        for at in 0..100usize {
+            o.push(5, None, Some(at), &[0; 8], at as u64, None);
+        }
+        o.finish();
+        let places: Vec<u64> = std::iter::from_fn(|| o.pop()).map(|q| q.offset).collect();
+        assert_eq!(places, (0..100).collect::<Vec<u64>>());
     }
 
     #[test]
@@ -172,7 +238,7 @@ mod tests {
             o.compact();
         }
         let last = o.pop().unwrap();
-        let Place::Arena(at) = last.place else {
+        let Place::Arena(at) = last.place() else {
             panic!("copied")
         };
         assert_eq!(&o.arena()[at..at + 8], &19_999u64.to_le_bytes());

@@ -71,6 +71,24 @@ fn a_pipe_capture_streamed_in_pieces_reads_as_the_mapped_file_does() {
     assert!(matches!(again, Error::StreamReadTwice { .. }), "{again}");
 }
 
+#[test]
+fn a_file_mode_capture_given_as_a_stream_reads_whole() {
+    let Some(root) = fixtures() else { return };
+    let path = root.join("format/sleep.compressed.data");
+    let bytes = std::fs::read(&path).unwrap();
+    let stream = PerfData::from_stream(
+        "sleep.compressed.data",
+        Trickle {
+            bytes,
+            at: 0,
+            step: 0,
+        },
+    )
+    .unwrap();
+    let mapped = PerfData::open(&path).unwrap();
+    assert_eq!(records(&stream), records(&mapped));
+}
+
 /// A record of `type_` with an 8-byte-aligned body.
 fn record(type_: u32, body: &[u8]) -> Vec<u8> {
     let mut r = Vec::new();

@@ -335,8 +335,15 @@ impl Mappings for CaptureMappings<'_> {
         out
     }
 
-    fn is_mapped(&self, pid: u32, addr: u64) -> bool {
-        self.space.is_mapped(pid, addr)
+    fn all_mapped(&self, pid: u32, addrs: &mut dyn Iterator<Item = u64>) -> bool {
+        let maps = self.space.mappings(pid);
+        for a in addrs {
+            let i = maps.partition_point(|m| m.start <= a);
+            if i == 0 || a >= maps[i - 1].end {
+                return false;
+            }
+        }
+        true
     }
 
     fn symbol_name(&mut self, pid: u32, addr: u64) -> Option<&str> {

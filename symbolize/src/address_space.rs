@@ -72,13 +72,6 @@ impl AddressSpace {
         }
     }
 
-    /// Whether `addr` lies in one of `pid`'s own mappings.
-    pub fn is_mapped(&self, pid: u32, addr: u64) -> bool {
-        let maps = self.mappings(pid);
-        let i = maps.partition_point(|m| m.start <= addr);
-        i > 0 && addr < maps[i - 1].end
-    }
-
     /// A mapping appeared: it replaces whatever overlapped it (the kernel unmaps first).
     pub fn map(&mut self, pid: u32, m: Mapping) {
         *self.generations.entry(pid).or_default() += 1;

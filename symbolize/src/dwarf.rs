@@ -11,22 +11,34 @@ use gimli::{Reader as _, Section as _};
 
 use crate::elf::{map_file, FileBytes};
 
-/// A DWARF section's bytes: a range of a mapped file (no copy), or decompressed bytes.
+/// A DWARF section's bytes: a range of a mapped file (no copy), or of the bytes a
+/// compressed section decompressed to.
 #[derive(Debug, Clone)]
-pub enum Section {
-    /// `file[range]`.
-    Mapped(Arc<FileBytes>, Range<usize>),
-    /// A compressed section, decompressed.
-    Owned(Arc<[u8]>),
+pub struct Section {
+    bytes: Arc<FileBytes>,
+    range: Range<usize>,
+}
+
+impl Section {
+    /// No bytes.
+    fn empty() -> Section {
+        Section::whole(Vec::new())
+    }
+
+    /// All of `bytes` (decompressed ones: the vector moves, its bytes are not copied).
+    fn whole(bytes: Vec<u8>) -> Section {
+        let len = bytes.len();
+        Section {
+            bytes: Arc::new(FileBytes::Owned(bytes.into_boxed_slice())),
+            range: 0..len,
+        }
+    }
 }
 
 impl Deref for Section {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
-        match self {
-            Section::Mapped(file, range) => &file[range.clone()],
-            Section::Owned(bytes) => bytes,
-        }
+        &self.bytes[self.range.clone()]
     }
 }
 
@@ -58,7 +70,7 @@ fn section(
 ) -> Result<Reader, gimli::Error> {
     use object::{Object, ObjectSection};
     let endian = endian_of(file);
-    let empty = || Reader::new(Section::Owned(Arc::from(&[][..])), endian);
+    let empty = || Reader::new(Section::empty(), endian);
     let Some(s) = name.and_then(|n| file.section_by_name(n)) else {
         return Ok(empty());
     };
@@ -71,9 +83,12 @@ fn section(
             (end <= bytes.len() as u64).then_some(r.offset as usize..end as usize)
         });
     let data = match plain {
-        Some(range) => Section::Mapped(Arc::clone(bytes), range),
+        Some(range) => Section {
+            bytes: Arc::clone(bytes),
+            range,
+        },
         None => match s.uncompressed_data() {
-            Ok(data) => Section::Owned(Arc::from(data.into_owned())),
+            Ok(data) => Section::whole(data.into_owned()),
             // A section that cannot be read gives no DWARF from it, as if absent.
             Err(_) => return Ok(empty()),
         },
@@ -97,7 +112,7 @@ pub fn package(path: &Path) -> Option<gimli::DwarfPackage<Reader>> {
     name.push(".dwp");
     let bytes = map_file(Path::new(&name)).ok()?;
     let file = object::File::parse(&**bytes).ok()?;
-    let empty = Reader::new(Section::Owned(Arc::from(&[][..])), endian_of(&file));
+    let empty = Reader::new(Section::empty(), endian_of(&file));
     gimli::DwarfPackage::load(|id| section(&file, &bytes, id.dwo_name()), empty).ok()
 }
 

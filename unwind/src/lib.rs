@@ -107,8 +107,9 @@ pub trait Mappings {
     fn generation(&self, pid: u32) -> u64;
     /// The executable file mappings of `pid`, each with its module's image.
     fn executable_modules(&mut self, pid: u32) -> Vec<MappedModule>;
-    /// Whether `addr` lies in a mapping of `pid`.
-    fn is_mapped(&self, pid: u32, addr: u64) -> bool;
+    /// Whether every address of `addrs` lies in a mapping of `pid` (asked once per stack,
+    /// so the process's mappings are looked up once).
+    fn all_mapped(&self, pid: u32, addrs: &mut dyn Iterator<Item = u64>) -> bool;
     /// The symbol-table name of the function holding `addr` in `pid`, where one does.
     fn symbol_name(&mut self, pid: u32, addr: u64) -> Option<&str>;
 }
@@ -242,14 +243,12 @@ impl Stats {
     }
 }
 
-/// A module section's bytes: a range of the module's image (never copied), or
-/// decompressed bytes.
+/// A module section's bytes: a range of the module's image (never copied), or of the
+/// bytes a compressed section decompressed to.
 #[derive(Clone)]
-pub enum Bytes {
-    /// `image[range]`.
-    Mapped(Image, Range<usize>),
-    /// Owned (a compressed section, decompressed).
-    Owned(Arc<[u8]>),
+pub struct Bytes {
+    image: Image,
+    range: Range<usize>,
 }
 
 impl std::fmt::Debug for Bytes {
@@ -261,10 +260,7 @@ impl std::fmt::Debug for Bytes {
 impl Deref for Bytes {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
-        match self {
-            Bytes::Mapped(m, r) => &(**m).as_ref()[r.clone()],
-            Bytes::Owned(b) => b,
-        }
+        &(*self.image).as_ref()[self.range.clone()]
     }
 }
 
@@ -296,9 +292,20 @@ fn sections_of(map: &Image) -> Sections {
                 if end > bytes.len() as u64 {
                     return None;
                 }
-                Bytes::Mapped(Arc::clone(map), start as usize..end as usize)
+                Bytes {
+                    image: Arc::clone(map),
+                    range: start as usize..end as usize,
+                }
             }
-            _ => Bytes::Owned(Arc::from(s.uncompressed_data().ok()?.into_owned())),
+            // The decompressed vector moves into the Arc: its bytes are not copied.
+            _ => {
+                let image: Image = Arc::new(s.uncompressed_data().ok()?.into_owned());
+                let len = (*image).as_ref().len();
+                Bytes {
+                    image,
+                    range: 0..len,
+                }
+            }
         };
         Some((range, bytes))
     };
@@ -639,13 +646,11 @@ impl Unwinder {
             }
         }
         // A user return address in no mapping is a corrupt frame (or unnamed JIT code).
-        if truncated.is_none()
-            && frames
-                .iter()
-                .skip(1)
-                .any(|f| !f.kernel && !mappings.is_mapped(pid, f.addr))
-        {
-            truncated = Some(Truncation::AddressInNoMapping);
+        if truncated.is_none() {
+            let mut user = frames.iter().skip(1).filter(|f| !f.kernel).map(|f| f.addr);
+            if !mappings.all_mapped(pid, &mut user) {
+                truncated = Some(Truncation::AddressInNoMapping);
+            }
         }
         if frames.len() > MAX_FRAMES {
             frames.truncate(MAX_FRAMES);

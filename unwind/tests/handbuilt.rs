@@ -26,8 +26,8 @@ impl Mappings for AnonymousCode {
         Vec::new()
     }
 
-    fn is_mapped(&self, pid: u32, addr: u64) -> bool {
-        pid == PID && (0x40_0000..0x50_0000).contains(&addr)
+    fn all_mapped(&self, pid: u32, addrs: &mut dyn Iterator<Item = u64>) -> bool {
+        pid == PID && Iterator::all(&mut &mut *addrs, |a| (0x40_0000..0x50_0000).contains(&a))
     }
 
     fn symbol_name(&mut self, _pid: u32, _addr: u64) -> Option<&str> {
