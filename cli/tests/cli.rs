@@ -9,6 +9,8 @@ use serde_json::Value;
 
 #[path = "../../testdata/support/callchain_fixture.rs"]
 mod callchain_fixture;
+#[path = "../../testdata/support/fixtures.rs"]
+mod fixtures;
 
 fn sparkles(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_sparkles"))
@@ -26,16 +28,20 @@ fn json(out: &Output) -> Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-fn fixture_tree(name: &str) -> Option<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/fixtures/sysfs")
-        .join(name);
-    if dir.is_dir() {
-        Some(dir)
+/// A file or folder of the shared fixtures, or `None`, saying so, where it is absent.
+fn fixture(rel: &str) -> Option<PathBuf> {
+    let path = fixtures::fixtures()?.join(rel);
+    if path.exists() {
+        Some(path)
     } else {
-        eprintln!("skipped: {} is absent", dir.display());
+        eprintln!("skipped: {} is absent", path.display());
         None
     }
+}
+
+/// One of the fake sysfs trees of the shared fixtures.
+fn fixture_tree(name: &str) -> Option<PathBuf> {
+    fixture(&format!("sysfs/{name}"))
 }
 
 #[test]
@@ -225,18 +231,6 @@ fn the_harness_prints_capabilities() {
         sparkles_bench::run_main(suite, ["bench", "--capabilities"]),
         0
     );
-}
-
-fn fixture(rel: &str) -> Option<PathBuf> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/fixtures")
-        .join(rel);
-    if path.is_file() {
-        Some(path)
-    } else {
-        eprintln!("skipped: {} is absent", path.display());
-        None
-    }
 }
 
 #[test]
