@@ -199,8 +199,9 @@ pub struct HarnessArgs {
 
     /// How profile stacks are unwound: `dwarf`, `fp` (frame pointers; for builds with
     /// `-C force-frame-pointers=yes`) or `auto` (DWARF where a sample has a stack copy).
-    #[arg(long, value_name = "MODE", default_value = "auto", value_parser = parse_unwind)]
-    pub profile_unwind: sparkles_unwind::Mode,
+    #[arg(long, value_name = "MODE", default_value = "auto",
+          value_parser = clap::builder::PossibleValuesParser::new(["dwarf", "fp", "auto"]))]
+    pub profile_unwind: String,
 
     /// Folder for every file the run writes (default: target/sparkles/ of the target
     /// folder the bench binary was built into).
@@ -217,10 +218,6 @@ pub enum ColorChoice {
     Always,
     /// Never.
     Never,
-}
-
-fn parse_unwind(s: &str) -> Result<sparkles_unwind::Mode, sparkles_unwind::UnknownMode> {
-    s.parse()
 }
 
 fn parse_duration(text: &str) -> Result<Duration, String> {

@@ -394,21 +394,8 @@ impl Bencher {
 fn profile_pass(routine: &mut dyn Routine, plan: &ProfilePlan) -> Result<ProfileSummary, String> {
     let system = sparkles_sampler::system::System::probe();
     let mut summary = ProfileSummary {
-        capture: None,
         event: plan.sampling.name(),
-        samples: 0,
-        lost: 0,
-        lost_samples: 0,
-        seconds: 0.0,
-        bytes: 0,
-        stack_bytes_saved: 0,
-        notes: Vec::new(),
-        error: None,
-        unwind: None,
-        top: Vec::new(),
-        movers: Vec::new(),
-        memory: None,
-        numa: None,
+        ..ProfileSummary::default()
     };
     let session = match Session::start(&plan.sampling, Target::CurrentThread, &system) {
         Ok(s) => s,

@@ -379,7 +379,11 @@ fn protocol(
         profile: None,
     };
     let mut profile_note = String::new();
-    if args.profile.is_some() {
+    // Where nothing can be sampled the catalog has said why (the profile metrics are
+    // unavailable, with the reason): the flags are still checked, and no pass runs.
+    if args.profile.is_some() && sparkles_sampler::UNAVAILABLE.is_some() {
+        profiling::sampling(args)?;
+    } else if args.profile.is_some() {
         let (sampling, note) = profiling::sampling(args)?;
         eprintln!("profile: {note}");
         if let Some(warning) = profiling::debug_info_warning() {
@@ -574,8 +578,7 @@ mod tests {
         assert!(super::profiling::common_notes(&[]).is_empty());
     }
 
-    use clap::Parser;
-
+    #[cfg(feature = "profile")]
     /// A case whose capture has data-source samples gets the memory levels in its row's
     /// profile summary, and the line under its row (the real Skylake-SP PEBS recording,
     /// copied beside a temporary case directory since the artifacts are written there).
@@ -590,7 +593,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let capture = tmp.path().join("perf.data");
         std::fs::copy(&fixture, &capture).unwrap();
-        let args = crate::HarnessArgs::parse_from(["bench"]);
+        let args = <crate::HarnessArgs as clap::Parser>::parse_from(["bench"]);
         let mut summary: crate::profile::ProfileSummary =
             serde_json::from_value(serde_json::json!({
                 "capture": null, "event": "mem", "samples": 14, "lost": 0,

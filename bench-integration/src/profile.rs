@@ -24,7 +24,10 @@ pub fn descriptors() -> Vec<MetricDescriptor> {
             class: MetricClass::Diagnostic,
             source: Source::Profile,
             default_visible: true,
-            availability: Availability::Available,
+            availability: match sparkles_sampler::UNAVAILABLE {
+                None => Availability::Available,
+                Some(why) => Availability::Unavailable(format!("no --profile: {why}")),
+            },
         };
     vec![
         entry(
@@ -64,25 +67,63 @@ pub struct ProfileSummary {
     /// Why no capture was made.
     pub error: Option<String>,
     /// How the capture's stacks unwound (absent when it could not be read).
+    #[cfg(feature = "profile")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unwind: Option<sparkles_report::stacks::UnwindSummary>,
     /// The five hottest symbols by self (the `symbols` view).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub top: Vec<HotFunction>,
     /// Against the baseline's profile: the three most significant movers.
+    #[cfg(feature = "profile")]
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub movers: Vec<sparkles_report::diff::Mover>,
     /// Where the capture's samples carry a data source: the memory levels that served
     /// them, and the five heaviest code locations and data objects (profile.json has
     /// fifty of each).
+    #[cfg(feature = "profile")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory: Option<sparkles_report::memory::Memory>,
     /// Where the memory node of the sampled pages can be told (`--profile=mem`): the
     /// NUMA section of docs/report.md, with its five heaviest code and data rows.
+    #[cfg(feature = "profile")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub numa: Option<sparkles_report::numa::Numa>,
 }
 
+impl ProfileSummary {
+    /// The lines under a profiled case's row: its hottest symbols, which memory levels
+    /// and nodes served its sampled accesses, and its movers against the baseline.
+    pub fn lines_under_row(&self) -> Vec<String> {
+        #[cfg_attr(not(feature = "profile"), allow(unused_mut))]
+        let mut lines: Vec<String> = self
+            .top
+            .iter()
+            .map(|h| {
+                format!(
+                    "{:>5.1}% self {:>5.1}% total  {}",
+                    h.self_pct, h.total_pct, h.name
+                )
+            })
+            .collect();
+        #[cfg(feature = "profile")]
+        {
+            lines.extend([self.memory_line(), self.numa_line()].into_iter().flatten());
+            lines.extend(self.movers.iter().map(|m| {
+                format!(
+                    "{:>+5.1}pp {} ({:.1}% -> {:.1}%)  {}",
+                    m.change_pp,
+                    if m.significant { "moved" } else { "noise" },
+                    m.base_pct,
+                    m.new_pct,
+                    m.name
+                )
+            }));
+        }
+        lines
+    }
+}
+
+#[cfg(feature = "profile")]
 impl ProfileSummary {
     /// The line under a profiled case's row that says where its sampled pages live:
     /// `numa (first_touch): 31500 pages sampled on a node, 100.0% local: cpu node0 → mem node0 100%`.

@@ -118,30 +118,8 @@ pub fn render(rows: &[BenchRow], metrics: &[MetricDescriptor], colour: bool) -> 
         under.push(
             row.profile
                 .iter()
-                .flat_map(|p| &p.top)
-                .map(|h| {
-                    format!(
-                        "    {:>5.1}% self {:>5.1}% total  {}\n",
-                        h.self_pct, h.total_pct, h.name
-                    )
-                })
-                .chain(
-                    row.profile
-                        .iter()
-                        .flat_map(|p| [p.memory_line(), p.numa_line()])
-                        .flatten()
-                        .map(|l| format!("    {l}\n")),
-                )
-                .chain(row.profile.iter().flat_map(|p| &p.movers).map(|m| {
-                    format!(
-                        "    {:>+5.1}pp {} ({:.1}% -> {:.1}%)  {}\n",
-                        m.change_pp,
-                        if m.significant { "moved" } else { "noise" },
-                        m.base_pct,
-                        m.new_pct,
-                        m.name
-                    )
-                }))
+                .flat_map(|p| p.lines_under_row())
+                .map(|l| format!("    {l}\n"))
                 .collect(),
         );
         let mut cells: Vec<Cell> = vec![

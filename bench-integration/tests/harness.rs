@@ -8,34 +8,11 @@
 
 #[path = "../benches/demo_suite/mod.rs"]
 mod demo;
-
-use std::path::Path;
-use std::sync::Mutex;
+mod support;
 
 use sparkles_bench::{run_main, Suite};
 
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn args(extra: &[&str]) -> Vec<String> {
-    std::iter::once("bench")
-        .chain(extra.iter().copied())
-        .map(String::from)
-        .collect()
-}
-
-fn run(suite: Suite, extra: &[&str]) -> sparkles_bench::Outcome {
-    use clap::Parser;
-    let parsed = sparkles_bench::HarnessArgs::try_parse_from(args(extra)).unwrap();
-    sparkles_bench::run(suite, &parsed).unwrap()
-}
-
-fn read_rows(path: &Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
+use support::{args, read_rows, run, SERIAL};
 
 const FAST_DEMO_CASES: [&str; 3] = ["hashmap/insert", "io/read_file", "compute/sieve"];
 
@@ -297,277 +274,6 @@ fn flags_that_cargo_and_nextest_pass_are_accepted() {
 }
 
 #[test]
-fn profile_writes_a_capture_per_case() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = tempfile::tempdir().unwrap();
-    let mut suite = Suite::new("prof");
-    suite.case("spin/loop", |b| {
-        b.iter(|| {
-            let mut x = 1u64;
-            for i in 0..1000u64 {
-                x = std::hint::black_box(x.wrapping_mul(i | 1));
-            }
-            x
-        })
-    });
-    // 300 ms at 4000 Hz, or long enough for 400 samples at the kernel's lower limit (which
-    // it lowers itself when sampling interrupts run long, as a VM's do).
-    let rate = sparkles_sampler::session::allowed_frequency(4000);
-    let profile_time = format!("{}ms", (400_000 / rate).max(300));
-    let outcome = run(
-        suite,
-        &[
-            "--bench",
-            "--bench-min-time",
-            "1ms",
-            "--samples",
-            "3",
-            "--profile",
-            "--profile-time",
-            &profile_time,
-            "--profile-event",
-            "cpu-clock",
-            "--out-dir",
-            dir.path().to_str().unwrap(),
-        ],
-    );
-    let row = &outcome.rows[0];
-    let profile = row.profile.as_ref().expect("a profile summary");
-    if let Some(error) = &profile.error {
-        eprintln!("skipped: the sampler could not start here: {error}");
-        return;
-    }
-    let capture = dir.path().join("profile/spin_loop/capture.perf.data");
-    assert_eq!(profile.capture.as_deref(), Some(capture.to_str().unwrap()));
-    assert!(profile.samples > 100, "{profile:?}");
-    assert_eq!(profile.lost + profile.lost_samples, 0);
-    assert_eq!(row.metrics["profile.samples"], Some(profile.samples as f64));
-    let data = sparkles_perf_data::PerfData::open(&capture).unwrap();
-    let stats = data
-        .for_each_record(|_| Ok::<(), sparkles_perf_data::Error>(()))
-        .unwrap();
-    assert_eq!(stats.samples, profile.samples);
-    // The timing pass ran before, with nothing enabled: its samples are untouched.
-    assert_eq!(row.timing.as_ref().unwrap().samples.len(), 3);
-    // Its stacks unwind through the case to the thread's root, with at most 1% errors.
-    let u = profile.unwind.as_ref().expect("the capture was unwound");
-    eprintln!("{}", u.describe());
-    assert!(u.user_samples * 10 >= u.samples * 9, "{u:?}");
-    let pct = |n: u64| 100.0 * n as f64 / u.user_samples as f64;
-    assert!(pct(u.reached_case) >= 95.0, "{u:?}");
-    assert!(pct(u.reached_root) >= 95.0, "{u:?}");
-    assert!(pct(u.truncated.values().sum()) <= 1.0, "{u:?}");
-    // The case's artifacts beside its capture, and its hottest functions in its row.
-    let dir = capture.parent().unwrap();
-    let json: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(dir.join("profile.json")).unwrap()).unwrap();
-    assert_eq!(json["schema"], "sparkles.profile/1");
-    assert_eq!(json["case"], "spin/loop");
-    assert_eq!(json["samples"].as_u64(), Some(profile.samples));
-    let svg = std::fs::read_to_string(dir.join("flamegraph.svg")).unwrap();
-    assert!(svg.contains("spin/loop: ") && svg.trim_end().ends_with("</svg>"));
-    let folded = std::fs::read_to_string(dir.join("folded.txt")).unwrap();
-    let weight: u64 = folded
-        .lines()
-        .map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap())
-        .sum();
-    assert_eq!(Some(weight), json["weight"].as_u64());
-    assert_eq!(profile.top.len(), 5);
-    assert!(profile
-        .top
-        .windows(2)
-        .all(|w| w[0].self_pct >= w[1].self_pct));
-}
-
-#[test]
-fn a_profiled_baseline_gives_each_case_a_hot_function_diff() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = tempfile::tempdir().unwrap();
-    let suite = || {
-        let mut suite = Suite::new("profdiff");
-        // The hot code is one function (libc's memset): a loop of tiny debug-build calls
-        // (black_box, Range::next, lt) splits its samples among them differently from
-        // run to run, as a periodic sampler and the loop beat.
-        suite.case("spin", |b| {
-            let mut buffer = vec![0u8; 64 << 10];
-            let mut i = 0u8;
-            b.iter(move || {
-                i = i.wrapping_add(1);
-                std::hint::black_box(&mut buffer).fill(i);
-                buffer[i as usize]
-            })
-        });
-        suite
-    };
-    let flags = |extra: &[&str]| {
-        let mut f = vec![
-            "--bench",
-            "--bench-min-time",
-            "1ms",
-            "--samples",
-            "3",
-            "--profile",
-            "--profile-time",
-            "300ms",
-            "--profile-event",
-            "cpu-clock",
-            "--out-dir",
-            dir.path().to_str().unwrap(),
-        ];
-        f.extend_from_slice(extra);
-        f.into_iter().map(String::from).collect::<Vec<_>>()
-    };
-    let first = run(
-        suite(),
-        &flags(&["--save-baseline", "main"])
-            .iter()
-            .map(String::as_str)
-            .collect::<Vec<_>>(),
-    );
-    if let Some(e) = first.rows[0]
-        .profile
-        .as_ref()
-        .and_then(|p| p.error.as_ref())
-    {
-        eprintln!("skipped: the sampler could not start here: {e}");
-        return;
-    }
-    let kept = dir.path().join("baselines/main/profile/spin");
-    assert!(kept.join("profile.json").is_file() && kept.join("folded.txt").is_file());
-    let second = run(
-        suite(),
-        &flags(&["--baseline", "main"])
-            .iter()
-            .map(String::as_str)
-            .collect::<Vec<_>>(),
-    );
-    let p = second.rows[0].profile.as_ref().unwrap();
-    assert!(!p.movers.is_empty(), "{p:?}");
-    // The same code: no significant mover.
-    assert!(p.movers.iter().all(|m| !m.significant), "{:?}", p.movers);
-    let case = dir.path().join("profile/spin");
-    let diff: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(case.join("diff.json")).unwrap()).unwrap();
-    assert_eq!(diff["schema"], "sparkles.diff/1");
-    assert!(std::fs::read_to_string(case.join("diff.svg"))
-        .unwrap()
-        .trim_end()
-        .ends_with("</svg>"));
-}
-
-/// `--profile=mem` on a case that touches a fresh 4 MiB buffer each iteration: on a
-/// machine without a precise memory PMU (this one: a VM), the fallback is said with its
-/// reason and the capture is page faults with data addresses; every placed page is on
-/// one of the machine's nodes (here all on node 0, the only one), asked of the kernel
-/// while the case ran; the code that touched them is the case's.
-#[test]
-fn profile_mem_places_first_touched_pages_on_their_nodes() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = tempfile::tempdir().unwrap();
-    let mut suite = Suite::new("mem");
-    suite.case("touch/4MiB", |b| {
-        b.try_iter(|| demo::touch_fresh_pages(4 << 20))
-    });
-    let outcome = run(
-        suite,
-        &[
-            "--bench",
-            "--bench-min-time",
-            "1ms",
-            "--samples",
-            "3",
-            "--profile=mem",
-            "--profile-time",
-            "300ms",
-            "--out-dir",
-            dir.path().to_str().unwrap(),
-        ],
-    );
-    let row = &outcome.rows[0];
-    let profile = row.profile.as_ref().expect("a profile summary");
-    if let Some(error) = &profile.error {
-        eprintln!("skipped: the sampler could not start here: {error}");
-        return;
-    }
-    let numa = profile.numa.as_ref().expect("a numa section");
-    let topology = sparkles_perf_data::topology::Topology::from_sysfs(Path::new("/")).unwrap();
-    let nodes: Vec<u32> = topology.nodes.iter().map(|n| n.id).collect();
-    let choice = sparkles_sampler::mem_events::choose(
-        &sparkles_sampler::EventResolver::live().unwrap(),
-        &sparkles_sampler::mem_events::MemOptions {
-            ldlat: 30,
-            kernel: (6, 1),
-            phys_addr: false,
-            hypervisor: false,
-        },
-    );
-    if let Some(why) = &choice.unavailable {
-        // The fallback, said with its reason.
-        assert_eq!(numa.source, "first_touch");
-        assert_eq!(numa.node_source.as_deref(), Some("move_pages"));
-        assert_eq!(profile.event, "page-faults");
-        let json: serde_json::Value = serde_json::from_slice(
-            &std::fs::read(dir.path().join("profile/touch_4MiB/profile.json")).unwrap(),
-        )
-        .unwrap();
-        let note = json["event_note"].as_str().unwrap();
-        assert!(
-            note.contains("first-touch placement") && note.contains(why.as_str()),
-            "{note}"
-        );
-    }
-    assert!(numa.samples > 0, "{numa:?}");
-    let unplaced: u64 = numa.unplaced.values().sum();
-    assert!(
-        numa.samples >= 4 * unplaced,
-        "most pages are placed: {numa:?}"
-    );
-    for cell in &numa.matrix {
-        assert!(
-            nodes.contains(&cell.mem_node) && nodes.contains(&cell.cpu_node),
-            "{cell:?}"
-        );
-    }
-    if nodes.len() == 1 {
-        assert_eq!(numa.matrix.len(), 1);
-        assert_eq!(
-            (numa.matrix[0].cpu_node, numa.matrix[0].mem_node),
-            (nodes[0], nodes[0])
-        );
-        assert_eq!(numa.local_share, 1.0);
-    }
-    // The code that touched them: the case's function (the write inlined into it).
-    assert!(
-        numa.code
-            .iter()
-            .any(|c| c.function.contains("touch_fresh_pages")
-                || c.symbol
-                    .as_deref()
-                    .is_some_and(|s| s.contains("touch_fresh_pages"))),
-        "{:?}",
-        numa.code
-    );
-    assert!(numa
-        .data_objects
-        .iter()
-        .all(|d| d.kind == "anon" || d.kind == "heap"));
-    // The page table is beside the capture, and `sparkles report` on the capture alone
-    // finds it.
-    let capture = dir.path().join("profile/touch_4MiB/capture.perf.data");
-    assert!(sparkles_perf_data::pages::PageNodes::read_beside(&capture)
-        .unwrap()
-        .is_some());
-    let (p, _) = sparkles_report::profile::profile_capture(
-        &capture,
-        "touch",
-        &sparkles_report::stacks::StackOptions::default(),
-    )
-    .unwrap();
-    assert_eq!(p.numa.as_ref().unwrap().samples, numa.samples);
-    assert!(profile.numa_line().unwrap().starts_with("numa ("));
-}
-
-#[test]
 fn the_demo_chase_is_one_cycle() {
     let next = demo::chase_cycle(1000);
     assert_eq!(demo::chase(&next, 0, 1000), 0);
@@ -584,4 +290,51 @@ fn the_demo_inputs_are_what_the_cases_claim() {
     // SAFETY: sysconf has no preconditions.
     let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
     assert_eq!(demo::touch_fresh_pages(64 * page).unwrap(), 64);
+}
+
+/// Where this build cannot sample (off Linux, or `--no-default-features`): `--profile`
+/// still times every case and writes valid rows, no case has a profile or a capture, and
+/// the reason is the catalog's, said once for the run (one unavailable-metrics note).
+#[test]
+fn profile_where_nothing_can_be_sampled_times_every_case_and_says_why_once() {
+    let Some(why) = sparkles_sampler::UNAVAILABLE else {
+        eprintln!("skipped: this build samples (the kernel edge is compiled in)");
+        return;
+    };
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("rows.jsonl");
+    let out_dir = dir.path().join("out");
+    let mut flags = vec![
+        "--bench",
+        "--profile",
+        "--samples",
+        "4",
+        "--out-dir",
+        out_dir.to_str().unwrap(),
+        "--bench-json",
+        json.to_str().unwrap(),
+    ];
+    flags.extend(FAST_DEMO_CASES);
+    let outcome = run(demo::suite(), &flags);
+    assert!(outcome.all_ok());
+    assert_eq!(outcome.rows.len(), FAST_DEMO_CASES.len());
+    for row in &outcome.rows {
+        assert!(
+            row.timing.as_ref().is_some_and(|t| t.summary.median > 0.0),
+            "{row:?}"
+        );
+        assert!(row.profile.is_none(), "{row:?}");
+        assert_eq!(row.metrics.get("profile.samples").copied().flatten(), None);
+    }
+    for row in read_rows(&json) {
+        assert_eq!(row["schema"], "sparkles.bench/1");
+        assert!(row["timing"]["median"].as_f64().unwrap() > 0.0, "{row}");
+        assert!(row["profile"].is_null(), "{row}");
+    }
+    assert!(!out_dir.join("profile").exists());
+    let profile = sparkles_bench::profile::descriptors();
+    let notes = sparkles_bench::catalog::unavailable_notes(&profile, |_| true);
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(notes[0].contains(why), "{}", notes[0]);
 }

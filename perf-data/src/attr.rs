@@ -134,12 +134,18 @@ pub mod flag {
     pub const DISABLED: u64 = 1 << 0;
     /// Children inherit it.
     pub const INHERIT: u64 = 1 << 1;
+    /// Always on the PMU (`:D`).
+    pub const PINNED: u64 = 1 << 2;
+    /// Alone on the PMU (`:e`).
+    pub const EXCLUSIVE: u64 = 1 << 3;
     /// Exclude user mode.
     pub const EXCLUDE_USER: u64 = 1 << 4;
     /// Exclude kernel mode.
     pub const EXCLUDE_KERNEL: u64 = 1 << 5;
     /// Exclude the hypervisor.
     pub const EXCLUDE_HV: u64 = 1 << 6;
+    /// Exclude the idle task.
+    pub const EXCLUDE_IDLE: u64 = 1 << 7;
     /// MMAP records.
     pub const MMAP: u64 = 1 << 8;
     /// COMM records.

@@ -166,7 +166,7 @@ impl Probe<'_> {
         }
         work();
         let _ = c.disable();
-        match c.read_count_and_time() {
+        match c.count_and_time() {
             Ok(r) if r.time_running == 0 => fail(
                 what,
                 "opened, but the PMU never scheduled it (time_running 0): the counter exists but does not count here".into(),
@@ -194,21 +194,21 @@ impl Probe<'_> {
             Ok(o) => o,
             Err(reason) => return fail(what, reason),
         };
-        let mut sampler = match opened.counter.sampled(64 * 1024) {
+        let mut ring = match opened.counter.into_ring(64 * 1024) {
             Ok(s) => s,
             Err(e) => return fail(what, format!("mmap of the ring buffer failed: {e}")),
         };
-        if let Err(e) = sampler.as_counter_mut().enable() {
+        if let Err(e) = ring.enable() {
             return fail(what, format!("enable failed: {e}"));
         }
         spin(Duration::from_millis(20));
-        let _ = sampler.as_counter_mut().disable();
+        let _ = ring.disable();
         let mut samples = 0;
-        while let Some(record) = sampler.next_record() {
-            if record.ty() == PERF_RECORD_SAMPLE {
+        ring.drain(|type_, _, _| {
+            if type_ == PERF_RECORD_SAMPLE {
                 samples += 1;
             }
-        }
+        });
         if samples == 0 {
             fail(
                 what,
@@ -302,7 +302,7 @@ pub fn probe() -> CapsReport {
         system: &system,
     };
     let nodes = numa_nodes();
-    let concerns = vec![
+    let mut concerns = vec![
         scalar_counting(&probe),
         overflow_sampling(&probe),
         precise_data_source(&probe),
@@ -311,6 +311,16 @@ pub fn probe() -> CapsReport {
         numa_topology(&nodes),
         event_naming(&resolver),
     ];
+    if let Some(why) = crate::UNAVAILABLE {
+        // Each attempt failed for this reason first: say it before the rest.
+        notes.push(why.to_string());
+        for c in concerns
+            .iter_mut()
+            .filter(|c| c.status != Status::Available)
+        {
+            c.reasons.insert(0, why.to_string());
+        }
+    }
     CapsReport {
         schema: SCHEMA,
         environment: CapsEnvironment {
@@ -692,8 +702,8 @@ fn event_space(p: &Probe<'_>) -> Concern {
     }
     let syscalls = p.count("raw_syscalls:sys_enter", || {
         for _ in 0..100 {
-            // SAFETY: getppid has no preconditions.
-            std::hint::black_box(unsafe { libc::getppid() });
+            // getpid(2) each time: glibc caches no pid.
+            std::hint::black_box(std::process::id());
         }
     });
     let tracepoints = syscalls.ok;
@@ -746,36 +756,21 @@ fn numa_topology(nodes: &[u32]) -> Concern {
     });
     // move_pages with a null node list asks where each page lives.
     let page = vec![1u8; 4096 * 2];
-    let mut pages = [page
-        .as_ptr()
-        .wrapping_add(4096 - (page.as_ptr() as usize % 4096))
-        as *mut libc::c_void];
+    let pages = [page.as_ptr() as u64 + (4096 - (page.as_ptr() as u64 % 4096))];
     let mut status_out = [-1i32];
-    // SAFETY: one valid page pointer of our own, one status slot; nodes null means query.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_move_pages,
-            0,
-            1usize,
-            pages.as_mut_ptr(),
-            std::ptr::null::<i32>(),
-            status_out.as_mut_ptr(),
-            0,
-        )
-    };
-    let move_pages_ok = rc == 0 && status_out[0] >= 0;
-    tried.push(if rc == 0 {
-        Attempt {
+    let asked = crate::sys::move_pages(0, &pages, &mut status_out);
+    let move_pages_ok = asked.is_ok() && status_out[0] >= 0;
+    tried.push(match asked {
+        Ok(()) => Attempt {
             limited: None,
             what: "move_pages (query the node of a page)".into(),
             ok: move_pages_ok,
             result: format!("status {}", status_out[0]),
-        }
-    } else {
-        fail(
+        },
+        Err(e) => fail(
             "move_pages (query the node of a page)".into(),
-            std::io::Error::last_os_error().to_string(),
-        )
+            e.to_string(),
+        ),
     });
     drop(page);
     if !move_pages_ok {

@@ -22,14 +22,14 @@
 //!   syscall the tracepoints see, and kernel instructions the counters see): the median
 //!   of nine empty brackets is measured at open and subtracted from every bracket.
 
-use std::os::fd::AsRawFd;
-
-use perf_event::{Counter, ReadFormat};
+use sparkles_perf_data::attr::{flag, read_format};
 
 use crate::counting::{self, GroupRead, NotCounted};
+use crate::errno;
 use crate::events::legacy::{PERF_TYPE_SOFTWARE, PERF_TYPE_TRACEPOINT};
 use crate::events::EventAttr;
-use crate::open::{builder_for, explain, OpenMode, OpenTarget};
+use crate::open::{explain, kernel_attr, OpenMode, OpenTarget};
+use crate::sys::{self, Counter};
 use crate::system::System;
 
 /// Empty brackets measured at open; their median is the set's own cost per bracket.
@@ -149,10 +149,9 @@ pub struct CounterSet {
     pub notes: Vec<String>,
 }
 
-/// This thread's id.
+/// This thread's id (0 off Linux).
 pub fn gettid() -> i32 {
-    // SAFETY: gettid has no preconditions and cannot fail.
-    unsafe { libc::gettid() }
+    sys::gettid()
 }
 
 /// The threads of this process, the calling one first.
@@ -183,10 +182,10 @@ const SW_CPU_CLOCK: u64 = 0;
 /// `PERF_COUNT_SW_TASK_CLOCK`.
 const SW_TASK_CLOCK: u64 = 1;
 
-const READ_FORMAT: ReadFormat = ReadFormat::GROUP
-    .union(ReadFormat::TOTAL_TIME_ENABLED)
-    .union(ReadFormat::TOTAL_TIME_RUNNING)
-    .union(ReadFormat::ID);
+const READ_FORMAT: u64 = read_format::GROUP
+    | read_format::TOTAL_TIME_ENABLED
+    | read_format::TOTAL_TIME_RUNNING
+    | read_format::ID;
 
 /// Opens one counter of a group (`leader` None: as the leader) on `tid`.
 fn open_one(
@@ -195,17 +194,12 @@ fn open_one(
     inherit: bool,
     leader: Option<&mut Counter>,
 ) -> std::io::Result<Counter> {
-    let mut b = builder_for(
-        attr,
-        attr.precise_ip,
-        OpenMode::Counting,
-        OpenTarget::Task { tid, cpu: None },
-    );
-    b.read_format(READ_FORMAT).inherit(inherit).enabled(false);
-    match leader {
-        Some(l) => b.build_with_group(l),
-        None => b.build(),
+    let mut a = kernel_attr(attr, attr.precise_ip, OpenMode::Counting);
+    a.read_format = READ_FORMAT;
+    if inherit {
+        a.flags |= flag::INHERIT;
     }
+    Counter::open(&a, OpenTarget::Task { tid, cpu: None }, leader)
 }
 
 /// Whether `attr` can be counted here: opens it alone on the calling thread, and says
@@ -234,7 +228,7 @@ pub fn started_since(listed: &[Thread]) -> Vec<Thread> {
 }
 
 fn errno(e: &std::io::Error) -> i32 {
-    e.raw_os_error().unwrap_or(libc::EINVAL)
+    sys::errno_of(e)
 }
 
 /// The events packed into groups on the calling thread: the layout, the events that
@@ -280,7 +274,7 @@ fn pack(
             if exact {
                 // Refused as a member: alone, either it opens (the group is full) or it
                 // says why it cannot open at all.
-                if let Err(e) = open_one(attr, me, p.inherit, None) {
+                if let Some(e) = open_one(attr, me, p.inherit, None).err() {
                     p.absent.push(Left {
                         event: attr.name.clone(),
                         reason: refusal(attr, &e, system),
@@ -300,7 +294,7 @@ fn pack(
         // A leader: of the first group, or of the next one where the current one is full
         // (opened alone, it either opens or says why it cannot open at all).
         let leader = match open_one(attr, me, p.inherit, None) {
-            Err(e) if p.inherit && errno(&e) == libc::EINVAL => {
+            Err(e) if p.inherit && errno(&e) == errno::EINVAL => {
                 open_one(attr, me, false, None).map_err(|_| e).inspect(|_| {
                     p.inherit = false;
                     p.notes.push(
@@ -406,12 +400,8 @@ fn fit(
 
 fn read_group(leader: &Counter, members: usize) -> Result<GroupRead, String> {
     let mut buf = vec![0u8; 24 + 16 * members];
-    // SAFETY: reading into a buffer we own, of its length, from an open perf fd.
-    let n = unsafe { libc::read(leader.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
-    if n < 0 {
-        return Err(std::io::Error::last_os_error().to_string());
-    }
-    buf.truncate(n as usize);
+    let n = leader.read(&mut buf).map_err(|e| e.to_string())?;
+    buf.truncate(n);
     GroupRead::parse(&buf).map_err(|e| e.to_string())
 }
 
@@ -534,14 +524,14 @@ impl CounterSet {
         if self.groups.is_empty() {
             return Some("no counter is open".to_string());
         }
-        // SAFETY: sysconf has no preconditions.
-        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
+        let page = usize::try_from(sys::page_size()).unwrap_or(4096);
         for group in &mut self.groups {
-            let fds: Vec<i32> = std::iter::once(group.leader.as_raw_fd())
-                .chain(group.members.iter().map(|m| m.as_raw_fd()))
+            let mapped: Vec<std::io::Result<memmap2::MmapRaw>> = std::iter::once(&group.leader)
+                .chain(&group.members)
+                .map(|c| c.map_page(page))
                 .collect();
-            for fd in fds {
-                match memmap2::MmapOptions::new().len(page).map_raw_read_only(fd) {
+            for map in mapped {
+                match map {
                     Ok(map) => group.pages.push(map),
                     Err(e) => {
                         return Some(format!("the counter's mmap page cannot be mapped: {e}"))
@@ -854,10 +844,17 @@ impl Bracketed {
         self.with_left(out)
     }
 
-    /// `counts` plus one entry per event left out, with its reason.
-    fn with_left(&self, mut out: Vec<EventCount>) -> Vec<EventCount> {
+    /// The entries of the events in a group (one per event, in order), then one per
+    /// event in none (not opened, or left out), with its reason.
+    fn with_left(&self, out: Vec<EventCount>) -> Vec<EventCount> {
+        let mut kept: Vec<EventCount> = out
+            .into_iter()
+            .enumerate()
+            .filter(|(k, _)| self.set.layout.iter().any(|g| g.contains(k)))
+            .map(|(_, c)| c)
+            .collect();
         for left in self.set.absent.iter().chain(&self.set.dropped) {
-            out.push(EventCount {
+            kept.push(EventCount {
                 event: left.event.clone(),
                 value: None,
                 estimated: false,
@@ -865,7 +862,7 @@ impl Bracketed {
                 reason: Some(left.reason.clone()),
             });
         }
-        out
+        kept
     }
 }
 

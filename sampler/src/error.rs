@@ -18,6 +18,9 @@ pub enum Error {
         /// Why.
         source: std::io::Error,
     },
+    /// This build opens no perf event ([`crate::UNAVAILABLE`] says why).
+    #[error("{0}")]
+    Unavailable(&'static str),
     /// The configuration names no event.
     #[error("no event to sample")]
     NoEvents,
@@ -164,6 +167,9 @@ pub enum TracefsUnavailable {
         /// The folders looked in, under it.
         looked: String,
     },
+    /// Tracefs is Linux's: this system has none.
+    #[error("tracefs is Linux's: this system has no tracepoints")]
+    NotLinux,
     /// Not mounted, and only root may mount it.
     #[error("tracefs not mounted (mount -t tracefs nodev /sys/kernel/tracing, as root)")]
     NotMounted,

@@ -13,6 +13,7 @@
 pub mod caps;
 pub mod counters;
 pub mod counting;
+pub mod errno;
 pub mod error;
 pub mod events;
 pub mod host;
@@ -21,7 +22,9 @@ pub mod numa;
 pub mod open;
 pub mod proc_synth;
 pub mod session;
+mod sys;
 pub mod system;
 
 pub use error::{Error, EventError, FormatError};
 pub use events::{EventAttr, EventResolver};
+pub use sys::UNAVAILABLE;

@@ -1,28 +1,14 @@
-//! Opening resolved events with perf-event2, and saying why the kernel refused one.
+//! Opening resolved events, and saying why the kernel refused one.
 
-use std::io;
+use sparkles_perf_data::attr::{flag, read_format, Attr};
 
-use perf_event::events::Event;
-use perf_event::{Builder, Counter};
-use perf_event_open_sys::bindings::perf_event_attr;
-
+use crate::errno;
 use crate::events::legacy::{PERF_TYPE_SOFTWARE, PERF_TYPE_TRACEPOINT};
 use crate::events::EventAttr;
+use crate::sys::{self, Counter};
 use crate::system::System;
 
-/// Writes a resolved event's fields into the attr perf-event2 builds.
-struct Resolved<'a>(&'a EventAttr, u8);
-
-impl Event for Resolved<'_> {
-    fn update_attrs(self, attr: &mut perf_event_attr) {
-        let e = self.0;
-        attr.type_ = e.type_;
-        attr.config = e.config;
-        attr.config1 = e.config1;
-        attr.config2 = e.config2;
-        attr.set_precise_ip(u64::from(self.1));
-    }
-}
+pub use crate::errno::name as errno_name;
 
 /// What an open is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,7 +42,7 @@ pub enum OpenTarget {
 #[derive(Debug)]
 pub struct Opened {
     /// The counter, disabled.
-    pub counter: Counter,
+    pub(crate) counter: Counter,
     /// The precise level the kernel accepted (below the asked one after `:P` probing).
     pub precise_ip: u8,
     /// What had to change for the kernel to accept the event, said as perf says it.
@@ -67,45 +53,45 @@ pub struct Opened {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{reason}")]
 pub struct OpenFailure {
-    /// The errno perf_event_open returned.
+    /// The errno perf_event_open returned (Linux's numbers, [`crate::errno`]; `ENOSYS`
+    /// where the build cannot open events).
     pub errno: i32,
     /// What it means for this event on this machine, and what a user can do.
     pub reason: String,
 }
 
-/// A perf-event2 builder for `attr` at `precise` level, with the attr's own exclude bits
-/// (perf-event2 would otherwise exclude the kernel and hypervisor).
-pub fn builder_for(
-    attr: &EventAttr,
-    precise: u8,
-    mode: OpenMode,
-    target: OpenTarget,
-) -> Builder<'static> {
-    let mut b = Builder::new(Resolved(attr, precise));
-    // perf-event2 defaults to excluding the kernel and hypervisor: use the attr's own.
-    b.exclude_user(attr.exclude_user)
-        .exclude_kernel(attr.exclude_kernel)
-        .exclude_hv(attr.exclude_hv)
-        .exclude_guest(attr.exclude_guest)
-        .exclude_host(attr.exclude_host)
-        .exclude_idle(attr.exclude_idle)
-        .pinned(attr.pinned)
-        .exclusive(attr.exclusive);
-    match target {
-        OpenTarget::ThisProcess => b.observe_self().any_cpu(),
-        OpenTarget::Cpu(cpu) => b.any_pid().one_cpu(cpu),
-        OpenTarget::Task { tid, cpu } => {
-            b.observe_pid(tid);
-            match cpu {
-                Some(c) => b.one_cpu(c),
-                None => b.any_cpu(),
-            }
+/// The attr `attr` opens with at `precise` for `mode`: the event, its own exclude,
+/// pinned and exclusive bits, disabled, with both times in its reads, and in sampling
+/// mode its period.
+pub fn kernel_attr(attr: &EventAttr, precise: u8, mode: OpenMode) -> Attr {
+    let mut flags = flag::DISABLED | (u64::from(precise & 3) << flag::PRECISE_SHIFT);
+    for (set, bit) in [
+        (attr.exclude_user, flag::EXCLUDE_USER),
+        (attr.exclude_kernel, flag::EXCLUDE_KERNEL),
+        (attr.exclude_hv, flag::EXCLUDE_HV),
+        (attr.exclude_guest, flag::EXCLUDE_GUEST),
+        (attr.exclude_host, flag::EXCLUDE_HOST),
+        (attr.exclude_idle, flag::EXCLUDE_IDLE),
+        (attr.pinned, flag::PINNED),
+        (attr.exclusive, flag::EXCLUSIVE),
+    ] {
+        if set {
+            flags |= bit;
         }
-    };
-    if let OpenMode::Sampling { period } = mode {
-        b.sample_period(period);
     }
-    b
+    Attr {
+        type_: attr.type_,
+        config: attr.config,
+        config1: attr.config1,
+        config2: attr.config2,
+        sample_period_or_freq: match mode {
+            OpenMode::Sampling { period } => period,
+            OpenMode::Counting => 0,
+        },
+        read_format: read_format::TOTAL_TIME_ENABLED | read_format::TOTAL_TIME_RUNNING,
+        flags,
+        ..Attr::default()
+    }
 }
 
 /// Opens `attr` on this process, any CPU. With `:P` the precise level is probed
@@ -128,7 +114,7 @@ pub fn open_on(
     };
     let mut last = None;
     for level in levels {
-        match builder_for(attr, level, mode, target).build() {
+        match Counter::open(&kernel_attr(attr, level, mode), target, None) {
             Ok(counter) => {
                 return Ok(Opened {
                     counter,
@@ -139,11 +125,12 @@ pub fn open_on(
             Err(e) => last = Some((e, level)),
         }
     }
-    let (error, level) = last.unwrap_or_else(|| (io::Error::from_raw_os_error(libc::EINVAL), 0));
-    let errno = error.raw_os_error().unwrap_or(libc::EINVAL);
+    let (errno, level) = last
+        .map(|(e, level)| (sys::errno_of(&e), level))
+        .unwrap_or((errno::EINVAL, 0));
     // Some PMUs (msr, many uncore ones) reject guest/host filtering: perf retries
     // without it, and so do we, saying so.
-    if errno == libc::EINVAL && (attr.exclude_guest || attr.exclude_host) {
+    if errno == errno::EINVAL && (attr.exclude_guest || attr.exclude_host) {
         let mut plain = attr.clone();
         plain.exclude_guest = false;
         plain.exclude_host = false;
@@ -178,7 +165,7 @@ pub fn open_or_user_only(
 ) -> Result<(Opened, Option<UserOnly>), OpenFailure> {
     match open(attr, mode, system) {
         Ok(o) => Ok((o, None)),
-        Err(e) if matches!(e.errno, libc::EACCES | libc::EPERM) && !attr.exclude_kernel => {
+        Err(e) if matches!(e.errno, errno::EACCES | errno::EPERM) && !attr.exclude_kernel => {
             let mut user = attr.clone();
             user.exclude_kernel = true;
             user.exclude_hv = true;
@@ -194,32 +181,11 @@ pub fn open_or_user_only(
                     }),
                 )),
                 // A refusal for another cause says more than the permission one.
-                Err(again) if !matches!(again.errno, libc::EACCES | libc::EPERM) => Err(again),
+                Err(again) if !matches!(again.errno, errno::EACCES | errno::EPERM) => Err(again),
                 Err(_) => Err(e),
             }
         }
         Err(e) => Err(e),
-    }
-}
-
-/// The name of an errno (`ENOENT`).
-pub fn errno_name(errno: i32) -> &'static str {
-    match errno {
-        libc::EPERM => "EPERM",
-        libc::ENOENT => "ENOENT",
-        libc::EACCES => "EACCES",
-        libc::EBUSY => "EBUSY",
-        libc::ENODEV => "ENODEV",
-        libc::EINVAL => "EINVAL",
-        libc::EMFILE => "EMFILE",
-        libc::ENOSPC => "ENOSPC",
-        libc::E2BIG => "E2BIG",
-        libc::EOPNOTSUPP => "EOPNOTSUPP",
-        libc::ENOSYS => "ENOSYS",
-        libc::ENODATA => "ENODATA",
-        libc::EFAULT => "EFAULT",
-        libc::EOVERFLOW => "EOVERFLOW",
-        _ => "errno",
     }
 }
 
@@ -235,15 +201,15 @@ pub fn explain(
     let hardware = attr.is_hardware();
     let paranoid = system.perf_event_paranoid;
     match errno {
-        libc::ENOENT if hardware && system.hypervisor => format!(
+        errno::ENOENT if hardware && system.hypervisor => format!(
             "{name}: no PMU for this event: running under a hypervisor that does not expose it"
         ),
-        libc::ENOENT if hardware => {
+        errno::ENOENT if hardware => {
             format!("{name}: the {} PMU does not provide this event on this CPU", attr.pmu)
         }
-        libc::ENOENT => format!("{name}: the kernel does not provide this event"),
-        libc::ENODEV => format!("{name}: no such PMU in this kernel ({})", attr.pmu),
-        libc::EACCES | libc::EPERM => {
+        errno::ENOENT => format!("{name}: the kernel does not provide this event"),
+        errno::ENODEV => format!("{name}: no such PMU in this kernel ({})", attr.pmu),
+        errno::EACCES | errno::EPERM => {
             let what = match (attr.type_, attr.exclude_kernel) {
                 (PERF_TYPE_TRACEPOINT, _) => "tracepoints need perf_event_paranoid <= -1 or CAP_PERFMON",
                 (_, false) if paranoid >= 2 => {
@@ -254,26 +220,30 @@ pub fn explain(
             };
             format!("{name}: perf_event_paranoid is {paranoid}: {what} (sysctl kernel.perf_event_paranoid)")
         }
-        libc::EOPNOTSUPP if precise > 0 => format!(
+        errno::EOPNOTSUPP if precise > 0 => format!(
             "{name}: precise level {precise} is not supported: it needs PEBS (Intel) or IBS (AMD), which this machine does not expose"
         ),
-        libc::EOPNOTSUPP if matches!(mode, OpenMode::Sampling { .. }) => format!(
+        errno::EOPNOTSUPP if matches!(mode, OpenMode::Sampling { .. }) => format!(
             "{name}: the {} PMU cannot sample (no overflow interrupts{})",
             attr.pmu,
             if system.hypervisor { ", as under many hypervisors" } else { "" }
         ),
-        libc::EOPNOTSUPP => format!("{name}: the {} PMU does not support this configuration", attr.pmu),
-        libc::EINVAL if attr.type_ == PERF_TYPE_SOFTWARE => {
+        errno::EOPNOTSUPP => format!("{name}: the {} PMU does not support this configuration", attr.pmu),
+        errno::EINVAL if attr.type_ == PERF_TYPE_SOFTWARE => {
             format!("{name}: this kernel does not know software event {}", attr.config)
         }
-        libc::EINVAL => format!(
+        errno::EINVAL => format!(
             "{name}: the kernel rejected the attr (a field or value this PMU or kernel does not support)"
         ),
-        libc::EBUSY => format!("{name}: the PMU is held exclusively by another user (another profiler, or the NMI watchdog)"),
-        libc::EMFILE => format!("{name}: out of file descriptors (ulimit -n)"),
-        libc::ENOSPC => format!("{name}: no free hardware slot (breakpoint or counter registers in use)"),
-        libc::E2BIG => format!("{name}: the kernel is older than this attr layout"),
-        other => format!("{name} ({other}): {}", io::Error::from_raw_os_error(other)),
+        errno::EBUSY => format!("{name}: the PMU is held exclusively by another user (another profiler, or the NMI watchdog)"),
+        errno::EMFILE => format!("{name}: out of file descriptors (ulimit -n)"),
+        errno::ENOSPC => format!("{name}: no free hardware slot (breakpoint or counter registers in use)"),
+        errno::E2BIG => format!("{name}: the kernel is older than this attr layout"),
+        errno::ENOSYS => match sys::UNAVAILABLE {
+            Some(why) => why.to_string(),
+            None => format!("{name}: this kernel has no perf_event_open (built without CONFIG_PERF_EVENTS)"),
+        },
+        other => format!("{name} ({other}): {}", std::io::Error::from_raw_os_error(other)),
     }
 }
 
@@ -305,7 +275,7 @@ mod tests {
     fn reasons_name_the_cause_a_user_can_act_on() {
         let cycles = attr("cycles");
         let r = explain(
-            libc::ENOENT,
+            errno::ENOENT,
             &cycles,
             0,
             OpenMode::Counting,
@@ -316,7 +286,7 @@ mod tests {
             "{r}"
         );
         let r = explain(
-            libc::EACCES,
+            errno::EACCES,
             &cycles,
             0,
             OpenMode::Counting,
@@ -327,7 +297,7 @@ mod tests {
             "{r}"
         );
         let r = explain(
-            libc::EACCES,
+            errno::EACCES,
             &attr("cycles:u"),
             0,
             OpenMode::Counting,
@@ -335,7 +305,7 @@ mod tests {
         );
         assert!(r.contains("paranoid") && r.contains("3"), "{r}");
         let r = explain(
-            libc::EOPNOTSUPP,
+            errno::EOPNOTSUPP,
             &attr("cycles:pp"),
             2,
             OpenMode::Sampling { period: 1 },
@@ -343,7 +313,7 @@ mod tests {
         );
         assert!(r.contains("precise level 2") && r.contains("PEBS"), "{r}");
         let r = explain(
-            libc::EOPNOTSUPP,
+            errno::EOPNOTSUPP,
             &cycles,
             0,
             OpenMode::Sampling { period: 1 },

@@ -6,13 +6,10 @@
 //! attached one by one. A thread that could not be attached is listed, never dropped
 //! silently.
 
-use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
-
-use perf_event::Sampler;
 
 use sparkles_perf_data::attr::{flag, sample_type as st, Attr};
 use sparkles_perf_data::pages::PageNodes;
@@ -21,9 +18,11 @@ use sparkles_perf_data::record::{kind, misc, parse_record, Record};
 use sparkles_perf_data::sample::{Sample, SampleFormat};
 use sparkles_perf_data::writer::{CaptureWriter, WrittenEvent};
 
+use crate::errno;
 use crate::events::{EventAttr, EventResolver};
-use crate::open::{builder_for, explain, OpenMode, OpenTarget};
+use crate::open::{explain, kernel_attr, OpenMode, OpenTarget};
 use crate::proc_synth::{self, tasks_of};
+use crate::sys::{self, Counter, Poll, Ring};
 use crate::system::System;
 use crate::Error;
 
@@ -353,7 +352,7 @@ pub struct Capture {
 }
 
 fn gettid() -> u32 {
-    crate::counters::gettid() as u32
+    sys::gettid() as u32
 }
 
 /// `kernel.perf_event_max_sample_rate`: the highest sampling frequency the kernel takes.
@@ -415,75 +414,74 @@ impl SamplingConfig {
         names.join(", ")
     }
 
-    /// A builder for one sampling event. Only the first event of a ring buffer tracks
+    /// The attr of one sampling event. Only the first event of a ring buffer tracks
     /// mappings, names and tasks: the others would repeat its records.
-    fn builder(
+    fn sampling_attr(
         &self,
         buffer_bytes: usize,
         attr: &EventAttr,
         precise: u8,
-        target: OpenTarget,
         inherit: bool,
         tracking: bool,
-    ) -> perf_event::Builder<'static> {
+    ) -> Attr {
         let mode = match self.rate {
             Rate::Period(p) => OpenMode::Sampling { period: p },
             Rate::Frequency(_) => OpenMode::Sampling { period: 1 },
         };
-        let mut b = builder_for(attr, precise, mode, target);
+        let mut a = kernel_attr(attr, precise, mode);
         if let Rate::Frequency(hz) = self.rate {
-            b.sample_frequency(hz);
+            a.flags |= flag::FREQ;
+            a.sample_period_or_freq = hz;
         }
-        b.mmap(tracking)
-            .comm(tracking)
-            .comm_exec(tracking)
-            .task(tracking)
-            .sample_id_all(true)
-            .inherit(inherit);
+        a.flags |= flag::SAMPLE_ID_ALL;
+        if tracking {
+            a.flags |= flag::MMAP | flag::MMAP2 | flag::COMM | flag::COMM_EXEC | flag::TASK;
+        }
+        if inherit {
+            a.flags |= flag::INHERIT;
+        }
         match self.memory.map(|m| m.wakeup_events).filter(|&n| n > 0) {
-            Some(n) => b.wakeup_events(n),
-            None => b.wakeup_watermark(buffer_bytes / 4),
-        };
-        {
-            let a = b.attrs_mut();
-            a.sample_type = self.sample_type();
-            a.set_mmap2(u64::from(tracking));
-            if tracking && self.memory.is_some() {
-                // Data addresses are placed in the mappings of heap, stacks and files.
-                a.set_mmap_data(1);
-            }
-            if let CallGraph::Dwarf(bytes) = self.call_graph {
-                // Unwinders read .eh_frame from read-only segments and the stack from
-                // [stack]: those mappings must be in the capture too.
-                a.set_mmap_data(u64::from(tracking));
-                a.sample_regs_user = USER_REGS_MASK;
-                a.sample_stack_user = bytes;
-                // User frames come from the stack copy; the kernel's user walk would
-                // duplicate them.
-                a.set_exclude_callchain_user(1);
+            Some(n) => a.wakeup = u32::try_from(n).unwrap_or(u32::MAX),
+            None => {
+                a.flags |= flag::WATERMARK;
+                a.wakeup = u32::try_from(buffer_bytes / 4).unwrap_or(u32::MAX);
             }
         }
-        b
+        a.sample_type = self.sample_type();
+        if tracking && self.memory.is_some() {
+            // Data addresses are placed in the mappings of heap, stacks and files.
+            a.flags |= flag::MMAP_DATA;
+        }
+        if let CallGraph::Dwarf(bytes) = self.call_graph {
+            // Unwinders read .eh_frame from read-only segments and the stack from
+            // [stack]: those mappings must be in the capture too.
+            if tracking {
+                a.flags |= flag::MMAP_DATA;
+            }
+            a.sample_regs_user = USER_REGS_MASK;
+            a.sample_stack_user = bytes;
+            // User frames come from the stack copy; the kernel's user walk would
+            // duplicate them.
+            a.flags |= flag::EXCLUDE_CALLCHAIN_USER;
+        }
+        a
     }
 
-    /// A builder for a counting-only group leader: no period, no tracking; the sample
+    /// The attr of a counting-only group leader: no period, no tracking; the sample
     /// fields of the events it leads, so every event of the capture has the same layout.
-    fn leader_builder(
-        &self,
-        attr: &EventAttr,
-        target: OpenTarget,
-        inherit: bool,
-    ) -> perf_event::Builder<'static> {
-        let mut b = builder_for(attr, 0, OpenMode::Counting, target);
-        b.sample_id_all(true).inherit(inherit);
-        let a = b.attrs_mut();
+    fn leader_attr(&self, attr: &EventAttr, inherit: bool) -> Attr {
+        let mut a = kernel_attr(attr, 0, OpenMode::Counting);
+        a.flags |= flag::SAMPLE_ID_ALL;
+        if inherit {
+            a.flags |= flag::INHERIT;
+        }
         a.sample_type = self.sample_type();
         if let CallGraph::Dwarf(bytes) = self.call_graph {
             a.sample_regs_user = USER_REGS_MASK;
             a.sample_stack_user = bytes;
-            a.set_exclude_callchain_user(1);
+            a.flags |= flag::EXCLUDE_CALLCHAIN_USER;
         }
-        b
+        a
     }
 }
 
@@ -495,6 +493,9 @@ impl Session {
         target: Target,
         system: &System,
     ) -> Result<Session, Error> {
+        if let Some(why) = sys::UNAVAILABLE {
+            return Err(Error::Unavailable(why));
+        }
         let pid = match target {
             Target::CurrentThread => std::process::id(),
             Target::Process(pid) => pid,
@@ -513,8 +514,8 @@ impl Session {
         let (pages, small_buffers) = buffer_pages(&config, plan.len(), system);
         let map_bytes = pages * 4096;
         let mut events = Opening::new(&config);
-        let mut samplers: Vec<Sampler> = Vec::new();
-        let mut others: Vec<perf_event::Counter> = Vec::new();
+        let mut samplers: Vec<Ring> = Vec::new();
+        let mut others: Vec<Counter> = Vec::new();
         for (open_target, inherit, tid) in plan {
             if let Some((ring, more)) =
                 events.open_target(&config, open_target, inherit, tid, map_bytes, system)?
@@ -546,7 +547,7 @@ impl Session {
             source,
         };
         for s in &mut samplers {
-            s.as_counter_mut().enable().map_err(enable)?;
+            s.enable().map_err(enable)?;
         }
         for c in &mut others {
             c.enable().map_err(enable)?;
@@ -604,7 +605,7 @@ impl Session {
 }
 
 /// What the drain thread is handed once the events are open.
-type DrainWork = (Vec<Sampler>, Vec<perf_event::Counter>, CaptureWriter);
+type DrainWork = (Vec<Ring>, Vec<Counter>, CaptureWriter);
 
 /// The drain thread, started before any event is opened, waiting for its work.
 struct DrainThread {
@@ -649,8 +650,8 @@ impl DrainThread {
     /// Hands the drain its buffers and counters: from here it drains until `stop`.
     fn start(
         self,
-        samplers: Vec<Sampler>,
-        others: Vec<perf_event::Counter>,
+        samplers: Vec<Ring>,
+        others: Vec<Counter>,
         seed: CaptureWriter,
     ) -> Result<(JoinHandle<DrainResult>, Arc<AtomicBool>), Error> {
         self.work
@@ -817,7 +818,7 @@ fn user_mode_only(
     restrictions: &mut Vec<Restriction>,
     system: &System,
 ) -> bool {
-    if !matches!(errno, libc::EACCES | libc::EPERM) || attr.exclude_kernel {
+    if !matches!(errno, errno::EACCES | errno::EPERM) || attr.exclude_kernel {
         return false;
     }
     // paranoid 2 allows user-mode sampling of one's own processes.
@@ -838,17 +839,17 @@ fn open_retrying(
     probing: bool,
     restrictions: &mut Vec<Restriction>,
     system: &System,
-    mut build: impl FnMut(&EventAttr, u8) -> std::io::Result<perf_event::Counter>,
-) -> Result<perf_event::Counter, i32> {
+    mut build: impl FnMut(&EventAttr, u8) -> std::io::Result<Counter>,
+) -> Result<Counter, i32> {
     loop {
         let errno = match build(attr, *precise) {
             Ok(c) => return Ok(c),
-            Err(e) => e.raw_os_error().unwrap_or(0),
+            Err(e) => sys::errno_of(&e),
         };
         if user_mode_only(attr, errno, restrictions, system) {
             continue;
         }
-        if probing && *precise > 0 && !matches!(errno, libc::ESRCH | libc::EMFILE) {
+        if probing && *precise > 0 && !matches!(errno, errno::ESRCH | errno::EMFILE) {
             *precise -= 1;
             continue;
         }
@@ -894,12 +895,12 @@ impl Opening {
         tid: u32,
         map_bytes: usize,
         system: &System,
-    ) -> Result<Option<(Sampler, Vec<perf_event::Counter>)>, Error> {
+    ) -> Result<Option<(Ring, Vec<Counter>)>, Error> {
         let cpu = match target {
             OpenTarget::Task { cpu, .. } => cpu,
             _ => None,
         };
-        let mut ring: Option<Sampler> = None;
+        let mut ring: Option<Ring> = None;
         let mut more = Vec::new();
         let mut got: Vec<(usize, u64, Option<u64>)> = Vec::new();
         for (i, event) in config.events.iter().enumerate() {
@@ -917,11 +918,11 @@ impl Opening {
                 Some(l) => {
                     let opened =
                         open_retrying(l, &mut 0, false, &mut self.restrictions, system, |a, _| {
-                            config.leader_builder(a, target, inherit).build()
+                            Counter::open(&config.leader_attr(a, inherit), target, None)
                         });
                     match opened {
                         Ok(c) => Some(c),
-                        Err(libc::ESRCH) => return Ok(None),
+                        Err(errno::ESRCH) => return Ok(None),
                         Err(errno) => {
                             let why = format!(
                                 "its group leader {}: {}",
@@ -942,17 +943,14 @@ impl Opening {
                 &mut self.restrictions,
                 system,
                 |a, precise| {
-                    let b = config.builder(map_bytes, a, precise, target, inherit, tracking);
-                    match leader.as_mut() {
-                        Some(l) => b.build_with_group(l),
-                        None => b.build(),
-                    }
+                    let attr = config.sampling_attr(map_bytes, a, precise, inherit, tracking);
+                    Counter::open(&attr, target, leader.as_mut())
                 },
             );
             let counter = match opened {
                 Ok(c) => c,
                 // A thread that exited between listing and opening is not a loss.
-                Err(libc::ESRCH) => return Ok(None),
+                Err(errno::ESRCH) => return Ok(None),
                 Err(errno) => {
                     let state = &self.events[i];
                     let why = explain(
@@ -969,10 +967,10 @@ impl Opening {
             state.probing = false;
             let id = counter.id();
             match ring.as_ref() {
-                None => match counter.sampled(map_bytes) {
+                None => match counter.into_ring(map_bytes) {
                     Ok(s) => ring = Some(s),
                     Err(e) => {
-                        let reason = if e.raw_os_error() == Some(libc::EPERM) {
+                        let reason = if sys::errno_of(&e) == errno::EPERM {
                             format!(
                                 "ring buffer of {} KiB refused: over perf_event_mlock_kb (sysctl kernel.perf_event_mlock_kb, or a smaller --profile buffer)",
                                 map_bytes / 1024
@@ -992,17 +990,9 @@ impl Opening {
                     }
                 },
                 Some(r) => {
-                    // SAFETY: both are open perf_event file descriptors.
-                    let rc = unsafe {
-                        perf_event_open_sys::ioctls::SET_OUTPUT(
-                            counter.as_raw_fd(),
-                            r.as_counter().as_raw_fd(),
-                        )
-                    };
-                    if rc != 0 {
+                    if let Err(e) = counter.write_into(r) {
                         let why = format!(
-                            "its records cannot join the ring buffer (PERF_EVENT_IOC_SET_OUTPUT: {})",
-                            std::io::Error::last_os_error()
+                            "its records cannot join the ring buffer (PERF_EVENT_IOC_SET_OUTPUT: {e})"
                         );
                         self.refuse(i, inherit, tid, why);
                         continue;
@@ -1156,8 +1146,8 @@ fn stored_attr(e: &EventAttr, precise: u8, config: &SamplingConfig, role: Role) 
 /// Drains the ring buffers until stopped; `others` (events writing into them, and group
 /// leaders) are kept open with them and disabled with them.
 fn drain(
-    mut samplers: Vec<Sampler>,
-    mut others: Vec<perf_event::Counter>,
+    mut samplers: Vec<Ring>,
+    mut others: Vec<Counter>,
     stop: Arc<AtomicBool>,
     seed: CaptureWriter,
     compact: bool,
@@ -1171,35 +1161,14 @@ fn drain(
     writer.data.reserve(256 << 20);
     writer.compact_stacks = compact;
     let mut result = DrainResult::default();
-    let mut scratch: Vec<u8> = Vec::with_capacity(16 * 1024);
-    let mut fds: Vec<libc::pollfd> = samplers
-        .iter()
-        .map(|s| libc::pollfd {
-            fd: s.as_counter().as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        })
-        .collect();
+    let mut poll = Poll::new(&samplers);
     let mut finishing = false;
     loop {
         if !finishing {
-            // SAFETY: `fds` is a valid array of pollfd of the given length.
-            unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 10) };
+            poll.wait(10);
         }
         for s in &mut samplers {
-            while let Some(record) = s.next_record() {
-                let (type_, misc) = (record.ty(), record.misc());
-                let body: &[u8] = match record.data() {
-                    [one] => one,
-                    // A record split by the end of the ring is joined once, here.
-                    parts => {
-                        scratch.clear();
-                        for part in parts {
-                            scratch.extend_from_slice(part);
-                        }
-                        &scratch
-                    }
-                };
+            s.drain(|type_, misc, body| {
                 if let (kind::SAMPLE, Some(p)) = (type_, pages.as_mut()) {
                     if let Ok(sample) = Sample::parse(body, 8, &format) {
                         if let (Some(addr), Some(pid)) = (sample.addr, sample.pid) {
@@ -1216,25 +1185,17 @@ fn drain(
                     _ => {}
                 }
                 writer.push_body(type_, misc, body);
-            }
+            });
         }
         if let Some(p) = pages.as_mut() {
             crate::numa::ask(p, &mut pending);
-        }
-        // A buffer whose task exited reports POLLHUP for good: stop polling it, or poll
-        // would return at once forever.
-        for fd in &mut fds {
-            if fd.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
-                fd.fd = -1;
-            }
-            fd.revents = 0;
         }
         if finishing {
             break;
         }
         if stop.load(Ordering::Acquire) {
             for s in &mut samplers {
-                let _ = s.as_counter_mut().disable();
+                let _ = s.disable();
             }
             for c in &mut others {
                 let _ = c.disable();

@@ -53,8 +53,7 @@ impl System {
                 .and_then(|s| s.parse().ok()),
             hypervisor,
             hypervisor_vendor,
-            // SAFETY: geteuid has no preconditions and cannot fail.
-            is_root: unsafe { libc::geteuid() } == 0,
+            is_root: crate::sys::is_root(),
             cpu_vendor,
         }
     }

@@ -11,14 +11,29 @@
 
 use std::borrow::Cow;
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
-use std::sync::OnceLock;
+
+#[cfg(unix)]
+use libc::free;
+
+/// Never called: without `dlopen` there is no `__cxa_demangle` whose result to free.
+#[cfg(not(unix))]
+unsafe fn free(_: *mut c_void) {}
 
 /// `char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status)`.
 type CxaDemangle =
     unsafe extern "C" fn(*const c_char, *mut c_char, *mut usize, *mut c_int) -> *mut c_char;
 
-/// libstdc++'s `__cxa_demangle`, looked up once.
+/// libstdc++'s `__cxa_demangle`, looked up once (never on Windows, which has no
+/// `dlopen` and no libstdc++ of the system's).
+#[cfg(not(unix))]
 fn gnu() -> Option<CxaDemangle> {
+    None
+}
+
+/// libstdc++'s `__cxa_demangle`, looked up once.
+#[cfg(unix)]
+fn gnu() -> Option<CxaDemangle> {
+    use std::sync::OnceLock;
     static GNU: OnceLock<Option<usize>> = OnceLock::new();
     let addr = *GNU.get_or_init(|| {
         // SAFETY: dlopen and dlsym with NUL-terminated names; the handle is never closed,
@@ -64,7 +79,7 @@ fn gnu_demangle(f: CxaDemangle, name: &str) -> Option<String> {
             return None;
         }
         let s = (status == 0).then(|| CStr::from_ptr(out).to_string_lossy().into_owned());
-        libc::free(out.cast());
+        free(out.cast());
         s
     }
 }

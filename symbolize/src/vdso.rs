@@ -15,6 +15,12 @@ pub fn live_image_or_why() -> Result<Vec<u8>, Error> {
     live_image_or_reason().map_err(Error::NoVdso)
 }
 
+#[cfg(not(target_os = "linux"))]
+fn live_image_or_reason() -> Result<Vec<u8>, String> {
+    Err("the vDSO is Linux's: this process has none".into())
+}
+
+#[cfg(target_os = "linux")]
 fn live_image_or_reason() -> Result<Vec<u8>, String> {
     // SAFETY: getauxval only reads the auxiliary vector.
     let base = unsafe { libc::getauxval(libc::AT_SYSINFO_EHDR) } as usize;

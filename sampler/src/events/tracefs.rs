@@ -16,11 +16,6 @@ pub struct Tracefs {
     pub mounted_note: Option<String>,
 }
 
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() == 0 }
-}
-
 /// Finds tracefs under `root`. On the live system (`root` is `/`) with neither
 /// candidate mounted, root mounts tracefs at /sys/kernel/tracing and says so.
 pub fn locate(root: &Path) -> Result<Tracefs, TracefsUnavailable> {
@@ -45,25 +40,17 @@ pub fn locate(root: &Path) -> Result<Tracefs, TracefsUnavailable> {
             looked: CANDIDATES.join(", "),
         });
     }
-    if !is_root() {
+    if !cfg!(target_os = "linux") {
+        return Err(TracefsUnavailable::NotLinux);
+    }
+    if !crate::sys::is_root() {
         return Err(TracefsUnavailable::NotMounted);
     }
     let target = Path::new("/sys/kernel/tracing");
-    let c_target = c"/sys/kernel/tracing";
-    // SAFETY: every pointer is a NUL-terminated string that outlives the call.
-    let rc = unsafe {
-        libc::mount(
-            c"nodev".as_ptr(),
-            c_target.as_ptr(),
-            c"tracefs".as_ptr(),
-            0,
-            std::ptr::null(),
-        )
-    };
-    if rc != 0 {
+    if let Err(e) = crate::sys::mount_tracefs() {
         return Err(TracefsUnavailable::MountFailed {
             target: target.to_path_buf(),
-            reason: std::io::Error::last_os_error().to_string(),
+            reason: e.to_string(),
         });
     }
     Ok(Tracefs {

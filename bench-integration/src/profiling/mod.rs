@@ -1,0 +1,151 @@
+//! The `--profile` pass around the cases: the sampling it plans before them, and after
+//! all timing each case's capture read (`reading`, with the harness's `profile`
+//! feature) and its notes said.
+
+use sparkles_sampler::session::{choose_event, CallGraph, Rate, SamplingConfig};
+
+use crate::args::HarnessArgs;
+use crate::error::Error;
+use crate::profile::ProfileSummary;
+use crate::record::BenchRow;
+
+#[cfg(feature = "profile")]
+mod reading;
+#[cfg(all(feature = "profile", test))]
+pub(crate) use reading::read_capture;
+#[cfg(feature = "profile")]
+pub(crate) use reading::read_captures;
+
+/// Without the `profile` feature the captures are written but not read: said once.
+#[cfg(not(feature = "profile"))]
+pub(crate) fn read_captures(
+    reports: &mut [crate::runner::CaseReport],
+    _args: &HarnessArgs,
+    _event_note: &str,
+    _save_path: Option<&std::path::Path>,
+    _baseline: Option<&crate::baseline::Baseline>,
+) {
+    if reports
+        .iter()
+        .any(|r| r.profile.as_ref().is_some_and(|p| p.capture.is_some()))
+    {
+        eprintln!(
+            "profile: captures written, not read: this build of sparkles-bench has no `profile` feature (`sparkles report CAPTURE` reads one)"
+        );
+    }
+}
+
+/// The sampling a `--profile` run uses: the event asked for, else the default chain.
+/// With the line saying which event it samples, and why.
+pub(crate) fn sampling(args: &HarnessArgs) -> Result<(SamplingConfig, String), Error> {
+    let memory = match args.profile.as_deref() {
+        Some("cpu") => false,
+        Some("mem") => true,
+        other => {
+            return Err(Error::Usage {
+                flag: "--profile",
+                message: format!(
+                    "'{}' is not a profile kind: use --profile (CPU sampling) or --profile=mem (memory: precise memory events, else first-touch placement)",
+                    other.unwrap_or_default()
+                ),
+            })
+        }
+    };
+    let system = sparkles_sampler::system::System::probe();
+    let usage = |flag: &'static str| {
+        move |e: sparkles_sampler::EventError| Error::Usage {
+            flag,
+            message: e.to_string(),
+        }
+    };
+    let resolver = sparkles_sampler::EventResolver::live().map_err(usage("--profile"))?;
+    let (event, note) = choose_event(&resolver, &system, args.profile_event.as_deref())
+        .map_err(usage("--profile-event"))?;
+    let mut config = SamplingConfig {
+        events: vec![event.into()],
+        rate: args
+            .profile_period
+            .map(Rate::Period)
+            .unwrap_or(Rate::Frequency(args.profile_freq)),
+        call_graph: if args.profile_stack == 0 {
+            CallGraph::FramePointer
+        } else {
+            CallGraph::Dwarf(args.profile_stack.next_multiple_of(8).min(65528))
+        },
+        // The session shrinks buffers to fit an unprivileged user's perf_event_mlock_kb.
+        buffer_pages: 256,
+        compact_stacks: true,
+        memory: None,
+    };
+    if !memory {
+        return Ok((config, note));
+    }
+    if args.profile_event.is_some() {
+        return Err(Error::Usage {
+            flag: "--profile-event",
+            message: "--profile=mem chooses its own event (the machine's precise memory event, else page faults): leave out --profile-event".into(),
+        });
+    }
+    let plan =
+        sparkles_sampler::mem_events::live_plan(&resolver, &system).map_err(usage("--profile"))?;
+    let note = plan.apply(&mut config);
+    Ok((config, note))
+}
+
+/// The notes every one of several profiles has (the kernel's sampling limit, say), to be
+/// said once rather than per case.
+pub(crate) fn common_notes<'a>(profiles: &[&'a ProfileSummary]) -> Vec<&'a String> {
+    match profiles.split_first() {
+        Some((first, rest)) if !rest.is_empty() => first
+            .notes
+            .iter()
+            .filter(|n| rest.iter().all(|p| p.notes.contains(n)))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Each case's profile notes (those every case has, once), why a case has no capture, and
+/// how its stacks unwound.
+pub(crate) fn print_notes(rows: &[BenchRow]) {
+    let profiles: Vec<&ProfileSummary> = rows.iter().filter_map(|r| r.profile.as_ref()).collect();
+    let common = common_notes(&profiles);
+    for note in &common {
+        eprintln!("profile: every case: {note}");
+    }
+    for row in rows {
+        let Some(p) = &row.profile else { continue };
+        if let Some(error) = &p.error {
+            eprintln!("profile: {}: no capture: {error}", row.case);
+        }
+        for note in p.notes.iter().filter(|n| !common.contains(n)) {
+            eprintln!("profile: {}: {note}", row.case);
+        }
+        #[cfg(feature = "profile")]
+        if let Some(u) = &p.unwind {
+            eprintln!("profile: {}: {}", row.case, u.describe());
+        }
+    }
+}
+
+/// A warning when this bench binary cannot be symbolized or unwound well.
+pub(crate) fn debug_info_warning() -> Option<String> {
+    use object::{Object, ObjectSection};
+    let exe = std::env::current_exe().ok()?;
+    let bytes = std::fs::read(&exe).ok()?;
+    let file = object::File::parse(&*bytes).ok()?;
+    let has = |name: &str| file.section_by_name(name).is_some_and(|s| s.size() > 0);
+    if !has(".eh_frame") {
+        return Some(format!(
+            "{} has no .eh_frame: stacks cannot be unwound (remove -C force-unwind-tables=no, or set panic = \"unwind\")",
+            exe.display()
+        ));
+    }
+    if !has(".debug_line") {
+        return Some(format!(
+            "{} has no line tables: profiles name functions from .symtab only; add [profile.bench] debug = \"line-tables-only\" to Cargo.toml",
+            exe.display()
+        ));
+    }
+    None
+}
