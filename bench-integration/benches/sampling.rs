@@ -37,9 +37,28 @@ fn config(compact: bool) -> Option<SamplingConfig> {
     })
 }
 
+/// The calling thread's kernel id (perf record's `-t`); there is no perf off Linux.
+#[cfg(target_os = "linux")]
 fn gettid() -> u32 {
     // SAFETY: gettid has no preconditions.
     unsafe { libc::syscall(libc::SYS_gettid) as u32 }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn gettid() -> u32 {
+    0
+}
+
+/// Stops perf record as Ctrl-C does, so that it writes its capture.
+#[cfg(unix)]
+fn interrupt(child: &mut std::process::Child) {
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+}
+
+#[cfg(not(unix))]
+fn interrupt(child: &mut std::process::Child) {
+    let _ = child.kill();
 }
 
 fn body() -> usize {
@@ -104,8 +123,7 @@ fn main() {
                 // perf attaches within a fraction of a second; give it one.
                 std::thread::sleep(Duration::from_secs(1));
                 b.iter(body);
-                // SAFETY: signalling our own child.
-                unsafe { libc::kill(perf.id() as i32, libc::SIGINT) };
+                interrupt(&mut perf);
                 let _ = perf.wait();
                 let _ = std::fs::remove_file(&out);
                 Ok(())

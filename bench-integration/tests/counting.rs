@@ -7,6 +7,7 @@
 //! tracefs, paranoid level). The counters cover every thread of the process, so the
 //! tests take a lock.
 
+#![cfg(target_os = "linux")] // perf_event is Linux's: elsewhere this file is empty
 #![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
 
 #[path = "../benches/demo_suite/mod.rs"]

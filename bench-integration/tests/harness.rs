@@ -151,6 +151,7 @@ fn a_corrupt_or_missing_baseline_fails_before_measuring_and_is_left_alone() {
 }
 
 #[test]
+#[cfg(unix)] // getrusage's fault counts
 fn tier0_reads_zero_faults_for_a_quiet_body_and_one_per_touched_page() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let mut suite = Suite::new("tier0");
@@ -192,8 +193,7 @@ fn tier0_reads_zero_faults_for_a_quiet_body_and_one_per_touched_page() {
             "{id} = {v} per iteration for a body that does nothing"
         );
     }
-    // SAFETY: sysconf has no preconditions.
-    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as f64;
+    let page = demo::page_size() as f64;
     let pages = demo::TOUCH_BYTES as f64 / page;
     let faults = metric("touch", "rusage.minor_faults");
     assert!(
@@ -287,8 +287,7 @@ fn the_demo_inputs_are_what_the_cases_claim() {
     let parsed: Vec<demo::Record> = serde_json::from_slice(&doc).unwrap();
     assert_eq!(parsed.len(), 1500);
     assert_eq!(demo::sieve(100), 25);
-    // SAFETY: sysconf has no preconditions.
-    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+    let page = demo::page_size();
     assert_eq!(demo::touch_fresh_pages(64 * page).unwrap(), 64);
 }
 

@@ -107,7 +107,12 @@ fn ours_batch(bin: &Path, addrs: &[u64]) -> Result<usize, String> {
 
 /// Runs `program ARGS -f -i -C -e BIN` with the addresses on stdin: the lines it printed
 /// and its peak resident memory in KiB.
-fn tool(program: &Path, pre: &[&str], bin: &Path, addrs: &[u64]) -> Result<(usize, u64), String> {
+fn tool(
+    program: &Path,
+    pre: &[&str],
+    bin: &Path,
+    addrs: &[u64],
+) -> Result<(usize, Option<u64>), String> {
     let mut child = Command::new(program)
         .args(pre)
         .args(["-f", "-i", "-C", "-e"])
@@ -126,27 +131,39 @@ fn tool(program: &Path, pre: &[&str], bin: &Path, addrs: &[u64]) -> Result<(usiz
         let mut out = Vec::new();
         std::io::Read::read_to_end(&mut stdout, &mut out).map(|_| out)
     });
-    // wait4 reaps the child and says how much memory it held at most.
-    let mut status = 0;
-    // SAFETY: an all-zero rusage is valid, and wait4 fills it for our own child.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: waits for the child spawned above; status and usage are ours to fill.
-    let pid = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut usage) };
-    if pid < 0 {
-        return Err(format!("wait4: {}", std::io::Error::last_os_error()));
-    }
+    let (ok, peak) = reap(&mut child)?;
     let _ = writer.join();
     let out = reader
         .join()
         .map_err(|_| "reader panicked".to_string())?
         .map_err(|e| e.to_string())?;
-    if !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
-        return Err(format!("{} failed (status {status:#x})", program.display()));
+    if !ok {
+        return Err(format!("{} failed", program.display()));
     }
-    Ok((
-        out.iter().filter(|&&b| b == b'\n').count(),
-        usage.ru_maxrss as u64,
-    ))
+    Ok((out.iter().filter(|&&b| b == b'\n').count(), peak))
+}
+
+/// Reaps the child: whether it exited with 0, and its peak resident memory in KiB
+/// (wait4's `ru_maxrss`).
+#[cfg(unix)]
+fn reap(child: &mut std::process::Child) -> Result<(bool, Option<u64>), String> {
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is valid, and wait4 fills it for our own child.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: waits for our own child; status and usage are ours to fill.
+    let pid = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut usage) };
+    if pid < 0 {
+        return Err(format!("wait4: {}", std::io::Error::last_os_error()));
+    }
+    let ok = libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
+    Ok((ok, u64::try_from(usage.ru_maxrss).ok()))
+}
+
+/// Reaps the child: whether it exited with 0; no peak memory (no wait4 here).
+#[cfg(not(unix))]
+fn reap(child: &mut std::process::Child) -> Result<(bool, Option<u64>), String> {
+    let status = child.wait().map_err(|e| format!("wait: {e}"))?;
+    Ok((status.success(), None))
 }
 
 fn main() {
@@ -211,7 +228,7 @@ fn main() {
                     .iter()
                     .filter_map(|(name, program, pre)| {
                         let (_, kib) = tool(program, pre, &bin, &addrs).ok()?;
-                        Some(format!("{name} {:.0} MiB", kib as f64 / 1024.0))
+                        Some(format!("{name} {:.0} MiB", kib? as f64 / 1024.0))
                     })
                     .collect();
                 eprintln!("symbolize: peak resident memory: {}", peaks.join(", "));

@@ -41,6 +41,7 @@ pub enum Error {
         source: std::io::Error,
     },
     /// The operating system refused a step (a pipe, a fork).
+    #[cfg(target_os = "linux")]
     #[error("{what}: {source}")]
     Os {
         /// The step.

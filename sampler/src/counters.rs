@@ -899,23 +899,12 @@ mod tests {
     /// page fault each.
     fn touch_pages(pages: usize) {
         let len = pages * 4096;
-        // SAFETY: a fresh private anonymous map, written only within its length, and
-        // unmapped before returning.
-        unsafe {
-            let p = libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            );
-            assert_ne!(p, libc::MAP_FAILED);
-            libc::madvise(p, len, libc::MADV_NOHUGEPAGE);
-            for i in 0..pages {
-                std::ptr::write_volatile(p.cast::<u8>().add(i * 4096), 1);
-            }
-            libc::munmap(p, len);
+        let mut map = memmap2::MmapMut::map_anon(len).unwrap();
+        #[cfg(target_os = "linux")]
+        let _ = map.advise(memmap2::Advice::NoHugePage);
+        for i in 0..pages {
+            // SAFETY: inside the writable map.
+            unsafe { std::ptr::write_volatile(map.as_mut_ptr().add(i * 4096), 1) };
         }
     }
 

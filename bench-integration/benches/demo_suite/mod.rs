@@ -126,37 +126,32 @@ pub fn chase(next: &[usize], start: usize, steps: usize) -> usize {
 /// fault), and unmaps it; returns the number of pages touched.
 #[inline(never)]
 pub fn touch_fresh_pages(bytes: usize) -> std::io::Result<usize> {
-    // SAFETY: sysconf has no preconditions.
-    let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
-    // SAFETY: a fresh private anonymous mapping; no existing memory is touched.
-    let base = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            bytes,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    if base == libc::MAP_FAILED {
-        return Err(std::io::Error::last_os_error());
-    }
+    let mut map = memmap2::MmapMut::map_anon(bytes)?;
     // Transparent huge pages would turn 1,024 faults into 2; ask for base pages. The
     // advice can fail on kernels without THP, which already means base pages.
-    // SAFETY: `base` is the mapping made above, `bytes` long.
-    unsafe { libc::madvise(base, bytes, libc::MADV_NOHUGEPAGE) };
+    #[cfg(target_os = "linux")]
+    let _ = map.advise(memmap2::Advice::NoHugePage);
+    let page = page_size();
     let mut pages = 0;
     for offset in (0..bytes).step_by(page) {
         // SAFETY: `offset < bytes`, inside the writable mapping.
-        unsafe { std::ptr::write_volatile(base.cast::<u8>().add(offset), 1) };
+        unsafe { std::ptr::write_volatile(map.as_mut_ptr().add(offset), 1) };
         pages += 1;
     }
-    // SAFETY: unmaps exactly the mapping made above; nothing refers to it any more.
-    if unsafe { libc::munmap(base, bytes) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
     Ok(pages)
+}
+
+/// The size of a page (4 KiB where the OS does not say: Windows on x86-64 and ARM64).
+pub fn page_size() -> usize {
+    #[cfg(unix)]
+    {
+        // SAFETY: sysconf has no preconditions.
+        usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096)
+    }
+    #[cfg(not(unix))]
+    {
+        4096
+    }
 }
 
 /// Counts primes below `limit` with the sieve of Eratosthenes.

@@ -1,53 +1,14 @@
-//! `sparkles record`: sample a command started here, or a running process.
+//! `sparkles record` on Linux: forking the command (or attaching to a running process),
+//! waiting for its end, and writing the capture.
 
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use sparkles_sampler::events::EventResolver;
-use sparkles_sampler::session::{choose_event, CallGraph, Rate, SamplingConfig, Session, Target};
+use sparkles_sampler::session::{SamplingConfig, Session, Target};
 use sparkles_sampler::system::System;
 
+use super::RecordArgs;
 use crate::error::Error;
-
-/// `sparkles record`'s flags.
-#[derive(Debug, Clone, clap::Args)]
-pub struct RecordArgs {
-    /// Event to sample (any spelling `sparkles event` takes); default: cycles at the
-    /// highest precise level, else cpu-clock, with the reason.
-    #[arg(long, short = 'e')]
-    event: Option<String>,
-    /// Samples per second.
-    #[arg(long, short = 'F', default_value_t = 4000)]
-    freq: u64,
-    /// Events between samples (instead of --freq).
-    #[arg(long, short = 'c')]
-    period: Option<u64>,
-    /// `dwarf[,BYTES]` (user registers and stack copies, default 8192) or `fp`.
-    #[arg(long, default_value = "dwarf", value_parser = parse_call_graph)]
-    call_graph: CallGraph,
-    /// Stop after this many seconds.
-    #[arg(long)]
-    duration: Option<f64>,
-    /// Output file.
-    #[arg(short, long, default_value = "sparkles.perf.data")]
-    output: PathBuf,
-    /// Attach to a running process and its threads.
-    #[arg(short, long)]
-    pid: Option<u32>,
-    /// Keep stack copies at their full size (no compaction).
-    #[arg(long)]
-    no_compact: bool,
-    /// Sample memory accesses: the machine's precise memory event (AMD IBS, Intel
-    /// PEBS load latency) with data addresses, else page faults with their data
-    /// addresses (first-touch placement), the pages' nodes asked while it runs and
-    /// written to OUTPUT.pages.json.
-    #[arg(long)]
-    mem: bool,
-    /// The command to run and sample.
-    #[arg(last = true)]
-    command: Vec<String>,
-}
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
@@ -55,62 +16,24 @@ extern "C" fn on_sigint(_: libc::c_int) {
     INTERRUPTED.store(true, Ordering::SeqCst);
 }
 
-/// Why a `--call-graph` value is not one.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct BadCallGraph(String);
-
-/// Parses `dwarf[,BYTES]` or `fp`.
-fn parse_call_graph(text: &str) -> Result<CallGraph, BadCallGraph> {
-    match text.split_once(',') {
-        None if text == "dwarf" => Ok(CallGraph::Dwarf(8192)),
-        None if text == "fp" => Ok(CallGraph::FramePointer),
-        Some(("dwarf", size)) => {
-            let bytes: u32 = size
-                .parse()
-                .map_err(|_| BadCallGraph(format!("'{size}' is not a byte count")))?;
-            if bytes == 0 || !bytes.is_multiple_of(8) || bytes > 65528 {
-                return Err(BadCallGraph(format!(
-                    "stack size {bytes} must be a multiple of 8 up to 65528"
-                )));
-            }
-            Ok(CallGraph::Dwarf(bytes))
-        }
-        _ => Err(BadCallGraph(format!("'{text}' is not dwarf[,BYTES] or fp"))),
-    }
-}
-
-/// `sparkles record`: the sampling planned, the target attached (a running process, or a
-/// command forked here and let go once its events are open), sampled until it ends (or
-/// the duration passes, or Ctrl-C), and the capture written.
-pub fn record(args: &RecordArgs) -> Result<(), Error> {
-    if args.pid.is_some() != args.command.is_empty() {
-        return Err(Error::usage(
-            "record",
-            "give either -p PID or -- COMMAND ARGS…",
-        ));
-    }
-    let system = System::probe();
-    let (config, note) = sampling(args, &system)?;
+/// Attaches to the target (a running process, or a command forked here and let go once
+/// its events are open), samples until it ends (or `duration` passes, or Ctrl-C), and
+/// writes the capture.
+pub(super) fn record(
+    args: &RecordArgs,
+    duration: Option<Duration>,
+    config: &SamplingConfig,
+    note: &str,
+    system: &System,
+) -> Result<(), Error> {
     // SAFETY: the handler only stores to an atomic.
     unsafe { libc::signal(libc::SIGINT, on_sigint as *const () as libc::sighandler_t) };
     let started = Instant::now();
-    let deadline = match args.duration {
-        Some(s) => Some(
-            started
-                + Duration::try_from_secs_f64(s).map_err(|_| {
-                    Error::usage("--duration", format!("{s} is not a number of seconds"))
-                })?,
-        ),
-        None => None,
-    };
+    let deadline = duration.map(|d| started + d);
     let (session, mut child) = match args.pid {
-        Some(pid) => (
-            Session::start(&config, Target::Process(pid), &system)?,
-            None,
-        ),
+        Some(pid) => (Session::start(config, Target::Process(pid), system)?, None),
         None => {
-            let (session, child) = start_command(&args.command, &config, &system)?;
+            let (session, child) = start_command(&args.command, config, system)?;
             (session, Some(child))
         }
     };
@@ -132,37 +55,6 @@ pub fn record(args: &RecordArgs) -> Result<(), Error> {
         eprintln!("sparkles record: {r}");
     }
     write(&capture, &args.output, started)
-}
-
-/// The sampling asked for: the event (or, with `--mem`, the machine's memory plan), the
-/// rate, the call graph; and the line that says which event and why.
-fn sampling(args: &RecordArgs, system: &System) -> Result<(SamplingConfig, String), Error> {
-    let resolver = EventResolver::live()?;
-    let (event, note) = choose_event(&resolver, system, args.event.as_deref())?;
-    let mut config = SamplingConfig {
-        events: vec![event.into()],
-        rate: args
-            .period
-            .map(Rate::Period)
-            .unwrap_or(Rate::Frequency(args.freq)),
-        call_graph: args.call_graph,
-        // The session shrinks buffers to fit an unprivileged user's perf_event_mlock_kb.
-        buffer_pages: 128,
-        compact_stacks: !args.no_compact,
-        memory: None,
-    };
-    if !args.mem {
-        return Ok((config, note));
-    }
-    if args.event.is_some() {
-        return Err(Error::usage(
-            "--mem",
-            "chooses its own event (the machine's precise memory event, else page faults): leave out -e",
-        ));
-    }
-    let plan = sparkles_sampler::mem_events::live_plan(&resolver, system)?;
-    let note = plan.apply(&mut config);
-    Ok((config, note))
 }
 
 /// Forks `command`, which waits on a pipe until its events are open and then execs; its
