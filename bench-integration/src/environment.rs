@@ -29,6 +29,10 @@ pub struct Environment {
     pub git_dirty: Option<bool>,
     /// CPU model name from /proc/cpuinfo.
     pub cpu_model: Option<String>,
+    /// The operating system (`linux`, `macos`, `windows`, …); empty in records written
+    /// before it was kept.
+    #[serde(default)]
+    pub os: String,
     /// Kernel release.
     pub kernel: Option<String>,
     /// cpufreq governor of CPU 0; null where the machine exposes no cpufreq.
@@ -70,6 +74,32 @@ fn git(dir: &Path, args: &[&str]) -> Option<String> {
         .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
+/// uname(2)'s release and node name, where /proc does not say (macOS, the BSDs).
+#[cfg(unix)]
+fn uname() -> Option<(String, String)> {
+    // SAFETY: an all-zero utsname is valid, and uname fills it.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    // SAFETY: `u` is a valid, writable utsname.
+    if unsafe { libc::uname(&mut u) } != 0 {
+        return None;
+    }
+    let text = |field: &[libc::c_char]| {
+        let bytes: Vec<u8> = field
+            .iter()
+            .take_while(|&&c| c != 0)
+            .map(|&c| c as u8)
+            .collect();
+        String::from_utf8_lossy(&bytes).into_owned()
+    };
+    Some((text(&u.release), text(&u.nodename)))
+}
+
+/// Windows keeps neither where this reads.
+#[cfg(not(unix))]
+fn uname() -> Option<(String, String)> {
+    None
+}
+
 impl Environment {
     /// Reads the environment of this process, for suite `suite`.
     pub fn current(suite: &str) -> Environment {
@@ -90,9 +120,10 @@ impl Environment {
             cpu_model: std::fs::read_to_string("/proc/cpuinfo")
                 .ok()
                 .and_then(|t| cpu_model(&t)),
-            kernel: read_trimmed("/proc/sys/kernel/osrelease"),
+            os: std::env::consts::OS.to_string(),
+            kernel: read_trimmed("/proc/sys/kernel/osrelease").or_else(|| uname().map(|u| u.0)),
             governor: read_trimmed("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
-            hostname: read_trimmed("/proc/sys/kernel/hostname"),
+            hostname: read_trimmed("/proc/sys/kernel/hostname").or_else(|| uname().map(|u| u.1)),
             unix_time: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map(|d| d.as_secs())
@@ -114,12 +145,18 @@ impl Environment {
                 self.debug_assertions.to_string(),
                 now.debug_assertions.to_string(),
             ),
+            ("os", self.os.clone(), now.os.clone()),
             ("cpu_model", show(&self.cpu_model), show(&now.cpu_model)),
             ("kernel", show(&self.kernel), show(&now.kernel)),
             ("governor", show(&self.governor), show(&now.governor)),
             ("hostname", show(&self.hostname), show(&now.hostname)),
         ];
-        pairs.into_iter().filter(|(_, a, b)| a != b).collect()
+        pairs
+            .into_iter()
+            // A record from before `os` was kept says nothing about it.
+            .filter(|(field, a, b)| *field != "os" || !(a.is_empty() || b.is_empty()))
+            .filter(|(_, a, b)| a != b)
+            .collect()
     }
 }
 
@@ -154,7 +191,10 @@ mod tests {
     fn current_environment_names_the_toolchain_and_kernel() {
         let e = Environment::current("demo");
         assert!(e.rustc.starts_with("rustc "), "{}", e.rustc);
-        assert!(e.kernel.is_some());
+        assert_eq!(e.os, std::env::consts::OS);
+        if cfg!(unix) {
+            assert!(e.kernel.is_some());
+        }
         assert_eq!(e.schema, SCHEMA);
     }
 }

@@ -408,11 +408,13 @@ pub(crate) fn trailing_payload(
 }
 
 /// One zstd decoder for every COMPRESSED record of a file.
+#[cfg(feature = "zstd")]
 struct Inflater {
     decoder: zstd::stream::raw::Decoder<'static>,
     buf: Vec<u8>,
 }
 
+#[cfg(feature = "zstd")]
 impl Inflater {
     fn new() -> Result<Inflater, String> {
         Ok(Inflater {
@@ -445,5 +447,56 @@ impl Inflater {
                 return Err("COMPRESSED record: zstd decoder makes no progress".to_string());
             }
         }
+    }
+}
+
+/// Without the `zstd` feature no decoder exists: a COMPRESSED record says so.
+#[cfg(not(feature = "zstd"))]
+enum Inflater {}
+
+#[cfg(not(feature = "zstd"))]
+impl Inflater {
+    fn new() -> Result<Inflater, String> {
+        Err("COMPRESSED record: this build reads no zstd-compressed captures (sparkles-perf-data's `zstd` feature is off)".to_string())
+    }
+
+    fn feed(&mut self, _data: &[u8], _out: &mut Vec<u8>) -> Result<(), String> {
+        match *self {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A COMPRESSED record (type 81) holding `payload`.
+    fn compressed(payload: &[u8]) -> Vec<u8> {
+        let mut r = Vec::new();
+        r.extend_from_slice(&kind::COMPRESSED.to_le_bytes());
+        r.extend_from_slice(&0u16.to_le_bytes());
+        r.extend_from_slice(&((8 + payload.len()) as u16).to_le_bytes());
+        r.extend_from_slice(payload);
+        r
+    }
+
+    #[test]
+    #[cfg(not(feature = "zstd"))]
+    fn without_zstd_a_compressed_record_says_which_feature_reads_it() {
+        let bytes = compressed(&[0x28, 0xb5, 0x2f, 0xfd, 0, 0, 0, 0]);
+        let mut reader = RecordReader::from_bytes(&bytes, 0, bytes.len());
+        let e = reader.advance().unwrap_err();
+        assert_eq!(e.offset, 0);
+        assert!(e.message.contains("`zstd` feature"), "{e}");
+    }
+
+    #[test]
+    #[cfg(feature = "zstd")]
+    fn a_compressed_record_of_garbage_is_an_error_at_its_offset() {
+        let mut bytes = vec![0u8; 0];
+        bytes.extend(compressed(&[1, 2, 3, 4, 5, 6, 7, 8]));
+        let mut reader = RecordReader::from_bytes(&bytes, 0, bytes.len());
+        let e = reader.advance().unwrap_err();
+        assert_eq!(e.offset, 0);
+        assert!(e.message.contains("COMPRESSED"), "{e}");
     }
 }

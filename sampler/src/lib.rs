@@ -9,6 +9,10 @@
 //! - [`session`]: overflow sampling into ring buffers, drained into a capture.
 //! - [`numa`]: which node holds each sampled page, asked while the process runs.
 //! - [`system`]: the settings (paranoid level, hypervisor, kptr_restrict) reasons cite.
+//!
+//! Every system call is in one private module, `sys`: perf-event2 and libc on Linux with
+//! the `perf` feature (the default); elsewhere the same API compiles, nothing opens, and
+//! each way in says [`UNAVAILABLE`].
 
 pub mod caps;
 pub mod counters;
