@@ -60,9 +60,13 @@ fn symbols_agree_with_perf_report_no_children() {
             Some((w.collect::<Vec<_>>().join(" "), pct))
         })
         .collect();
-    assert!(theirs.len() >= 5, "{text}");
+    // Every symbol perf puts at 1% or more (the program's four, and whatever else is that
+    // hot here); below that are a few samples each of the loader and libc, which differ
+    // from run to run.
+    let hot: Vec<&(String, f64)> = theirs.iter().filter(|(_, pct)| *pct >= 1.0).collect();
+    assert!(hot.len() >= 4, "{text}");
     let (profile, folded) = profile_capture(&path, "hotspots", &StackOptions::default()).unwrap();
-    for (name, pct) in theirs.iter().take(5) {
+    for (name, pct) in hot {
         let ours = profile
             .symbols
             .iter()

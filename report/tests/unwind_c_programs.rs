@@ -30,9 +30,17 @@ fn record(dir: &Path, cflags: &[&str], call_graph: &str) -> Option<PathBuf> {
     perf_record(dir, call_graph, "perf.data", "./callchains", 0.25)
 }
 
-/// `perf script`'s user frames per sample (keyed by its microsecond time): function
-/// names, inlined entries left out.
-fn perf_stacks(dir: &Path) -> HashMap<String, Vec<String>> {
+/// One user frame: the name given it and, from us, the DWARF function holding it (the
+/// outermost of what is inlined there).
+#[derive(Debug, Clone, PartialEq)]
+struct Frame {
+    name: String,
+    function: Option<String>,
+}
+
+/// `perf script`'s user frames per sample (keyed by its microsecond time), inlined
+/// entries left out.
+fn perf_stacks(dir: &Path) -> HashMap<String, Vec<Frame>> {
     let out = Command::new("perf")
         .args([
             "script",
@@ -60,7 +68,7 @@ fn perf_stacks(dir: &Path) -> HashMap<String, Vec<String>> {
             .to_string();
         // perf marks inlined frames "(inlined)" and repeats their physical frame's
         // address; an "(inlined)" line with an address of its own is a frame.
-        let mut names: Vec<String> = Vec::new();
+        let mut frames: Vec<Frame> = Vec::new();
         let mut previous = "";
         for l in lines.filter(|l| !l.contains("[kernel.kallsyms]")) {
             let mut words = l.split_whitespace();
@@ -68,18 +76,30 @@ fn perf_stacks(dir: &Path) -> HashMap<String, Vec<String>> {
                 continue;
             };
             if !(l.contains("(inlined)") && ip == previous) {
-                names.push(name.to_string());
+                frames.push(Frame {
+                    name: name.to_string(),
+                    function: None,
+                });
             }
             previous = ip;
         }
-        stacks.insert(time, names);
+        stacks.insert(time, frames);
     }
     stacks
 }
 
+/// Whether our frame is the one perf names: by its symbol, or (where perf resolves the
+/// frame's inlining from DWARF and marks it "(inlined)", as it does in libc:
+/// `__libc_start_main_impl` for the symbol `__libc_start_main`) by its DWARF function.
+/// Ours never carries a symbol version.
+fn same_frame(ours: &Frame, perf: &Frame) -> bool {
+    !ours.name.contains('@')
+        && (ours.name == perf.name || ours.function.as_deref() == Some(perf.name.as_str()))
+}
+
 /// Our user frames per sample of the program: the symbol holding each physical frame
 /// (what the profile's `symbols` view counts), as perf names them.
-fn our_stacks(path: &Path, mode: Mode) -> (HashMap<String, Vec<String>>, String) {
+fn our_stacks(path: &Path, mode: Mode) -> (HashMap<String, Vec<Frame>>, String) {
     let data = PerfData::open(path).unwrap();
     let mut namer = StackNamer::for_capture(
         &data,
@@ -101,7 +121,7 @@ fn our_stacks(path: &Path, mode: Mode) -> (HashMap<String, Vec<String>>, String)
                 if comms.get(&pid).map(String::as_str) != Some("callchains") {
                     return Ok::<(), sparkles_perf_data::Error>(());
                 }
-                let names: Vec<String> = namer
+                let names: Vec<Frame> = namer
                     .stack(s)
                     .frames
                     .iter()
@@ -112,7 +132,10 @@ fn our_stacks(path: &Path, mode: Mode) -> (HashMap<String, Vec<String>>, String)
                                 .as_deref()
                                 .is_some_and(|m| m.starts_with("[kernel"))
                     })
-                    .map(|f| f.symbol.as_deref().unwrap_or("[unknown]").to_string())
+                    .map(|f| Frame {
+                        name: f.symbol.as_deref().unwrap_or("[unknown]").to_string(),
+                        function: f.function.as_deref().map(str::to_string),
+                    })
                     .collect();
                 let t = s.time.unwrap();
                 out.insert(
@@ -144,10 +167,10 @@ const PROGRAM: [&str; 7] = [
 /// (`dl_main`, `_dl_relocate_object`: many, since a frequency starts at period 1) and of
 /// the exit handlers run outside `main` and never reach it; samples taken inside
 /// `execve` carry the user IP of the image being replaced, in no mapping of the new one.
-fn in_program(names: &[String]) -> bool {
-    names
+fn in_program(frames: &[Frame]) -> bool {
+    frames
         .first()
-        .and_then(|n| n.split('.').next())
+        .and_then(|f| f.name.split('.').next())
         .is_some_and(|n| PROGRAM.contains(&n))
 }
 
@@ -159,11 +182,11 @@ fn dwarf_stacks_reach_main_and_agree_with_perf() {
     };
     let theirs = perf_stacks(tmp.path());
     let (ours, stats) = our_stacks(&capture, Mode::Auto);
-    let user: Vec<(&String, &Vec<String>)> = ours.iter().filter(|(_, n)| in_program(n)).collect();
+    let user: Vec<(&String, &Vec<Frame>)> = ours.iter().filter(|(_, n)| in_program(n)).collect();
     assert!(user.len() >= 100, "{} user samples", user.len());
     let main = user
         .iter()
-        .filter(|(_, n)| n.iter().any(|f| f == "main"))
+        .filter(|(_, n)| n.iter().any(|f| f.name == "main"))
         .count();
     let (mut compared, mut agree) = (0, 0);
     let mut first_disagreement = None;
@@ -172,7 +195,8 @@ fn dwarf_stacks_reach_main_and_agree_with_perf() {
             continue;
         };
         compared += 1;
-        if perf == *names {
+        if perf.len() == names.len() && perf.iter().zip(names.iter()).all(|(p, o)| same_frame(o, p))
+        {
             agree += 1;
         } else if first_disagreement.is_none() {
             first_disagreement = Some(format!("{time}: ours {names:?}, perf {perf:?}"));
@@ -205,10 +229,10 @@ fn dwarf_stacks_reach_main_and_agree_with_perf() {
 /// reach `main`.
 fn assert_reach_main(capture: &Path, mode: Mode, what: &str) {
     let (ours, stats) = our_stacks(capture, mode);
-    let user: Vec<&Vec<String>> = ours.values().filter(|n| in_program(n)).collect();
+    let user: Vec<&Vec<Frame>> = ours.values().filter(|n| in_program(n)).collect();
     let main = user
         .iter()
-        .filter(|n| n.iter().any(|f| f == "main"))
+        .filter(|n| n.iter().any(|f| f.name == "main"))
         .count();
     eprintln!(
         "{what}: {} user samples, {main} reach main; {stats}",

@@ -68,11 +68,16 @@ pub(crate) struct SymbolEntry {
     pub(crate) weak: bool,
     /// STB_GLOBAL.
     pub(crate) global: bool,
+    /// The table named it with a symbol version (`cfree@GLIBC_2.2.5`,
+    /// `memcpy@@GLIBC_2.14`); `name` has it only where another symbol differs by it alone.
+    pub(crate) versioned: bool,
 }
 
 impl SymbolEntry {
     /// perf's `choose_best_symbol` among aliases at one address: sized over unsized,
-    /// strong over weak, global over local, fewer leading underscores, longer name.
+    /// strong over weak, global over local, fewer leading underscores; then a name the
+    /// table gave without a version over one it gave with (`free` over `cfree@GLIBC_2.2.5`,
+    /// glibc's compatibility alias of it), then the longer name.
     pub(crate) fn better_alias_than(&self, other: &SymbolEntry) -> bool {
         let underscores = |n: &str| n.bytes().take_while(|&b| b == b'_').count();
         let key = |s: &SymbolEntry| {
@@ -81,10 +86,41 @@ impl SymbolEntry {
                 !s.weak,
                 s.global,
                 std::cmp::Reverse(underscores(&s.name)),
+                !s.versioned,
                 s.name.len(),
             )
         };
         key(self) > key(other)
+    }
+}
+
+/// `name@VERSION` or `name@@VERSION` split at its first `@`: the name and whether it had
+/// a version.
+fn split_version(name: &str) -> (&str, bool) {
+    match name.find('@') {
+        Some(at) if at > 0 => (&name[..at], true),
+        _ => (name, false),
+    }
+}
+
+/// Symbol versions taken off names (as users name the functions), except where two
+/// symbols at different addresses differ by the version alone (`memcpy@GLIBC_2.2.5`, the
+/// old memmove-like one, and `memcpy@@GLIBC_2.14`): those keep it. `entries` is
+/// `(name, start)`; each name is rewritten in place.
+fn unversion(entries: &mut [(&mut String, u64)]) {
+    let mut starts: std::collections::HashMap<String, Vec<u64>> = std::collections::HashMap::new();
+    for (name, start) in entries.iter() {
+        let list = starts.entry(split_version(name).0.to_string()).or_default();
+        if !list.contains(start) {
+            list.push(*start);
+        }
+    }
+    for (name, _) in entries.iter_mut() {
+        let (base, versioned) = split_version(name);
+        if versioned && starts.get(base).is_some_and(|s| s.len() == 1) {
+            let base = base.to_string();
+            **name = base;
+        }
     }
 }
 
@@ -206,7 +242,7 @@ pub(crate) fn read_data_symbols(file: &object::File<'_>) -> Vec<DataSymbol> {
     };
     let mut sections: std::collections::HashMap<object::SectionIndex, Option<Arc<str>>> =
         std::collections::HashMap::new();
-    let mut out = Vec::new();
+    let mut found: Vec<(String, u64, u64, Arc<str>)> = Vec::new();
     for sym in table {
         if sym.kind() != SymbolKind::Data || sym.address() == 0 {
             continue;
@@ -231,13 +267,19 @@ pub(crate) fn read_data_symbols(file: &object::File<'_>) -> Vec<DataSymbol> {
         let (Some(section), Ok(name)) = (section, sym.name()) else {
             continue;
         };
-        out.push(DataSymbol {
-            start: sym.address(),
-            size: sym.size(),
-            name: Arc::from(demangle::demangle(name).as_ref()),
-            section,
-        });
+        found.push((name.to_string(), sym.address(), sym.size(), section));
     }
+    let mut names: Vec<(&mut String, u64)> = found.iter_mut().map(|f| (&mut f.0, f.1)).collect();
+    unversion(&mut names);
+    let mut out: Vec<DataSymbol> = found
+        .into_iter()
+        .map(|(name, start, size, section)| DataSymbol {
+            start,
+            size,
+            name: Arc::from(demangle::demangle(&name).as_ref()),
+            section,
+        })
+        .collect();
     out.sort_by(|a, b| a.start.cmp(&b.start).then(b.size.cmp(&a.size)));
     out.dedup_by(|b, a| a.start == b.start);
     out
@@ -280,12 +322,16 @@ pub(crate) fn read_symbols(file: &object::File<'_>) -> Vec<SymbolEntry> {
                         size: sym.size(),
                         weak: sym.is_weak(),
                         global: sym.is_global(),
+                        versioned: split_version(name).1,
                     });
                 }
             }
             _ => {}
         }
     }
+    let mut names: Vec<(&mut String, u64)> =
+        out.iter_mut().map(|s| (&mut s.name, s.start)).collect();
+    unversion(&mut names);
     out.sort_by_key(|s| (s.start, std::cmp::Reverse(s.end)));
     out
 }

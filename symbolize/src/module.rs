@@ -177,16 +177,21 @@ impl Module {
                 if build_id.is_some() && other.is_some() && other != build_id {
                     continue;
                 }
-                if debug_info_of(&linked) != DebugInfo::Dwarf {
-                    continue;
+                // A debug file's full symbol table wins over what strip left (.dynsym):
+                // its local functions and the names perf gives.
+                let has_symtab = linked.symbols().next().is_some();
+                if has_symtab {
+                    symbols = read_symbols(&linked);
                 }
-                debug_info = kind;
-                let linked_symbols = read_symbols(&linked);
-                if linked_symbols.len() > symbols.len() {
-                    symbols = linked_symbols;
+                if debug_info_of(&linked) == DebugInfo::Dwarf {
+                    debug_info = kind;
+                    debug = Some((candidate, bytes));
+                    break;
                 }
-                debug = Some((candidate, bytes));
-                break;
+                if has_symtab && debug_info == DebugInfo::DynsymOnly {
+                    // No line tables in it, but names: look on for one with DWARF.
+                    debug_info = DebugInfo::SymtabOnly;
+                }
             }
         }
         let (dwarf_path, dwarf_image) = debug.unwrap_or_else(|| (path.clone(), Arc::clone(&image)));
@@ -388,6 +393,28 @@ impl Module {
             })
     }
 
+    /// Every name the symbol table gives the symbol covering `addr` (its aliases at the
+    /// same address, versions taken off as [`Module::symbol`] does), the one `symbol`
+    /// chooses first.
+    pub fn aliases(&self, addr: u64) -> Vec<&str> {
+        let Some(chosen) = self.symbol_at(addr) else {
+            return Vec::new();
+        };
+        let mut names = vec![chosen.name.as_str()];
+        let symbols = &self.shared.symbols;
+        let i = symbols.partition_point(|s| s.start <= chosen.start);
+        for s in symbols[..i]
+            .iter()
+            .rev()
+            .take_while(|s| s.start == chosen.start)
+        {
+            if !names.contains(&s.name.as_str()) {
+                names.push(&s.name);
+            }
+        }
+        names
+    }
+
     /// The frames at `addr` (an address in the module's ELF vaddr space), innermost
     /// first; the symbol table's name when DWARF has none.
     pub fn frames(&self, addr: u64) -> Vec<Frame> {
@@ -458,7 +485,13 @@ impl Module {
                 .function
                 .as_deref()
                 .is_some_and(|n| n.starts_with("_Z") || n.starts_with("_R"));
-            if !linkage {
+            // A symbol of that very name at the address is the one binutils settles on
+            // (glibc's `__libc_start_main_impl`, among its versioned aliases).
+            let named_so = last
+                .function
+                .as_deref()
+                .is_some_and(|n| self.aliases(addr).contains(&n));
+            if !linkage && !named_so {
                 // binutils's settled name for the function is the symbol that starts
                 // where it does; the symbol covering the address stands in for that (the
                 // addr2line crate gives no function start). A GCC `.cold` part is a symbol

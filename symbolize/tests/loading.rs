@@ -455,3 +455,92 @@ fn batches_name_as_one_at_a_time_serially_and_in_parallel() {
     assert_eq!(again, named[..10].to_vec());
     assert_eq!(s.stats().named, stats.named);
 }
+
+/// A stripped shared library whose full symbol table is in a build-id debug file, as
+/// libc6-dbg lays out glibc's: the debug file's names win over what strip left
+/// (`.dynsym`), a symbol version is taken off a name unless two functions differ by it
+/// alone, and a compatibility alias (`crelease@VER_1`) loses to the plain name.
+#[test]
+fn a_debug_files_symbols_win_and_versions_come_off_names() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testdata/symbolize");
+    let src = dir.join("versioned.c");
+    let map = format!(
+        "-Wl,--version-script={}",
+        dir.join("versioned.map").display()
+    );
+    if !run(
+        tmp.path(),
+        &[
+            "gcc",
+            "-O2",
+            "-g",
+            "-shared",
+            "-fPIC",
+            &map,
+            "-o",
+            "libversioned.so",
+            src.to_str().unwrap(),
+        ],
+    ) {
+        return;
+    }
+    let lib = tmp.path().join("libversioned.so");
+    let id = hex(&build_id(&lib));
+    let at = |name: &str| symbol(&lib, name).0;
+    let (helper, twice_v1, twice_v2, release, start) = (
+        at("helper"),
+        at("twice_v1"),
+        at("twice_v2"),
+        at("release"),
+        at("start_impl"),
+    );
+    let debug_dir = tmp.path().join("debug");
+    let by_id = debug_dir.join(format!(".build-id/{}/{}.debug", &id[..2], &id[2..]));
+    std::fs::create_dir_all(by_id.parent().unwrap()).unwrap();
+    if !(run(
+        tmp.path(),
+        &[
+            "objcopy",
+            "--only-keep-debug",
+            "libversioned.so",
+            by_id.to_str().unwrap(),
+        ],
+    ) && run(tmp.path(), &["strip", "libversioned.so"]))
+    {
+        return;
+    }
+    let bare = Module::open_in(&lib, &SearchPaths::none()).unwrap();
+    assert_eq!(bare.debug_info(), DebugInfo::DynsymOnly);
+    // .dynsym has no `helper` (static): the nearest exported name covers it.
+    assert_ne!(bare.symbol(helper).map(|s| s.0), Some("helper"));
+
+    let paths = SearchPaths {
+        debug_dirs: vec![debug_dir],
+        ..SearchPaths::none()
+    };
+    let m = Module::open_in(&lib, &paths).unwrap();
+    assert_eq!(m.debug_info(), DebugInfo::BuildIdDebugFile);
+    let name = |addr: u64| m.symbol(addr).map(|s| s.0.to_string());
+    assert_eq!(name(helper).as_deref(), Some("helper"));
+    // One name at two addresses: the versions tell them apart, and stay.
+    assert_eq!(name(twice_v1).as_deref(), Some("twice@VER_1"));
+    assert_eq!(name(twice_v2).as_deref(), Some("twice@@VER_2"));
+    // A compatibility alias: the plain name wins, and the alias has no version.
+    assert_eq!(name(release).as_deref(), Some("release"));
+    assert!(
+        m.aliases(release).contains(&"crelease"),
+        "{:?}",
+        m.aliases(release)
+    );
+    // Only a versioned global: its name without the version, over the local alias.
+    assert_eq!(name(start).as_deref(), Some("start"));
+    assert_eq!(m.aliases(start), ["start", "start_impl"]);
+    for addr in [helper, release, start] {
+        assert!(
+            m.aliases(addr).iter().all(|n| !n.contains('@')),
+            "{:?}",
+            m.aliases(addr)
+        );
+    }
+}
