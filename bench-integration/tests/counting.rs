@@ -241,7 +241,24 @@ fn groups_sharing_the_pmu_give_labelled_estimates_and_exact_leaves_events_out() 
     let rows_shared = rows(demo::suite(), &["--events", NINE, "compute/sieve"]);
     let perf = &rows_shared[0]["counting"]["perf"];
     if perf["pmu_groups"] == 1 {
-        eprintln!("skipped: this PMU holds nine counters in one group");
+        // This PMU holds all nine at once (eight general counters and three fixed ones):
+        // nothing is scaled, and --perf-exact has nothing to leave out.
+        let events = perf["events"].as_object().unwrap();
+        assert!(events.values().all(|e| e["estimated"] == false), "{perf}");
+        let rows_exact = rows(
+            demo::suite(),
+            &["--events", NINE, "--perf-exact", "compute/sieve"],
+        );
+        let exact = &rows_exact[0]["counting"]["perf"];
+        assert_eq!(exact["pmu_groups"], 1);
+        assert!(
+            exact["events"]
+                .as_object()
+                .unwrap()
+                .values()
+                .all(|e| e["reason"].is_null()),
+            "{exact}"
+        );
         return;
     }
     let instr = &perf["events"]["instructions"];

@@ -209,16 +209,14 @@ fn profile_mem_places_first_touched_pages_on_their_nodes() {
     let numa = profile.numa.as_ref().expect("a numa section");
     let topology = sparkles_perf_data::topology::Topology::from_sysfs(Path::new("/")).unwrap();
     let nodes: Vec<u32> = topology.nodes.iter().map(|n| n.id).collect();
-    let choice = sparkles_sampler::mem_events::choose(
+    // The plan the run made, as this machine and kernel make it.
+    let plan = sparkles_sampler::mem_events::live_plan(
         &sparkles_sampler::EventResolver::live().unwrap(),
-        &sparkles_sampler::mem_events::MemOptions {
-            ldlat: 30,
-            kernel: (6, 1),
-            phys_addr: false,
-            hypervisor: false,
-        },
-    );
-    if let Some(why) = &choice.unavailable {
+        &sparkles_sampler::system::System::probe(),
+    )
+    .unwrap();
+    if plan.first_touch {
+        let why = &plan.note;
         // The fallback, said with its reason.
         assert_eq!(numa.source, "first_touch");
         assert_eq!(numa.node_source.as_deref(), Some("move_pages"));

@@ -238,6 +238,8 @@ fn assert_reach_main(capture: &Path, mode: Mode, what: &str) {
         "{what}: {} user samples, {main} reach main; {stats}",
         user.len()
     );
+    // The capture is made long enough for about 600 samples (commands::SAMPLES).
+    assert!(user.len() >= 100, "{what}: {} user samples", user.len());
     assert!(
         main * 100 >= user.len() * 98,
         "{what}: {main} of {} reach main",

@@ -1,8 +1,9 @@
 //! DWARF unwinding of a real capture: `../shared/fixtures/callchain/`'s static binary,
 //! recorded with `perf record --call-graph dwarf` on another machine. Our stacks must
 //! agree with perfparser's (another unwinder; its expected output is beside the file) for
-//! every sample it unwinds to `_start`, and reach `main` at least as often as perf 6.1
-//! does on the same file (its output with `--symfs` is beside it too). Skips, saying so,
+//! every sample it unwinds to `_start`, each of those naming `main`, every sample
+//! reaching its root, and `main` at least as often as perf 6.1 does on the same file (its
+//! output with `--symfs` is beside it too). Skips, saying so,
 //! when the fixtures are absent.
 
 #![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
@@ -79,7 +80,7 @@ fn stacks_agree_with_perfparser_and_reach_main_as_often_as_perf() {
             ..StackOptions::default()
         },
     );
-    let (mut compared, mut ours_reach_main) = (0, 0);
+    let (mut compared, mut ours_reach_main, mut compared_reach_main) = (0, 0, 0);
     data.for_each_record(|e| {
         namer.observe(&e.record);
         let Record::Sample(s) = &e.record else {
@@ -109,6 +110,7 @@ fn stacks_agree_with_perfparser_and_reach_main_as_often_as_perf() {
             );
             assert_eq!(stack.truncated, None, "reached _start, so complete");
             compared += 1;
+            compared_reach_main += usize::from(reaches_main);
         }
         Ok(())
     })
@@ -134,5 +136,13 @@ fn stacks_agree_with_perfparser_and_reach_main_as_often_as_perf() {
         namer.unwind_stats().summary()
     );
     assert!(ours_reach_main >= perf_main);
-    assert!(ours_reach_main >= compared * 9 / 10);
+    // Every sample perfparser unwound to `_start` passes through main (the program does
+    // all its work there): every one of them names it. And every sample of the file
+    // unwinds to its root.
+    assert_eq!(
+        compared_reach_main, compared,
+        "fully unwound samples that name main"
+    );
+    let unwound = namer.unwind_stats();
+    assert_eq!(unwound.complete, unwound.samples, "{}", unwound.summary());
 }

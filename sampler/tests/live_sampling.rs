@@ -385,7 +385,9 @@ fn a_refused_event_is_named_and_the_others_still_sample() {
 /// The memory plan `--profile=mem` makes on Sapphire Rapids (`{mem-loads-aux,
 /// mem-loads}` and `mem-stores`), opened on this kernel's own hardware PMU: a counting
 /// leader in a group with its sampling member, and a second hardware event writing into
-/// the same ring buffers. Where that PMU refuses these raw codes, it skips saying why.
+/// the same ring buffers. Only where this machine's own plan is the same events (a
+/// Sapphire Rapids, or a later Intel core with the same codes): elsewhere the codes mean
+/// something else or nothing, and it skips saying so.
 #[test]
 fn the_sapphire_rapids_memory_plan_opens_as_a_hardware_group_here() {
     use sparkles_perf_data::attr::flag;
@@ -401,6 +403,26 @@ fn the_sapphire_rapids_memory_plan_opens_as_a_hardware_group_here() {
     let system = System::probe();
     let plan = live_plan(&resolver, &system).unwrap();
     assert!(!plan.first_touch, "{}", plan.note);
+    let codes = |events: &[sparkles_sampler::session::SampledEvent]| -> Vec<(u32, u64, u64)> {
+        events
+            .iter()
+            .flat_map(|e| e.leader.iter().chain(std::iter::once(&e.attr)))
+            .map(|a| (a.type_, a.config, a.config1))
+            .collect()
+    };
+    let here = EventResolver::live()
+        .ok()
+        .and_then(|live| live_plan(&live, &system).ok());
+    match &here {
+        Some(own) if !own.first_touch && codes(&own.events) == codes(&plan.events) => {}
+        _ => {
+            eprintln!(
+                "skipped: this machine's memory plan is not Sapphire Rapids's ({}): its codes are not opened here",
+                here.map_or("none".to_string(), |p| p.note)
+            );
+            return;
+        }
+    }
     // A low frequency: these raw codes may count anything on this PMU, and a period
     // would let them interrupt so often that the kernel lowers its sampling limit.
     let mut config = config(0);
@@ -529,24 +551,69 @@ fn an_event_on_some_cpus_leaves_tracking_elsewhere_to_the_next() {
         },
         faults.into(),
     ];
-    let Some(capture) = busy_capture(&config, 50) else {
-        return;
+    // The last online CPU is not CPU 0: a thread pinned there faults pages during the
+    // session, so the faults event's buffer there has samples to give.
+    let last_cpu = sparkles_perf_data::topology::parse_list(online.trim())
+        .into_iter()
+        .max()
+        .unwrap_or(0) as usize;
+    let session = match Session::start(&config, Target::CurrentThread, &System::probe()) {
+        Ok(s) => s,
+        Err(reason) => {
+            eprintln!("skipped: the kernel refuses sampling here: {reason}");
+            return;
+        }
     };
+    let pinned = std::thread::spawn(move || {
+        // SAFETY: a zeroed cpu_set_t with one CPU set, for the calling thread.
+        let pinned = unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(last_cpu, &mut set);
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
+        };
+        let mut map = memmap2::MmapMut::map_anon(256 * 4096).unwrap();
+        for page in map.chunks_mut(4096) {
+            page[0] = 1;
+        }
+        pinned
+    });
+    let pinned = pinned.join().unwrap();
+    let capture = session.finish();
     let data = PerfData::from_bytes(capture.writer.to_bytes()).unwrap();
     assert_eq!(data.attrs.len(), 2);
     for a in &data.attrs {
         assert_ne!(a.attr.flags & flag::MMAP, 0, "{:?} does not track", a.name);
     }
+    let faults_ids = &data.attrs[1].ids;
     let mut mmaps = BTreeSet::new();
     let mut repeated = 0;
+    let mut faults_on_last_cpu = 0;
     data.for_each_record(|e| {
-        if let Record::Mmap(m) = &e.record {
-            if !mmaps.insert((m.pid, m.addr, m.len, m.pgoff, m.filename.to_vec())) {
+        match &e.record {
+            Record::Mmap(m)
+                if !mmaps.insert((m.pid, m.addr, m.len, m.pgoff, m.filename.to_vec())) =>
+            {
                 repeated += 1;
             }
+            Record::Sample(s)
+                if s.cpu == Some(last_cpu as u32)
+                    && s.id.is_some_and(|id| faults_ids.contains(&id)) =>
+            {
+                faults_on_last_cpu += 1;
+            }
+            _ => {}
         }
         Ok::<(), sparkles_perf_data::Error>(())
     })
     .unwrap();
+    assert!(!mmaps.is_empty(), "no mapping recorded");
     assert_eq!(repeated, 0, "a mapping was recorded twice");
+    if pinned {
+        assert!(
+            faults_on_last_cpu > 0,
+            "no page-fault sample from CPU {last_cpu}, where only page-faults samples"
+        );
+    } else {
+        eprintln!("not checked: could not pin a thread to CPU {last_cpu}");
+    }
 }

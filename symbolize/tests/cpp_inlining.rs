@@ -185,10 +185,11 @@ fn agreement_with_binutils_is_measured() {
             addresses: true,
             pretty: false,
         };
-        // Issue 6: 99% for file and line at every inline level, 95% with names. Every
-        // -i -a difference must be the documented bfd defect; the raw figure is printed.
+        // Issue 6: 99% for file and line at every inline level, 95% with names, counting
+        // as agreement the addresses where binutils is wrong by its documented DWARF 5
+        // defect (the raw figure is printed too). Every other -i -a difference fails.
         for (flags, options, floor) in [
-            (vec!["-i", "-a"], lines_only, 98.0),
+            (vec!["-i", "-a"], lines_only, 99.0),
             (vec!["-f", "-i", "-C", "-a"], with_names, 95.0),
         ] {
             let Some(theirs) = binutils(&bin, &flags, &addrs) else {
@@ -217,6 +218,7 @@ fn agreement_with_binutils_is_measured() {
                 .filter(|(a, b)| a != b && is_bfd_initial_file_defect(a, b, source))
                 .count();
             let pct = 100.0 * same as f64 / theirs.len() as f64;
+            let right = 100.0 * (same + defect) as f64 / theirs.len() as f64;
             eprintln!(
                 "{source}: addr2line {}: {same} of {} addresses agree with binutils ({pct:.1}%), \
                  {defect} more differ only by bfd's DWARF 5 initial-file defect",
@@ -224,8 +226,8 @@ fn agreement_with_binutils_is_measured() {
                 theirs.len()
             );
             assert!(
-                pct >= floor,
-                "{source}: addr2line {}: {pct:.1}% agreement fell below {floor}%",
+                right >= floor,
+                "{source}: addr2line {}: {right:.1}% agreement (bfd's defect counted ours) fell below {floor}%",
                 flags.join(" ")
             );
             if !options.functions {
