@@ -558,8 +558,13 @@ fn smoke(cases: Vec<suite::Case>, args: &HarnessArgs, filtered_out: usize) -> Ou
 }
 
 #[cfg(test)]
+#[path = "../../testdata/support/skip.rs"]
+mod skip;
+
+#[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
+    use super::skip;
 
     #[test]
     fn a_note_every_profile_has_is_common_and_said_once() {
@@ -587,7 +592,7 @@ mod tests {
         let fixture = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
             .join("../../shared/fixtures/pebs/skx-ldlat-weight_struct.perf.data");
         if !fixture.is_file() {
-            eprintln!("skipped: {} is absent", fixture.display());
+            skip::skip("fixtures", format!("{} is absent", fixture.display()));
             return;
         }
         let tmp = tempfile::tempdir().unwrap();

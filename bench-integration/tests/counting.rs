@@ -10,6 +10,9 @@
 #![cfg(target_os = "linux")] // perf_event is Linux's: elsewhere this file is empty
 #![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
 
+#[path = "../../testdata/support/skip.rs"]
+mod skip;
+
 #[path = "../benches/demo_suite/mod.rs"]
 mod demo;
 
@@ -69,7 +72,10 @@ fn row<'a>(rows: &'a [Value], case: &str) -> &'a Value {
 fn perf_reports_software_counters_for_every_demo_case() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(why) = unavailable(&CountingOptions::default(), "task-clock") {
-        eprintln!("skipped: software counters unavailable: {why}");
+        skip::skip(
+            "perf_event",
+            format!("software counters unavailable: {why}"),
+        );
         return;
     }
     let rows = rows(demo::suite(), &["--perf"]);
@@ -121,7 +127,7 @@ fn perf_reports_software_counters_for_every_demo_case() {
 fn syscall_tracepoints_count_the_reads_a_case_does() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(why) = unavailable(&CountingOptions::default(), "syscalls:read") {
-        eprintln!("skipped: syscall tracepoints unavailable: {why}");
+        skip::skip("tracefs", format!("syscall tracepoints unavailable: {why}"));
         return;
     }
     let rows = rows(
@@ -164,7 +170,7 @@ fn threads_started_before_and_during_the_pass_are_both_counted() {
         ..CountingOptions::default()
     };
     if let Some(why) = unavailable(&options, "syscalls:getppid") {
-        eprintln!("skipped: syscall tracepoints unavailable: {why}");
+        skip::skip("tracefs", format!("syscall tracepoints unavailable: {why}"));
         return;
     }
     const BY_WORKER: u64 = 30;
@@ -235,7 +241,7 @@ fn hardware_options() -> CountingOptions {
 fn groups_sharing_the_pmu_give_labelled_estimates_and_exact_leaves_events_out() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(why) = unavailable(&hardware_options(), "instructions") {
-        eprintln!("skipped: no hardware counters here: {why}");
+        skip::skip("pmu", format!("no hardware counters here: {why}"));
         return;
     }
     let rows_shared = rows(demo::suite(), &["--events", NINE, "compute/sieve"]);
@@ -307,7 +313,7 @@ fn the_case_thread_alone_is_read_with_rdpmc_where_the_kernel_allows_it() {
         ..CountingOptions::default()
     };
     if let Some(why) = unavailable(&options, "instructions:u") {
-        eprintln!("skipped: no hardware counters here: {why}");
+        skip::skip("pmu", format!("no hardware counters here: {why}"));
         return;
     }
     let rows = rows(
@@ -324,7 +330,10 @@ fn the_case_thread_alone_is_read_with_rdpmc_where_the_kernel_allows_it() {
     assert_eq!(perf["inherit"], false);
     assert_eq!(perf["threads"].as_array().unwrap().len(), 1);
     if perf["read"] != "rdpmc" {
-        eprintln!("skipped: rdpmc not allowed here: {}", perf["read_reason"]);
+        skip::skip(
+            "rdpmc",
+            format!("rdpmc not allowed here: {}", perf["read_reason"]),
+        );
         return;
     }
     let instr = rows[0]["metrics"]["instructions:u"].as_f64().unwrap();

@@ -6,6 +6,9 @@
 
 #![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
 
+#[path = "../../testdata/support/skip.rs"]
+mod skip;
+
 #[path = "../benches/demo_suite/mod.rs"]
 mod demo;
 mod support;
@@ -297,7 +300,10 @@ fn the_demo_inputs_are_what_the_cases_claim() {
 #[test]
 fn profile_where_nothing_can_be_sampled_times_every_case_and_says_why_once() {
     let Some(why) = sparkles_sampler::UNAVAILABLE else {
-        eprintln!("skipped: this build samples (the kernel edge is compiled in)");
+        skip::skip(
+            "portable",
+            "this build samples (the kernel edge is compiled in)",
+        );
         return;
     };
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());

@@ -4,6 +4,9 @@
 
 #![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
 
+#[path = "../../testdata/support/skip.rs"]
+mod skip;
+
 #[path = "../benches/demo_suite/mod.rs"]
 mod demo;
 mod support;
@@ -51,7 +54,10 @@ fn profile_writes_a_capture_per_case() {
     let row = &outcome.rows[0];
     let profile = row.profile.as_ref().expect("a profile summary");
     if let Some(error) = &profile.error {
-        eprintln!("skipped: the sampler could not start here: {error}");
+        skip::skip(
+            "perf_event",
+            format!("the sampler could not start here: {error}"),
+        );
         return;
     }
     let capture = dir.path().join("profile/spin_loop/capture.perf.data");
@@ -146,7 +152,10 @@ fn a_profiled_baseline_gives_each_case_a_hot_function_diff() {
         .as_ref()
         .and_then(|p| p.error.as_ref())
     {
-        eprintln!("skipped: the sampler could not start here: {e}");
+        skip::skip(
+            "perf_event",
+            format!("the sampler could not start here: {e}"),
+        );
         return;
     }
     let kept = dir.path().join("baselines/main/profile/spin");
@@ -203,7 +212,10 @@ fn profile_mem_places_first_touched_pages_on_their_nodes() {
     let row = &outcome.rows[0];
     let profile = row.profile.as_ref().expect("a profile summary");
     if let Some(error) = &profile.error {
-        eprintln!("skipped: the sampler could not start here: {error}");
+        skip::skip(
+            "perf_event",
+            format!("the sampler could not start here: {error}"),
+        );
         return;
     }
     let numa = profile.numa.as_ref().expect("a numa section");

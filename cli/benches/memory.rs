@@ -16,6 +16,9 @@
 //!
 //! Without the fixtures or perf it says so and measures what it can.
 
+#[path = "../../testdata/support/skip.rs"]
+mod skip;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::rc::Rc;

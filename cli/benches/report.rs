@@ -12,6 +12,9 @@
 //! `perf record -F 20000 --call-graph dwarf,2048` into `target/sparkles/bench-data/`
 //! (smoke mode: a short one). Needs gcc and perf; without them it says so.
 
+#[path = "../../testdata/support/skip.rs"]
+mod skip;
+
 use std::path::{Path, PathBuf};
 
 use clap::Parser;

@@ -14,6 +14,9 @@
 //! `perf record --call-graph dwarf,8192` into `target/sparkles/bench-data/` (needs gcc and
 //! perf; without them the bench says so and measures nothing).
 
+#[path = "../../testdata/support/skip.rs"]
+mod skip;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 

@@ -2,6 +2,9 @@
 
 #![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
 
+#[path = "../../testdata/support/skip.rs"]
+mod skip;
+
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
@@ -34,7 +37,7 @@ fn fixture(rel: &str) -> Option<PathBuf> {
     if path.exists() {
         Some(path)
     } else {
-        eprintln!("skipped: {} is absent", path.display());
+        skip::skip("fixtures", format!("{} is absent", path.display()));
         None
     }
 }
@@ -362,7 +365,10 @@ fn script_header_and_errors() {
 fn refused(out: &Output) -> bool {
     let err = String::from_utf8_lossy(&out.stderr);
     if !out.status.success() && (err.contains("perf_event_paranoid") || err.contains("EACCES")) {
-        eprintln!("skipped: the kernel refuses sampling here: {err}");
+        skip::skip(
+            "perf_event",
+            format!("the kernel refuses sampling here: {err}"),
+        );
         return true;
     }
     false
@@ -485,7 +491,10 @@ fn c_program(dir: &std::path::Path) -> Option<PathBuf> {
     {
         Ok(s) if s.success() => Some(out),
         other => {
-            eprintln!("skipped: gcc could not build {}: {other:?}", src.display());
+            skip::skip(
+                "gcc",
+                format!("gcc could not build {}: {other:?}", src.display()),
+            );
             None
         }
     }
@@ -509,7 +518,7 @@ fn addr2line_stands_in_for_binutils() {
         return;
     };
     let Some(gnu) = sparkles_symbolize::binutils::gnu_addr2line() else {
-        eprintln!("skipped: binutils addr2line is not installed");
+        skip::skip("binutils", "binutils addr2line is not installed");
         return;
     };
     let main = main_of(&bin);
@@ -594,7 +603,7 @@ fn addr2line_finds_debug_files_by_build_id_in_a_debug_dir() {
             .status()
             .is_ok_and(|s| s.success())
         {
-            eprintln!("skipped: objcopy failed");
+            skip::skip("binutils", "objcopy failed");
             return;
         }
     }

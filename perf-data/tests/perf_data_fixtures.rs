@@ -6,6 +6,9 @@
 
 #![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
 
+#[path = "../../testdata/support/skip.rs"]
+mod skip;
+
 mod support;
 
 use std::path::{Path, PathBuf};
@@ -171,7 +174,7 @@ fn sample_counts_equal_perf_scripts_where_perf_reads_the_file() {
         .output()
         .is_ok_and(|o| o.status.success());
     if !installed {
-        eprintln!("skipped: perf is not installed");
+        skip::skip("perf", "perf is not installed");
         return;
     }
     let mut compared = 0;

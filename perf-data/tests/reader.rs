@@ -6,6 +6,9 @@
 #![cfg(feature = "zstd")] // every capture here is compressed
 #![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
 
+#[path = "../../testdata/support/skip.rs"]
+mod skip;
+
 mod support;
 
 use std::io::{Read, Write};

@@ -5,6 +5,9 @@
 
 #![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
 
+#[path = "../../testdata/support/skip.rs"]
+mod skip;
+
 mod support;
 
 use sparkles_perf_data::attr::{sample_type as st, Attr};
@@ -109,6 +112,6 @@ fn this_machine_has_its_memory_on_its_nodes() {
                 assert!(t.node_of_phys(0).is_some());
             }
         }
-        Err(why) => eprintln!("skipped: {why}"),
+        Err(why) => skip::skip("sysfs", why),
     }
 }

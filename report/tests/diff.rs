@@ -6,6 +6,9 @@
 
 #![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
 
+#[path = "../../testdata/support/skip.rs"]
+mod skip;
+
 use std::path::{Path, PathBuf};
 
 use sparkles_report::diff::diff;

@@ -6,6 +6,9 @@
 
 #![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
 
+#[path = "../../testdata/support/skip.rs"]
+mod skip;
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -20,7 +23,7 @@ fn pebs() -> Option<PathBuf> {
     if dir.is_dir() {
         Some(dir)
     } else {
-        eprintln!("skipped: {} is absent", dir.display());
+        skip::skip("fixtures", format!("{} is absent", dir.display()));
         None
     }
 }

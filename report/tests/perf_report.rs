@@ -7,6 +7,9 @@
 
 #![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
 
+#[path = "../../testdata/support/skip.rs"]
+mod skip;
+
 use std::path::{Path, PathBuf};
 
 use sparkles_report::profile::profile_capture;

@@ -5,6 +5,9 @@
 
 #![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
 
+#[path = "../../testdata/support/skip.rs"]
+mod skip;
+
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -34,7 +37,10 @@ fn an_independent_reader_decodes_what_we_write() {
         .args(["-c", "import google.protobuf"])
         .output();
     if !probe.is_ok_and(|o| o.status.success()) {
-        eprintln!("skipped: python3 with the protobuf package is not installed");
+        skip::skip(
+            "protobuf",
+            "python3 with the protobuf package is not installed",
+        );
         return;
     }
     // 600 samples: parse 3/6 (weight 2 each), render 2/6, the kernel 1/6.

@@ -7,6 +7,9 @@
 
 #![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
 
+#[path = "../../testdata/support/skip.rs"]
+mod skip;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -867,7 +867,12 @@ impl Bracketed {
 }
 
 #[cfg(test)]
+#[path = "../../testdata/support/skip.rs"]
+mod skip;
+
+#[cfg(test)]
 mod tests {
+    use super::skip;
     use super::*;
     use crate::events::EventResolver;
 
@@ -889,7 +894,10 @@ mod tests {
     fn open(config: &CounterConfig) -> Option<CounterSet> {
         let set = CounterSet::open(config, &System::probe());
         if set.is_empty() {
-            eprintln!("skipped: the kernel refuses the counters: {:?}", set.absent);
+            skip::skip(
+                "perf_event",
+                format!("the kernel refuses the counters: {:?}", set.absent),
+            );
             return None;
         }
         Some(set)
@@ -1013,11 +1021,23 @@ mod tests {
     fn hardware_groups_that_do_not_fit_share_the_pmu_and_are_scaled() {
         let set = CounterSet::open(&config(&NINE, Coverage::CallingThread), &System::probe());
         if set.is_empty() || !set.absent.is_empty() {
-            eprintln!("skipped: no hardware counters here: {:?}", set.absent);
+            skip::skip(
+                "pmu",
+                format!("no hardware counters here: {:?}", set.absent),
+            );
             return;
         }
         if set.pmu_groups() < 2 {
-            eprintln!("skipped: this PMU holds all nine in one group");
+            // This PMU holds all nine at once: nothing shares it, nothing is scaled.
+            let mut b = Bracketed::start(set);
+            b.resume();
+            std::hint::black_box((0..1_000_000u64).sum::<u64>());
+            b.pause();
+            let counts = b.counts();
+            assert!(
+                counts.iter().all(|c| !c.estimated && c.value.is_some()),
+                "{counts:?}"
+            );
             return;
         }
         // The same work counted exactly, by one counter alone, is the reference.
@@ -1060,7 +1080,10 @@ mod tests {
         c.exact = true;
         let set = CounterSet::open(&c, &System::probe());
         if set.is_empty() || !set.absent.is_empty() {
-            eprintln!("skipped: no hardware counters here: {:?}", set.absent);
+            skip::skip(
+                "pmu",
+                format!("no hardware counters here: {:?}", set.absent),
+            );
             return;
         }
         assert_eq!(set.pmu_groups(), 1);
@@ -1105,11 +1128,14 @@ mod tests {
         for _ in 0..5 {
             let set = CounterSet::open(&c, &System::probe());
             if set.is_empty() {
-                eprintln!("skipped: no hardware counters here: {:?}", set.absent);
+                skip::skip(
+                    "pmu",
+                    format!("no hardware counters here: {:?}", set.absent),
+                );
                 return;
             }
             if set.read_path != ReadPath::Rdpmc {
-                eprintln!("skipped: rdpmc not allowed: {:?}", set.read_reason);
+                skip::skip("rdpmc", format!("rdpmc not allowed: {:?}", set.read_reason));
                 return;
             }
             let plain = CounterSet::open(

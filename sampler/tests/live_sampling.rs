@@ -5,6 +5,9 @@
 #![cfg(target_os = "linux")] // perf_event is Linux's: elsewhere this file is empty
 #![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
 
+#[path = "../../testdata/support/skip.rs"]
+mod skip;
+
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -55,7 +58,10 @@ fn busy_capture(config: &SamplingConfig, ms: u64) -> Option<sparkles_sampler::se
     let session = match Session::start(config, Target::CurrentThread, &System::probe()) {
         Ok(s) => s,
         Err(reason) => {
-            eprintln!("skipped: the kernel refuses sampling here: {reason}");
+            skip::skip(
+                "perf_event",
+                format!("the kernel refuses sampling here: {reason}"),
+            );
             return None;
         }
     };
@@ -84,7 +90,10 @@ fn threads_started_before_and_during_sampling_are_all_sampled() {
     let session = match Session::start(&config(2048), Target::CurrentThread, &system) {
         Ok(s) => s,
         Err(reason) => {
-            eprintln!("skipped: the kernel refuses sampling here: {reason}");
+            skip::skip(
+                "perf_event",
+                format!("the kernel refuses sampling here: {reason}"),
+            );
             stop.store(true, Ordering::Relaxed);
             before.join().unwrap();
             return;
@@ -188,7 +197,10 @@ fn a_session_dropped_without_finish_stops_its_drain() {
     let session = match Session::start(&config(0), Target::CurrentThread, &System::probe()) {
         Ok(s) => s,
         Err(reason) => {
-            eprintln!("skipped: the kernel refuses sampling here: {reason}");
+            skip::skip(
+                "perf_event",
+                format!("the kernel refuses sampling here: {reason}"),
+            );
             return;
         }
     };
@@ -224,7 +236,10 @@ fn several_events_share_one_ring_buffer_and_the_capture_names_each() {
     let session = match Session::start(&config, Target::CurrentThread, &System::probe()) {
         Ok(s) => s,
         Err(reason) => {
-            eprintln!("skipped: the kernel refuses sampling here: {reason}");
+            skip::skip(
+                "perf_event",
+                format!("the kernel refuses sampling here: {reason}"),
+            );
             return;
         }
     };
@@ -321,14 +336,14 @@ fn a_precise_max_event_opens_at_the_level_the_kernel_takes() {
     let system = System::probe();
     let resolver = EventResolver::live().unwrap();
     let Ok(mut cycles) = resolver.resolve("cycles:P").map(|mut a| a.remove(0)) else {
-        eprintln!("skipped: no cycles event here");
+        skip::skip("pmu", "no cycles event here");
         return;
     };
     cycles.name = "cycles:P".into();
     let expected = match open(&cycles, OpenMode::Sampling { period: 100_000 }, &system) {
         Ok(o) => o.precise_ip,
         Err(e) => {
-            eprintln!("skipped: cycles cannot be sampled here: {e}");
+            skip::skip("pmu", format!("cycles cannot be sampled here: {e}"));
             return;
         }
     };
@@ -396,7 +411,7 @@ fn the_sapphire_rapids_memory_plan_opens_as_a_hardware_group_here() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../shared/fixtures/sysfs/intel-sapphire-rapids");
     if !root.is_dir() {
-        eprintln!("skipped: {} is absent", root.display());
+        skip::skip("fixtures", format!("{} is absent", root.display()));
         return;
     }
     let resolver = EventResolver::new(&root).unwrap();
@@ -416,9 +431,12 @@ fn the_sapphire_rapids_memory_plan_opens_as_a_hardware_group_here() {
     match &here {
         Some(own) if !own.first_touch && codes(&own.events) == codes(&plan.events) => {}
         _ => {
-            eprintln!(
-                "skipped: this machine's memory plan is not Sapphire Rapids's ({}): its codes are not opened here",
-                here.map_or("none".to_string(), |p| p.note)
+            skip::skip(
+                "sapphire_rapids",
+                format!(
+                    "this machine's memory plan is not Sapphire Rapids's ({}): its codes are not opened here",
+                    here.map_or("none".to_string(), |p| p.note)
+                ),
             );
             return;
         }
@@ -434,7 +452,10 @@ fn the_sapphire_rapids_memory_plan_opens_as_a_hardware_group_here() {
     let session = match Session::start(&config, Target::CurrentThread, &system) {
         Ok(s) => s,
         Err(reason) => {
-            eprintln!("skipped: this kernel's PMU refuses the plan's events: {reason}");
+            skip::skip(
+                "pmu",
+                format!("this kernel's PMU refuses the plan's events: {reason}"),
+            );
             return;
         }
     };
@@ -501,7 +522,10 @@ fn a_frequency_above_the_kernel_limit_samples_at_the_limit() {
         .ok()
         .and_then(|t| t.trim().parse::<u64>().ok())
     else {
-        eprintln!("skipped: kernel.perf_event_max_sample_rate is unreadable");
+        skip::skip(
+            "perf_event",
+            "kernel.perf_event_max_sample_rate is unreadable",
+        );
         return;
     };
     let mut config = config(0);
@@ -536,7 +560,7 @@ fn an_event_on_some_cpus_leaves_tracking_elsewhere_to_the_next() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
     if online.trim() == "0" {
-        eprintln!("skipped: one CPU online");
+        skip::skip("cpus", "one CPU online");
         return;
     }
     let resolver = EventResolver::live().unwrap();
@@ -560,7 +584,10 @@ fn an_event_on_some_cpus_leaves_tracking_elsewhere_to_the_next() {
     let session = match Session::start(&config, Target::CurrentThread, &System::probe()) {
         Ok(s) => s,
         Err(reason) => {
-            eprintln!("skipped: the kernel refuses sampling here: {reason}");
+            skip::skip(
+                "perf_event",
+                format!("the kernel refuses sampling here: {reason}"),
+            );
             return;
         }
     };

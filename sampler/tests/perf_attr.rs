@@ -3,6 +3,9 @@
 
 #![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
 
+#[path = "../../testdata/support/skip.rs"]
+mod skip;
+
 use std::collections::BTreeMap;
 use std::process::Command;
 
@@ -75,7 +78,7 @@ fn theirs(f: &BTreeMap<String, String>) -> [u64; 10] {
 #[test]
 fn attrs_match_perf_stat_vv() {
     if Command::new("perf").arg("--version").output().is_err() {
-        eprintln!("skipped: perf is not installed");
+        skip::skip("perf", "perf is not installed");
         return;
     }
     let resolver = EventResolver::live().unwrap();

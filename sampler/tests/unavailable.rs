@@ -4,6 +4,9 @@
 
 #![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
 
+#[path = "../../testdata/support/skip.rs"]
+mod skip;
+
 use sparkles_sampler::caps::{self, Status};
 use sparkles_sampler::counters::{Bracketed, CounterConfig, CounterSet, Coverage};
 use sparkles_sampler::open::{open, OpenMode};
@@ -13,7 +16,10 @@ use sparkles_sampler::{Error, EventResolver, UNAVAILABLE};
 
 fn why() -> Option<&'static str> {
     if UNAVAILABLE.is_none() {
-        eprintln!("skipped: this build opens perf events (the kernel edge is compiled in)");
+        skip::skip(
+            "portable",
+            "this build opens perf events (the kernel edge is compiled in)",
+        );
     }
     UNAVAILABLE
 }

@@ -125,7 +125,12 @@ pub fn for_display(name: &str) -> Cow<'_, str> {
 }
 
 #[cfg(test)]
+#[path = "../../testdata/support/skip.rs"]
+mod skip;
+
+#[cfg(test)]
 mod tests {
+    use super::skip;
     use super::*;
 
     #[test]
@@ -192,7 +197,7 @@ mod tests {
     #[test]
     fn gnu_rules_where_libstdcxx_is_present() {
         if gnu().is_none() {
-            eprintln!("skipped: libstdc++.so.6 is not loadable here");
+            skip::skip("libstdcxx", "libstdc++.so.6 is not loadable here");
             return;
         }
         // Names the cpp_demangle crate prints differently (docs/symbolize.md).

@@ -6,6 +6,9 @@
 
 #![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
 
+#[path = "../../testdata/support/skip.rs"]
+mod skip;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -27,9 +30,9 @@ fn build_with(dir: &Path, compiler: &str, name: &str) -> Option<PathBuf> {
     {
         Ok(s) if s.success() => Some(out),
         other => {
-            eprintln!(
-                "skipped: {compiler} could not build {}: {other:?}",
-                src.display()
+            skip::skip(
+                "gcc",
+                format!("{compiler} could not build {}: {other:?}", src.display()),
             );
             None
         }
@@ -169,7 +172,7 @@ fn agreement_with_binutils_is_measured() {
             continue;
         };
         let Some(addrs) = instruction_addresses(&bin) else {
-            eprintln!("skipped: binutils are not installed");
+            skip::skip("binutils", "binutils are not installed");
             return;
         };
         let module = Module::open(&bin).unwrap();
@@ -193,7 +196,7 @@ fn agreement_with_binutils_is_measured() {
             (vec!["-f", "-i", "-C", "-a"], with_names, 95.0),
         ] {
             let Some(theirs) = binutils(&bin, &flags, &addrs) else {
-                eprintln!("skipped: binutils addr2line is not installed");
+                skip::skip("binutils", "binutils addr2line is not installed");
                 return;
             };
             let ours: Vec<String> = addrs
@@ -254,7 +257,7 @@ fn tool(args: &[&str]) -> bool {
     match Command::new(args[0]).args(&args[1..]).status() {
         Ok(s) if s.success() => true,
         other => {
-            eprintln!("skipped variant: {args:?}: {other:?}");
+            skip::skip("binutils", format!("variant: {args:?}: {other:?}"));
             false
         }
     }

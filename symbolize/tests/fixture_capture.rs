@@ -5,6 +5,9 @@
 
 #![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
 
+#[path = "../../testdata/support/skip.rs"]
+mod skip;
+
 use std::collections::HashMap;
 
 use sparkles_perf_data::{PerfData, Record};

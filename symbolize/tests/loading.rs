@@ -6,6 +6,9 @@
 
 #![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
 
+#[path = "../../testdata/support/skip.rs"]
+mod skip;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -20,39 +23,45 @@ fn source() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testdata/symbolize/inlining.c")
 }
 
-/// Runs a command in `dir`; false (and why) when it cannot, or runs past two minutes
-/// (llvm-dwp 14 never returns on gcc 12's split DWARF 5).
-fn run(dir: &Path, args: &[&str]) -> bool {
-    let mut child = match Command::new(args[0])
+/// Runs a command in `dir`: why not when it cannot, or runs past two minutes (llvm-dwp
+/// 14 never returns on gcc 12's split DWARF 5).
+fn try_run(dir: &Path, args: &[&str]) -> Result<(), String> {
+    let mut child = Command::new(args[0])
         .args(&args[1..])
         .current_dir(dir)
         .spawn()
-    {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("skipped: {args:?}: {e}");
-            return false;
-        }
-    };
+        .map_err(|e| format!("{args:?}: {e}"))?;
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
     loop {
         match child.try_wait() {
-            Ok(Some(s)) if s.success() => return true,
-            Ok(Some(s)) => {
-                eprintln!("skipped: {args:?}: {s}");
-                return false;
-            }
+            Ok(Some(s)) if s.success() => return Ok(()),
+            Ok(Some(s)) => return Err(format!("{args:?}: {s}")),
             Ok(None) if std::time::Instant::now() < deadline => {
                 std::thread::sleep(std::time::Duration::from_millis(20));
             }
             other => {
                 let _ = child.kill();
                 let _ = child.wait();
-                eprintln!("skipped: {args:?}: did not finish in two minutes ({other:?})");
-                return false;
+                return Err(format!(
+                    "{args:?}: did not finish in two minutes ({other:?})"
+                ));
             }
         }
     }
+}
+
+/// [`try_run`], saying why not as a skip of the tool's need.
+fn run(dir: &Path, args: &[&str]) -> bool {
+    try_run(dir, args)
+        .map_err(|why| {
+            let need = match args[0] {
+                "gcc" | "g++" => "gcc",
+                "dwp" | "llvm-dwp" => "dwp",
+                _ => "binutils",
+            };
+            skip::skip(need, why);
+        })
+        .is_ok()
 }
 
 /// `gcc -O2 -g EXTRA… -o dir/out inlining.c`.
@@ -245,7 +254,10 @@ fn split_dwarf_dwo_and_dwp_name_as_the_plain_build() {
     );
     let main = symbol(&plain, "main");
     if symbol(&split, "main") != main {
-        eprintln!("skipped: the split build laid main out elsewhere; nothing to compare");
+        skip::skip(
+            "gcc",
+            "the split build laid main out elsewhere; nothing to compare",
+        );
         return;
     }
     let want = names_of_main(
@@ -259,6 +271,7 @@ fn split_dwarf_dwo_and_dwp_name_as_the_plain_build() {
     // on gcc 12's DWARF 5 (and its llvm-dwp 14 never returns): GNU dwp then packs the
     // same build in DWARF 4, compared with a DWARF 4 plain build.
     let packers: [(&str, &[&str]); 2] = [("dwp", &[]), ("dwp", &["-gdwarf-4"])];
+    let mut refused = Vec::new();
     for (packer, extra) in packers {
         let dir = tempfile::tempdir().unwrap();
         let (Some(plain), Some(split)) = (
@@ -268,9 +281,11 @@ fn split_dwarf_dwo_and_dwp_name_as_the_plain_build() {
             continue;
         };
         let main = symbol(&plain, "main");
-        if symbol(&split, "main") != main
-            || !run(dir.path(), &[packer, "-e", "split", "-o", "split.dwp"])
-        {
+        if symbol(&split, "main") != main {
+            continue;
+        }
+        if let Err(why) = try_run(dir.path(), &[packer, "-e", "split", "-o", "split.dwp"]) {
+            refused.push(why);
             continue;
         }
         let want = names_of_main(
@@ -287,13 +302,16 @@ fn split_dwarf_dwo_and_dwp_name_as_the_plain_build() {
         eprintln!("split.dwp packed by {packer} {extra:?} names as the plain build");
         return;
     }
-    eprintln!("skipped: no dwp packed a .dwp here (the .dwo half was tested)");
+    skip::skip(
+        "dwp",
+        format!("no dwp packed a .dwp here (the .dwo half was tested): {refused:?}"),
+    );
 }
 
 #[test]
 fn the_vdso_is_named_for_a_capture_of_the_running_kernel() {
     let Some(image) = sparkles_symbolize::vdso::live_image() else {
-        eprintln!("skipped: no vDSO mapped in this process");
+        skip::skip("vdso", "no vDSO mapped in this process");
         return;
     };
     let file = object::File::parse(&*image).unwrap();
@@ -301,7 +319,7 @@ fn the_vdso_is_named_for_a_capture_of_the_running_kernel() {
         .dynamic_symbols()
         .find(|s| s.name().is_ok_and(|n| n.contains("clock_gettime")))
     else {
-        eprintln!("skipped: this vDSO has no clock_gettime");
+        skip::skip("vdso", "this vDSO has no clock_gettime");
         return;
     };
     // A process with the vDSO mapped at some address, as an MMAP record says.
@@ -403,7 +421,7 @@ fn kernel_names_only_for_the_running_kernel() {
             assert_eq!(named.frames[0].function.as_deref(), Some(sym.name.as_str()));
             assert_eq!(named.frames[0].symbol_offset, Some(1));
         }
-        Err(why) => eprintln!("skipped the named half: {why}"),
+        Err(why) => skip::skip("kallsyms", format!("the named half: {why}")),
     }
     let mut foreign = Symbolizer::new(SearchPaths::none());
     foreign.set_local(Err(NoKernelNames::OtherBuild {
@@ -421,7 +439,7 @@ fn a_capture_from_another_machine_gets_no_kernel_names_from_this_one() {
     let file = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../shared/fixtures/callchain/vector_static_gcc.dwarf.perf.data");
     if !file.is_file() {
-        eprintln!("skipped: {} is absent", file.display());
+        skip::skip("fixtures", format!("{} is absent", file.display()));
         return;
     }
     let data = sparkles_perf_data::PerfData::open(&file).unwrap();

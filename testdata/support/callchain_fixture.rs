@@ -5,13 +5,15 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use crate::skip;
+
 /// `../shared/fixtures/callchain/` beside the workspace, or `None` (said) when absent.
 pub fn callchain_dir() -> Option<PathBuf> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/callchain");
     if dir.is_dir() {
         Some(dir)
     } else {
-        eprintln!("skipped: {} is absent", dir.display());
+        skip::skip("fixtures", format!("{} is absent", dir.display()));
         None
     }
 }

@@ -4,26 +4,45 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Runs `args` in `dir`; its standard output, or `None` after printing why it could not.
-pub fn run_in(dir: &Path, args: &[&str]) -> Option<String> {
+use crate::skip;
+
+/// What a test lacks when `program` cannot run: the tool, or (for perf) the tool or
+/// the kernel's leave to record.
+fn need_of(program: &str) -> &'static str {
+    match program {
+        "gcc" | "g++" | "cc" => "gcc",
+        "perf" => "perf",
+        "addr2line" | "objcopy" | "strip" | "readelf" => "binutils",
+        _ => "gcc",
+    }
+}
+
+/// Runs `args` in `dir`: its standard output, or why not (the program missing, or its
+/// failure and what it printed).
+pub fn try_run_in(dir: &Path, args: &[&str]) -> Result<String, (std::io::ErrorKind, String)> {
     match Command::new(args[0])
         .args(&args[1..])
         .current_dir(dir)
         .output()
     {
-        Ok(o) if o.status.success() => Some(String::from_utf8_lossy(&o.stdout).into_owned()),
-        Ok(o) => {
-            eprintln!(
-                "skipped: {args:?} failed: {}",
+        Ok(o) if o.status.success() => Ok(String::from_utf8_lossy(&o.stdout).into_owned()),
+        Ok(o) => Err((
+            std::io::ErrorKind::Other,
+            format!(
+                "{args:?} failed: {}",
                 String::from_utf8_lossy(&o.stderr).trim()
-            );
-            None
-        }
-        Err(e) => {
-            eprintln!("skipped: {args:?}: {e}");
-            None
-        }
+            ),
+        )),
+        Err(e) => Err((e.kind(), format!("{args:?}: {e}"))),
     }
+}
+
+/// Runs `args` in `dir`; its standard output, or `None` after saying why it could not
+/// (a skip of the tool's need).
+pub fn run_in(dir: &Path, args: &[&str]) -> Option<String> {
+    try_run_in(dir, args)
+        .map_err(|(_, why)| skip::skip(need_of(args[0]), why))
+        .ok()
 }
 
 /// How many runs of a program, each about `seconds`, give about `samples` samples with
@@ -64,6 +83,7 @@ pub fn perf_record(
     let hz = test_frequency();
     let runs = runs_for(SAMPLES, hz, seconds);
     let hz = hz.to_string();
+    let mut last = String::new();
     for event in ["cycles", "cpu-clock"] {
         let mut args = vec![
             "perf",
@@ -80,9 +100,16 @@ pub fn perf_record(
             program,
         ];
         args.extend(std::iter::repeat_n("x", runs - 1));
-        if run_in(dir, &args).is_some() {
-            return Some(dir.join(out));
+        match try_run_in(dir, &args) {
+            Ok(_) => return Some(dir.join(out)),
+            Err((std::io::ErrorKind::NotFound, why)) => {
+                skip::skip("perf", why);
+                return None;
+            }
+            // cycles where there is no PMU: cpu-clock next.
+            Err((_, why)) => last = why,
         }
     }
+    skip::skip("perf_event", last);
     None
 }

@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use crate::skip;
+
 /// `../shared/fixtures` beside this checkout (or `$SPARKLES_SHARED/fixtures`); `None`,
 /// saying so, where it is absent (a user's fresh clone).
 pub fn fixtures() -> Option<PathBuf> {
@@ -12,9 +14,12 @@ pub fn fixtures() -> Option<PathBuf> {
     if dir.is_dir() {
         Some(dir)
     } else {
-        eprintln!(
-            "skipped: {} is absent (the shared fixtures are not beside this checkout)",
-            dir.display()
+        skip::skip(
+            "fixtures",
+            format!(
+                "{} is absent (the shared fixtures are not beside this checkout)",
+                dir.display()
+            ),
         );
         None
     }
