@@ -564,7 +564,6 @@ mod skip;
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
-    use super::skip;
 
     #[test]
     fn a_note_every_profile_has_is_common_and_said_once() {
@@ -592,7 +591,7 @@ mod tests {
         let fixture = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
             .join("../../shared/fixtures/pebs/skx-ldlat-weight_struct.perf.data");
         if !fixture.is_file() {
-            skip::skip("fixtures", format!("{} is absent", fixture.display()));
+            super::skip::skip("fixtures", format!("{} is absent", fixture.display()));
             return;
         }
         let tmp = tempfile::tempdir().unwrap();
