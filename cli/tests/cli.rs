@@ -1019,3 +1019,133 @@ fn report_event_keeps_one_event_of_a_hybrid_capture() {
     );
     assert!(!out_file.exists());
 }
+
+#[cfg(target_os = "linux")]
+#[path = "../../testdata/support/confine.rs"]
+mod confine;
+
+/// `sparkles ARGS` run as `confine` makes it; `None` where it cannot be confined so.
+#[cfg(target_os = "linux")]
+fn sparkles_confined(
+    args: &[&str],
+    confine: impl FnOnce(&mut Command) -> Option<&mut Command>,
+) -> Option<Output> {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_sparkles"));
+    command.args(args);
+    confine(&mut command)?;
+    Some(command.output().unwrap())
+}
+
+/// With perf_event_open refused by a seccomp filter (Docker's default profile): `record`
+/// fails saying so (not blaming the paranoid level) and writes nothing; `caps` reports
+/// every perf_event concern absent with that reason; reading a capture needs no
+/// perf_event at all.
+#[test]
+#[cfg(target_os = "linux")]
+fn where_perf_event_open_is_refused_record_says_so_and_reading_works() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("refused.perf.data");
+    let record = ["record", "-o", path.to_str().unwrap(), "--", "true"];
+    let Some(out) = sparkles_confined(&record, confine::with_perf_event_refused) else {
+        skip::skip("perf_event", "no seccomp filter for this architecture here");
+        return;
+    };
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("seccomp"), "{err}");
+    assert!(!err.contains("perf_event_paranoid is"), "{err}");
+    assert!(!path.exists(), "a failed record wrote {}", path.display());
+
+    let out = sparkles_confined(&["caps", "--json"], confine::with_perf_event_refused).unwrap();
+    assert!(out.status.success());
+    let v = json(&out);
+    let counting = v["concerns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "scalar_counting")
+        .unwrap();
+    assert_eq!(counting["status"], "absent", "{counting}");
+    assert!(
+        counting["reasons"].to_string().contains("seccomp"),
+        "{counting}"
+    );
+
+    let Some(capture) = fixture("callchain/vector_static_gcc.dwarf.perf.data") else {
+        return;
+    };
+    let out = sparkles_confined(
+        &["report", capture.to_str().unwrap(), "--format", "json"],
+        confine::with_perf_event_refused,
+    )
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(json(&out)["samples"].as_u64().unwrap() > 0);
+}
+
+/// As an unprivileged user: `caps` runs and says it is not root; `record` samples user
+/// mode where the paranoid level allows it (and says so), and where it does not (3),
+/// fails naming the setting and writes nothing.
+#[test]
+#[cfg(target_os = "linux")]
+fn as_an_unprivileged_user_record_samples_user_mode_or_names_the_setting() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(
+        dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
+    let Some(out) = sparkles_confined(&["caps", "--json"], confine::as_nobody) else {
+        skip::skip("root", "only root runs a command as another user");
+        return;
+    };
+    if !out.status.success() && out.stdout.is_empty() {
+        skip::skip(
+            "root",
+            format!(
+                "nobody cannot run {} from where it is: {}",
+                env!("CARGO_BIN_EXE_sparkles"),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        );
+        return;
+    }
+    assert_eq!(json(&out)["environment"]["root"], false);
+    let path = dir.path().join("user.perf.data");
+    let out = sparkles_confined(
+        &[
+            "record",
+            "-o",
+            path.to_str().unwrap(),
+            "--",
+            "sh",
+            "-c",
+            &busy(),
+        ],
+        confine::as_nobody,
+    )
+    .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let paranoid: i32 = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(2);
+    match paranoid {
+        3.. => {
+            assert_eq!(out.status.code(), Some(2), "{err}");
+            assert!(err.contains("perf_event_paranoid is 3"), "{err}");
+            assert!(!path.exists());
+        }
+        2 => {
+            assert!(out.status.success(), "{err}");
+            assert!(err.contains("user mode only"), "{err}");
+            let (samples, _) = samples_with_stacks(&path);
+            assert!(samples > 0, "{err}");
+        }
+        _ => assert!(out.status.success(), "{err}"),
+    }
+}

@@ -91,13 +91,15 @@ fn perf_stacks(dir: &Path) -> HashMap<String, Vec<Frame>> {
     stacks
 }
 
-/// Whether our frame is the one perf names: by its symbol, or (where perf resolves the
-/// frame's inlining from DWARF and marks it "(inlined)", as it does in libc:
+/// Whether our frame is the one perf names: by its symbol (perf keeps a symbol version
+/// we take off: `cfree@GLIBC_2.2.5`), or (where perf resolves the frame's inlining from
+/// DWARF and marks it "(inlined)", as it does in libc with its debug file installed:
 /// `__libc_start_main_impl` for the symbol `__libc_start_main`) by its DWARF function.
 /// Ours never carries a symbol version.
 fn same_frame(ours: &Frame, perf: &Frame) -> bool {
+    let unversioned = perf.name.split('@').next().unwrap_or_default();
     !ours.name.contains('@')
-        && (ours.name == perf.name || ours.function.as_deref() == Some(perf.name.as_str()))
+        && (ours.name == unversioned || ours.function.as_deref() == Some(perf.name.as_str()))
 }
 
 /// Our user frames per sample of the program: the symbol holding each physical frame

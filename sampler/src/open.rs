@@ -209,6 +209,9 @@ pub fn explain(
         }
         errno::ENOENT => format!("{name}: the kernel does not provide this event"),
         errno::ENODEV => format!("{name}: no such PMU in this kernel ({})", attr.pmu),
+        errno::EPERM if crate::system::seccomp_filtered() => format!(
+            "{name}: this process runs under a seccomp filter, which refuses perf_event_open (as Docker's default profile does): run it unconfined (docker --security-opt seccomp=unconfined) or with a profile that allows perf_event_open"
+        ),
         errno::EACCES | errno::EPERM => {
             let what = match (attr.type_, attr.exclude_kernel) {
                 (PERF_TYPE_TRACEPOINT, _) => "tracepoints need perf_event_paranoid <= -1 or CAP_PERFMON",

@@ -69,3 +69,16 @@ impl System {
         }
     }
 }
+
+/// Whether this process runs under a seccomp filter (`Seccomp: 2` in
+/// /proc/self/status): then an EPERM from perf_event_open is most likely the filter's
+/// (Docker's default profile answers it so), not the paranoid level's (EACCES).
+pub fn seccomp_filtered() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Seccomp:").map(|v| v.trim() == "2"))
+        })
+        .unwrap_or(false)
+}

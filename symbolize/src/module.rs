@@ -258,9 +258,12 @@ impl Module {
     }
 
     /// The ELF symbol-table name covering `addr` (a module vaddr) and the offset into it,
-    /// as perf names addresses (no DWARF, no inlining).
+    /// as perf names addresses (no DWARF, no inlining): none past a sized symbol's end
+    /// (perf's `[unknown]`: a static function a stripped file's table does not list), and
+    /// an unsized one reaching to the next symbol (perf's `symbols__fixup_end`).
     pub fn symbol(&self, addr: u64) -> Option<(&str, u64)> {
         self.symbol_at(addr)
+            .filter(|s| addr < s.end || s.size == 0)
             .map(|s| (s.name.as_str(), addr - s.start))
     }
 

@@ -113,9 +113,22 @@ pub(crate) fn print_notes(rows: &[BenchRow]) {
     for note in &common {
         eprintln!("profile: every case: {note}");
     }
+    // The sampler refused every case for one reason (perf_event_open refused here): once.
+    let common_error = profiles
+        .split_first()
+        .and_then(|(first, rest)| {
+            first
+                .error
+                .as_ref()
+                .filter(|e| rest.iter().all(|p| p.error.as_ref() == Some(*e)))
+        })
+        .filter(|_| profiles.len() > 1);
+    if let Some(error) = common_error {
+        eprintln!("profile: every case: no capture: {error}");
+    }
     for row in rows {
         let Some(p) = &row.profile else { continue };
-        if let Some(error) = &p.error {
+        if let Some(error) = p.error.as_ref().filter(|_| common_error.is_none()) {
             eprintln!("profile: {}: no capture: {error}", row.case);
         }
         for note in p.notes.iter().filter(|n| !common.contains(n)) {
