@@ -162,7 +162,15 @@ fn the_main_job_times_every_case_as_an_unprivileged_user() {
         .and_then(|s| s.trim().parse().ok())
         .unwrap_or(2);
     let rows = std::fs::read_to_string(dir.path().join("rows.jsonl")).unwrap();
-    if paranoid >= 3 {
+    if sparkles_sampler::system::seccomp_filtered() {
+        // This process's filter is the child's too: refused, said once, as the filter's.
+        let refusals: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.contains("no capture"))
+            .collect();
+        assert_eq!(refusals.len(), 1, "{stderr}");
+        assert!(refusals[0].contains("seccomp"), "{stderr}");
+    } else if paranoid >= 3 {
         // Nothing opens for an unprivileged user: said once, with the setting.
         let refusals: Vec<&str> = stderr
             .lines()

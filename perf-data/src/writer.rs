@@ -407,7 +407,7 @@ impl CaptureWriter {
     /// Writes the file whole or not at all (creating its folder); its size.
     pub fn write(&self, path: &Path) -> Result<u64, crate::Error> {
         let bytes = self.to_bytes();
-        crate::atomic_write::write_atomically(path, &bytes)?;
+        crate::atomic_write::write_private(path, &bytes)?;
         Ok(bytes.len() as u64)
     }
 }
