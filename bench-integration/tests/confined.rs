@@ -106,15 +106,18 @@ fn the_main_job_times_every_case_where_perf_event_open_is_refused() {
         return;
     }
     // Said once for the run, as a seccomp refusal, not as the paranoid level's.
-    let refusals: Vec<&str> = stderr
-        .lines()
-        .filter(|l| l.contains("no capture"))
-        .collect();
-    assert_eq!(refusals.len(), 1, "{stderr}");
-    assert!(refusals[0].contains("every case"), "{stderr}");
-    assert!(refusals[0].contains("seccomp"), "{stderr}");
-    assert!(!refusals[0].contains("perf_event_paranoid"), "{stderr}");
+    let refusal = said_once(&stderr, "no capture");
+    assert!(refusal.contains("every case"), "{stderr}");
+    assert!(refusal.contains("seccomp"), "{stderr}");
+    assert!(!refusal.contains("perf_event_paranoid"), "{stderr}");
     assert!(!dir.path().join("profile").exists() || no_captures(&dir.path().join("profile")));
+}
+
+/// The one line of `stderr` that has `what`: it must be said exactly once.
+fn said_once<'a>(stderr: &'a str, what: &str) -> &'a str {
+    let lines: Vec<&str> = stderr.lines().filter(|l| l.contains(what)).collect();
+    assert_eq!(lines.len(), 1, "'{what}' not said once:\n{stderr}");
+    lines[0]
 }
 
 /// In a build without the kernel edge (`--no-default-features`) nothing is sampled
@@ -123,9 +126,7 @@ fn portable_said_once(stderr: &str) -> bool {
     let Some(why) = sparkles_sampler::UNAVAILABLE else {
         return false;
     };
-    let said: Vec<&str> = stderr.lines().filter(|l| l.contains(why)).collect();
-    assert_eq!(said.len(), 1, "{stderr}");
-    assert!(said[0].contains("unavailable"), "{stderr}");
+    assert!(said_once(stderr, why).contains("unavailable"), "{stderr}");
     assert!(!stderr.contains("no capture"), "{stderr}");
     true
 }
@@ -176,35 +177,22 @@ fn the_main_job_times_every_case_as_an_unprivileged_user() {
     if portable_said_once(&stderr) {
         return;
     }
-    let paranoid: i32 = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(2);
+    let paranoid = sparkles_sampler::system::System::probe().perf_event_paranoid;
     let rows = std::fs::read_to_string(dir.path().join("rows.jsonl")).unwrap();
     if sparkles_sampler::system::seccomp_filtered() {
         // This process's filter is the child's too: refused, said once, as the filter's.
-        let refusals: Vec<&str> = stderr
-            .lines()
-            .filter(|l| l.contains("no capture"))
-            .collect();
-        assert_eq!(refusals.len(), 1, "{stderr}");
-        assert!(refusals[0].contains("seccomp"), "{stderr}");
+        assert!(
+            said_once(&stderr, "no capture").contains("seccomp"),
+            "{stderr}"
+        );
     } else if paranoid >= 3 {
         // Nothing opens for an unprivileged user: said once, with the setting.
-        let refusals: Vec<&str> = stderr
-            .lines()
-            .filter(|l| l.contains("no capture"))
-            .collect();
-        assert_eq!(refusals.len(), 1, "{stderr}");
-        assert!(refusals[0].contains("perf_event_paranoid is 3"), "{stderr}");
+        let refusal = said_once(&stderr, "no capture");
+        assert!(refusal.contains("perf_event_paranoid is 3"), "{stderr}");
     } else if paranoid == 2 {
         // User mode only: every case profiled, the restriction said once for all.
         assert!(!rows.contains("\"capture\":null"), "{rows}");
-        let said: Vec<&str> = stderr
-            .lines()
-            .filter(|l| l.contains("user mode only"))
-            .collect();
-        assert_eq!(said.len(), 1, "{stderr}");
-        assert!(said[0].contains("every case"), "{stderr}");
+        let said = said_once(&stderr, "user mode only");
+        assert!(said.contains("every case"), "{stderr}");
     }
 }

@@ -1138,10 +1138,7 @@ fn as_an_unprivileged_user_record_samples_user_mode_or_names_the_setting() {
     )
     .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
-    let paranoid: i32 = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(2);
+    let paranoid = sparkles_sampler::system::System::probe().perf_event_paranoid;
     if sparkles_sampler::system::seccomp_filtered() {
         // This process's filter is the child's too: it refuses, and says so.
         assert_eq!(out.status.code(), Some(2), "{err}");
