@@ -420,6 +420,7 @@ fn profile_pass(routine: &mut dyn Routine, plan: &ProfilePlan) -> Result<Profile
     summary.samples = capture.samples;
     summary.lost = capture.lost;
     summary.lost_samples = capture.lost_samples;
+    summary.throttled = capture.throttled;
     summary.stack_bytes_saved = capture.writer.stack_bytes_saved;
     summary.notes = capture
         .uncovered

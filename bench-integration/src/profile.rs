@@ -56,6 +56,10 @@ pub struct ProfileSummary {
     pub lost: u64,
     /// Samples the kernel dropped.
     pub lost_samples: u64,
+    /// How often and how long the kernel throttled the sampled events
+    /// (`{"count": N, "seconds": S}`).
+    #[serde(default)]
+    pub throttled: sparkles_perf_data::throttle::Throttled,
     /// How long the body ran under the sampler, seconds.
     pub seconds: f64,
     /// Bytes of the capture.

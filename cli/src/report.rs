@@ -226,6 +226,13 @@ pub fn diff(args: &DiffArgs) -> Result<(), Error> {
     let (b, bf) = load_profile(&args.base)?;
     let (n, nf) = load_profile(&args.new)?;
     let d = diff::diff(&format!("{} -> {}", b.case, n.case), &b, &n);
+    // The table says what weakens the comparison first; JSON carries it, and so does
+    // standard error, where a reader of the JSON or SVG sees it.
+    if !matches!(args.format, DiffFormat::Table) {
+        for w in &d.warnings {
+            eprintln!("sparkles diff: warning: {w}");
+        }
+    }
     let bytes = match args.format {
         DiffFormat::Table => diff::table(&d, args.top).into_bytes(),
         DiffFormat::Json => json(&d)?,

@@ -37,6 +37,7 @@ pub mod ring;
 pub mod sample;
 pub mod script;
 pub mod synth;
+pub mod throttle;
 pub mod topology;
 pub mod writer;
 

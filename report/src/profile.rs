@@ -84,9 +84,24 @@ pub struct Entry {
     pub total_pct: f64,
     /// Samples where it is the innermost frame.
     pub self_samples: u64,
+    /// Its self samples in each of the capture's [`BLOCKS`] consecutive blocks of samples
+    /// (`Profile::block_samples` each), for the diff's variance: empty where the capture
+    /// is too short to cut ([`MIN_BLOCKED_SAMPLES`]) or the row has no self samples.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub blocks: Vec<u32>,
     /// What its code is.
     pub kind: Kind,
 }
+
+/// How many consecutive blocks a capture's samples are cut into for the diff's
+/// batch-means variance.
+pub const BLOCKS: usize = 20;
+
+/// Samples of a block-count chunk: blocks are whole chunks.
+const CHUNK: u64 = 16;
+
+/// A capture shorter than this keeps no block counts (16 samples a block at least).
+pub const MIN_BLOCKED_SAMPLES: u64 = BLOCKS as u64 * CHUNK;
 
 /// One source line of a hot function.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -131,8 +146,21 @@ pub struct Profile {
     pub event_note: Option<String>,
     /// Samples.
     pub samples: u64,
+    /// Samples in each of the [`BLOCKS`] consecutive blocks the rows' `blocks` count
+    /// (empty where the capture is too short to cut).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub block_samples: Vec<u64>,
     /// Samples and records the kernel dropped (LOST_SAMPLES and LOST).
     pub lost: u64,
+    /// Of `lost`, records the ring buffers dropped (LOST).
+    #[serde(default)]
+    pub lost_records: u64,
+    /// Of `lost`, samples the kernel dropped (LOST_SAMPLES).
+    #[serde(default)]
+    pub lost_samples: u64,
+    /// How often and how long the kernel throttled the sampled events.
+    #[serde(default)]
+    pub throttled: sparkles_perf_data::throttle::Throttled,
     /// All samples' weight (periods summed).
     pub weight: u64,
     /// Innermost frame as self, inlined functions their own rows; by self, descending.
@@ -208,6 +236,8 @@ struct Counts {
     self_: u64,
     total: u64,
     self_samples: u64,
+    /// Self samples per chunk of [`CHUNK`] samples, `(chunk, count)` in order.
+    chunks: Vec<(u32, u32)>,
     module: Option<Name>,
     file: Option<Name>,
     kind: Option<Kind>,
@@ -216,6 +246,16 @@ struct Counts {
 }
 
 impl Counts {
+    /// One self sample, the `sample`th of the capture (from 1).
+    fn count_self(&mut self, sample: u64) {
+        self.self_samples += 1;
+        let chunk = ((sample - 1) / CHUNK) as u32;
+        match self.chunks.last_mut() {
+            Some((c, n)) if *c == chunk => *n += 1,
+            _ => self.chunks.push((chunk, 1)),
+        }
+    }
+
     fn note(&mut self, f: &NamedFrame, kind: Kind) {
         if self.module.is_none() {
             self.module = f.module.clone();
@@ -370,7 +410,7 @@ impl Builder {
         // functions: every frame a row of its own, inlined ones included.
         let c = &mut self.functions.counts[keys[0].function];
         c.self_ += weight;
-        c.self_samples += 1;
+        c.count_self(sample);
         c.note(leaf, keys[0].kind);
         if let Some(line) = leaf.line {
             *c.lines.entry(line).or_default() += weight;
@@ -395,7 +435,7 @@ impl Builder {
             let c = &mut self.symbols.counts[k.symbol];
             if first {
                 c.self_ += weight;
-                c.self_samples += 1;
+                c.count_self(sample);
                 first = false;
             }
             if self.symbols.seen[k.symbol] != sample {
@@ -466,8 +506,42 @@ impl Builder {
         f
     }
 
+    /// The block each chunk of samples falls in: `BLOCKS` blocks of whole chunks, or
+    /// none for a capture too short to cut.
+    fn block_of(&self) -> Option<impl Fn(u32) -> usize> {
+        let chunks = self.samples.div_ceil(CHUNK);
+        (self.samples >= MIN_BLOCKED_SAMPLES)
+            .then_some(move |chunk: u32| (u64::from(chunk) * BLOCKS as u64 / chunks) as usize)
+    }
+
+    /// Samples in each block.
+    fn block_samples(&self) -> Vec<u64> {
+        let Some(block_of) = self.block_of() else {
+            return Vec::new();
+        };
+        let mut out = vec![0u64; BLOCKS];
+        for chunk in 0..self.samples.div_ceil(CHUNK) {
+            let size = CHUNK.min(self.samples - chunk * CHUNK);
+            out[block_of(chunk as u32)] += size;
+        }
+        out
+    }
+
     fn rows<'a>(&self, map: impl Iterator<Item = (&'a str, &'a Counts)>) -> Vec<Entry> {
         let pct = |w: u64| 100.0 * w as f64 / self.weight.max(1) as f64;
+        let block_of = self.block_of();
+        let blocks = |c: &Counts| -> Vec<u32> {
+            match &block_of {
+                Some(block_of) if c.self_samples > 0 => {
+                    let mut out = vec![0u32; BLOCKS];
+                    for &(chunk, n) in &c.chunks {
+                        out[block_of(chunk)] += n;
+                    }
+                    out
+                }
+                _ => Vec::new(),
+            }
+        };
         let mut rows: Vec<Entry> = map
             .map(|(name, c)| Entry {
                 name: name.to_string(),
@@ -483,6 +557,7 @@ impl Builder {
                 self_pct: pct(c.self_),
                 total_pct: pct(c.total),
                 self_samples: c.self_samples,
+                blocks: blocks(c),
                 kind: c.kind.unwrap_or(Kind::Unknown),
             })
             .collect();
@@ -537,7 +612,11 @@ impl Builder {
             event: event.into(),
             event_note: None,
             samples: self.samples,
+            block_samples: self.block_samples(),
             lost,
+            lost_records: 0,
+            lost_samples: 0,
+            throttled: Default::default(),
             weight: self.weight,
             functions,
             symbols,
@@ -682,7 +761,9 @@ struct Pass<'a> {
     numa: Result<(NumaBuilder, Option<PageNodes>), NoNuma>,
     /// Samples whose data source says nothing (PERF_MEM_NA: not a memory event).
     unknown_sources: u64,
-    lost: u64,
+    lost_records: u64,
+    lost_samples: u64,
+    throttling: sparkles_perf_data::throttle::Throttling,
 }
 
 impl<'a> Pass<'a> {
@@ -698,12 +779,17 @@ impl<'a> Pass<'a> {
             memory: MemoryBuilder::new(),
             numa: numa_placement(data),
             unknown_sources: 0,
-            lost: 0,
+            lost_records: 0,
+            lost_samples: 0,
+            throttling: Default::default(),
         })
     }
 
     fn record(&mut self, e: &Event<'_>, observe: &mut impl FnMut(&NamedStack)) {
         self.namer.observe(&e.record);
+        if let Some(time) = e.time {
+            self.throttling.saw(time);
+        }
         match &e.record {
             Record::Sample(s) => {
                 let event = e.attr.unwrap_or(0);
@@ -717,7 +803,14 @@ impl<'a> Pass<'a> {
                 observe(&stack);
                 self.sample(s, &stack);
             }
-            Record::Lost { lost: n, .. } | Record::LostSamples { lost: n, .. } => self.lost += n,
+            Record::Lost { lost: n, .. } => self.lost_records += n,
+            Record::LostSamples { lost: n, .. } => self.lost_samples += n,
+            Record::Throttle {
+                throttled,
+                time,
+                id,
+                ..
+            } => self.throttling.record(*throttled, *time, *id),
             _ => {}
         }
     }
@@ -815,7 +908,11 @@ impl<'a> Pass<'a> {
             }
             (None, true) => event_name(data),
         };
-        let (mut profile, folded) = self.builder.finish(case, &event, self.lost, unwinding);
+        let lost = self.lost_records + self.lost_samples;
+        let (mut profile, folded) = self.builder.finish(case, &event, lost, unwinding);
+        profile.lost_records = self.lost_records;
+        profile.lost_samples = self.lost_samples;
+        profile.throttled = self.throttling.finish();
         profile.weighting = options.weight.as_str().into();
         let mut notes: Vec<Note> = self.namer.notes.clone();
         if sampling.len() > 1 {
@@ -848,8 +945,15 @@ impl<'a> Pass<'a> {
 /// The profile as a table: the top `n` of both views.
 pub fn table(p: &Profile, n: usize) -> String {
     let mut out = format!(
-        "{}: {}, {} samples, {} lost; unwinding {}: {:.1}% truncated\n",
-        p.case, p.event, p.samples, p.lost, p.unwinding.mode, p.unwinding.truncated_pct
+        "{}: {}, {} samples, {} lost, throttled {} times ({:.3} s); unwinding {}: {:.1}% truncated\n",
+        p.case,
+        p.event,
+        p.samples,
+        p.lost,
+        p.throttled.count,
+        p.throttled.seconds,
+        p.unwinding.mode,
+        p.unwinding.truncated_pct
     );
     for (title, rows) in [("functions", &p.functions), ("symbols", &p.symbols)] {
         out.push_str(&format!(

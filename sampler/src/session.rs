@@ -16,6 +16,7 @@ use sparkles_perf_data::pages::PageNodes;
 use sparkles_perf_data::reader::RecordReader;
 use sparkles_perf_data::record::{kind, misc, parse_record, Record};
 use sparkles_perf_data::sample::{Sample, SampleFormat};
+use sparkles_perf_data::throttle::{Throttled, Throttling};
 use sparkles_perf_data::writer::{CaptureWriter, WrittenEvent};
 
 use crate::errno;
@@ -221,7 +222,7 @@ pub enum Restriction {
     RateClamped {
         /// The frequency asked for.
         asked: u64,
-        /// `kernel.perf_event_max_sample_rate`.
+        /// `kernel.perf_event_max_sample_rate`: the session samples at half of it.
         limit: u64,
     },
     /// The ring buffers are smaller than asked, to fit an unprivileged user's allowance.
@@ -265,7 +266,9 @@ impl std::fmt::Display for Restriction {
             }
             Restriction::RateClamped { asked, limit } => write!(
                 f,
-                "sampling at {limit} Hz, not {asked}: kernel.perf_event_max_sample_rate is {limit} (the kernel lowers it when sampling interrupts take too long; sysctl kernel.perf_event_max_sample_rate={asked} raises it)"
+                "sampling at {} Hz, not {asked}: half of kernel.perf_event_max_sample_rate ({limit}), above which the kernel throttles sampling and tilts the profile (it lowers the limit itself when sampling interrupts take too long; sysctl kernel.perf_event_max_sample_rate={} raises it)",
+                (limit / 2).max(1),
+                asked * 2
             ),
             Restriction::SmallBuffers {
                 kib,
@@ -328,6 +331,7 @@ struct DrainResult {
     samples: u64,
     lost: u64,
     lost_samples: u64,
+    throttled: Throttled,
     stack_bytes_saved: u64,
 }
 
@@ -342,6 +346,8 @@ pub struct Capture {
     pub lost: u64,
     /// Samples the kernel dropped (LOST_SAMPLES).
     pub lost_samples: u64,
+    /// How often and how long the kernel throttled the events (THROTTLE records).
+    pub throttled: Throttled,
     /// Threads not covered, with why.
     pub uncovered: Vec<Restriction>,
     /// Restrictions, with the setting behind them.
@@ -364,12 +370,17 @@ pub fn max_sample_rate() -> Option<u64> {
         .ok()
 }
 
-/// The frequency a request for `hz` samples at here: `hz`, or the kernel's limit where that
-/// is lower. The kernel refuses a frequency above the limit, and lowers the limit itself
-/// when sampling interrupts take too long (a VM's virtual PMU); a session, like perf
-/// record, samples at the limit instead.
+/// The frequency a request for `hz` samples at here: `hz`, or half the kernel's limit
+/// where that is lower. The kernel refuses a frequency above the limit, and lowers the
+/// limit itself when sampling interrupts take too long (a VM's virtual PMU); at the limit
+/// it throttles the event for the rest of a tick whenever the adjusted period
+/// overshoots, and the samples lean toward what follows the tick. At half the limit it
+/// hardly throttles (measured: 0 to 4 THROTTLE records per thousand samples, against
+/// hundreds at the limit).
 pub fn allowed_frequency(hz: u64) -> u64 {
-    max_sample_rate().map_or(hz, |max| max.min(hz)).max(1)
+    max_sample_rate()
+        .map_or(hz, |max| (max / 2).max(1).min(hz))
+        .max(1)
 }
 
 fn online_cpus() -> Vec<usize> {
@@ -588,6 +599,7 @@ impl Session {
             samples: result.samples,
             lost: result.lost,
             lost_samples: result.lost_samples,
+            throttled: result.throttled,
             uncovered: std::mem::take(&mut self.uncovered),
             restrictions: {
                 let mut r = std::mem::take(&mut self.restrictions);
@@ -661,21 +673,24 @@ impl DrainThread {
     }
 }
 
-/// `config` at a frequency the kernel accepts: above kernel.perf_event_max_sample_rate
-/// (which the kernel refuses) it samples at the limit, and says so.
+/// `config` at a frequency the kernel samples without throttling: above half of
+/// kernel.perf_event_max_sample_rate it samples at that half, and says so.
 fn within_rate_limit(
     config: &SamplingConfig,
 ) -> (std::borrow::Cow<'_, SamplingConfig>, Option<Restriction>) {
     if let Rate::Frequency(hz) = config.rate {
-        let limit = allowed_frequency(hz);
-        if limit < hz {
+        let rate = allowed_frequency(hz);
+        if rate < hz {
             let limited = SamplingConfig {
-                rate: Rate::Frequency(limit),
+                rate: Rate::Frequency(rate),
                 ..config.clone()
             };
             return (
                 std::borrow::Cow::Owned(limited),
-                Some(Restriction::RateClamped { asked: hz, limit }),
+                Some(Restriction::RateClamped {
+                    asked: hz,
+                    limit: max_sample_rate().unwrap_or(rate * 2),
+                }),
             );
         }
     }
@@ -1162,6 +1177,7 @@ fn drain(
     writer.compact_stacks = compact;
     let mut result = DrainResult::default();
     let mut poll = Poll::new(&samplers);
+    let mut throttling = Throttling::default();
     let mut finishing = false;
     loop {
         if !finishing {
@@ -1179,9 +1195,18 @@ fn drain(
                     }
                 }
                 match type_ {
-                    kind::SAMPLE => result.samples += 1,
+                    kind::SAMPLE => {
+                        result.samples += 1;
+                        if let Some(at) = format.time_in_sample {
+                            throttling.saw(u64_at(body, at));
+                        }
+                    }
                     kind::LOST => result.lost += u64_at(body, 8),
                     kind::LOST_SAMPLES => result.lost_samples += u64_at(body, 0),
+                    // { u64 time, id, stream_id }
+                    kind::THROTTLE | kind::UNTHROTTLE => {
+                        throttling.record(type_ == kind::THROTTLE, u64_at(body, 0), u64_at(body, 8))
+                    }
                     _ => {}
                 }
                 writer.push_body(type_, misc, body);
@@ -1204,6 +1229,7 @@ fn drain(
         }
     }
     result.pages = pages;
+    result.throttled = throttling.finish();
     result.records = std::mem::take(&mut writer.data);
     result.stack_bytes_saved = writer.stack_bytes_saved;
     result

@@ -66,7 +66,13 @@ pub const SAMPLES: u64 = 600;
 /// diff test run one function's share was 30.1% in one capture and 21.7% in the next, of
 /// the same code. At half the limit it was throttled 0 to 4 times.
 pub fn test_frequency() -> u64 {
-    sparkles_sampler::session::max_sample_rate().map_or(4000, |limit| (limit / 2).clamp(1, 4000))
+    frequency_up_to(4000)
+}
+
+/// `max_hz`, or half the kernel's limit where that is lower ([`test_frequency`]'s rule).
+pub fn frequency_up_to(max_hz: u64) -> u64 {
+    sparkles_sampler::session::max_sample_rate()
+        .map_or(max_hz, |limit| (limit / 2).clamp(1, max_hz))
 }
 
 /// `perf record -F HZ --call-graph CALL_GRAPH -o OUT PROGRAM [x …]` in `dir`, at
@@ -81,7 +87,22 @@ pub fn perf_record(
     seconds: f64,
 ) -> Option<PathBuf> {
     let hz = test_frequency();
-    let runs = runs_for(SAMPLES, hz, seconds);
+    perf_record_samples(dir, call_graph, out, program, seconds, SAMPLES, hz)
+}
+
+/// [`perf_record`] made long enough for about `samples` samples, at up to `max_hz` (half
+/// the kernel's limit where that is lower).
+pub fn perf_record_samples(
+    dir: &Path,
+    call_graph: &str,
+    out: &str,
+    program: &str,
+    seconds: f64,
+    samples: u64,
+    max_hz: u64,
+) -> Option<PathBuf> {
+    let hz = frequency_up_to(max_hz);
+    let runs = runs_for(samples, hz, seconds);
     let hz = hz.to_string();
     let mut last = String::new();
     for event in ["cycles", "cpu-clock"] {

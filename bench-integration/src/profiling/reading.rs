@@ -89,7 +89,11 @@ pub(crate) fn read_captures(
         }
         if let Some(base) = baseline {
             match diff_against(&case, &beside(&base.path), &profile, &folded, dir) {
-                Ok(movers) => p.movers = movers,
+                Ok((movers, warnings)) => {
+                    p.movers = movers;
+                    p.notes
+                        .extend(warnings.into_iter().map(|w| format!("profile diff: {w}")));
+                }
                 Err(e) => p.notes.push(format!("no profile diff: {e}")),
             }
         }
@@ -110,14 +114,15 @@ fn save_with_baseline(dir: &Path, keep: &Path, folded: &Folded) -> Result<(), Ar
 }
 
 /// The hot-symbol diff of a case's profile against the baseline's saved in `from`:
-/// diff.json and diff.svg beside the case's capture, and its three top movers.
+/// diff.json and diff.svg beside the case's capture, its three top movers, and what
+/// weakens it (throttling, loss, truncated stacks on either side).
 fn diff_against(
     case: &str,
     from: &Path,
     profile: &Profile,
     folded: &Folded,
     dir: &Path,
-) -> Result<Vec<Mover>, ArtifactError> {
+) -> Result<(Vec<Mover>, Vec<String>), ArtifactError> {
     let base_json = from.join("profile.json");
     let Ok(bytes) = std::fs::read(&base_json) else {
         return Err(ArtifactError::NoBaselineProfile { path: base_json });
@@ -135,7 +140,7 @@ fn diff_against(
     })?;
     let svg = diff::svg(&d, &Folded::parse(&text)?, folded)?;
     sparkles_perf_data::atomic_write::write_atomically(&dir.join("diff.svg"), svg.as_bytes())?;
-    Ok(d.movers.into_iter().take(3).collect())
+    Ok((d.movers.into_iter().take(3).collect(), d.warnings))
 }
 
 /// Unwinds, names and aggregates one case's capture; writes its artifacts beside it.
