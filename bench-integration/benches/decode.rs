@@ -7,6 +7,9 @@
 //!   to a sink: the work `perf script` does short of symbol lookup.
 //! - `decode/perf_script`: `perf script -G -F tid,time,ip,period,event` on the file,
 //!   output to /dev/null (the peer; needs perf).
+//! - `decode/records_zstd` and `decode/perf_script_zstd`: the same on a capture of the same
+//!   workload recorded with `perf record -z` (zstd-compressed records, as sparkles writes
+//!   its own captures by default): decompression included.
 //!
 //! The capture is recorded once with `perf record --call-graph dwarf` (large samples
 //! make 50 MB in a few seconds) into `target/sparkles/bench-data/`. Smoke mode (`cargo
@@ -31,22 +34,16 @@ fn perf_available() -> bool {
 }
 
 /// Records `path` with perf until it holds at least `min_bytes`; `Err` says why not.
-fn record_capture(path: &Path, seconds: u32, min_bytes: u64) -> Result<(), String> {
+fn record_capture(path: &Path, seconds: u32, min_bytes: u64, extra: &[&str]) -> Result<(), String> {
     if std::fs::metadata(path).is_ok_and(|m| m.len() >= min_bytes) {
         return Ok(());
     }
     std::fs::create_dir_all(path.parent().unwrap_or(Path::new("."))).map_err(|e| e.to_string())?;
     let tmp = path.with_extension("tmp");
     let status = Command::new("perf")
-        .args([
-            "record",
-            "-q",
-            "-F",
-            "4000",
-            "--call-graph",
-            "dwarf,8192",
-            "-o",
-        ])
+        .args(["record", "-q", "-F", "4000", "--call-graph", "dwarf,8192"])
+        .args(extra)
+        .arg("-o")
         .arg(&tmp)
         .args([
             "--",
@@ -120,8 +117,17 @@ fn main() {
     suite.default_samples(8);
     let perf = perf_available();
     let mut records = 0u64;
+    let capture_z = capture.with_file_name(format!(
+        "{}-zstd.perf.data",
+        capture
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or("decode")
+            .trim_end_matches(".perf")
+    ));
     let ready = if perf {
-        record_capture(&capture, seconds, min_bytes)
+        record_capture(&capture, seconds, min_bytes, &[])
+            .and_then(|()| record_capture(&capture_z, seconds, 1, &["-z"]))
     } else {
         Err("perf is not installed: it records the capture and is the peer".to_string())
     };
@@ -151,22 +157,36 @@ fn main() {
                     b.throughput(Throughput::Bytes(bytes));
                     b.try_iter(|| perf_script(&path));
                 });
+                let path = capture_z.clone();
+                g.case("records_zstd", move |b| -> Result<(), String> {
+                    b.try_iter(|| decode_all(&path));
+                    Ok(())
+                });
+                let path = capture_z.clone();
+                g.case("perf_script_zstd", move |b| {
+                    b.try_iter(|| perf_script(&path));
+                });
             });
         }
         Err(why) => eprintln!("decode: no capture, nothing to measure: {why}"),
     }
     let outcome = sparkles_bench::run_or_exit(suite, &args);
     let median = |case: &str| outcome.median(case);
-    if let Some(peer) = median("decode/perf_script") {
-        for ours in ["decode/records", "decode/script_text"] {
-            if let Some(m) = median(ours) {
-                println!(
-                    "{ours}: {:.2}M records/s, {:.1}x faster than perf script on the same file",
-                    records as f64 / m * 1e3,
-                    peer / m
-                );
-            }
+    for (ours, peer) in [
+        ("decode/records", "decode/perf_script"),
+        ("decode/script_text", "decode/perf_script"),
+        ("decode/records_zstd", "decode/perf_script_zstd"),
+    ] {
+        if let (Some(theirs), Some(m)) = (median(peer), median(ours)) {
+            println!(
+                "{ours}: {:.1}x faster than {} on the same file",
+                theirs / m,
+                peer.trim_start_matches("decode/")
+            );
         }
+    }
+    if let Some(m) = median("decode/records") {
+        println!("decode/records: {:.2}M records/s", records as f64 / m * 1e3);
     }
     std::process::exit(if outcome.all_ok() { 0 } else { 1 });
 }

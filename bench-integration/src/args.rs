@@ -194,8 +194,13 @@ pub struct HarnessArgs {
 
     /// Bytes of user stack copied per sample (for DWARF unwinding); 0 for frame-pointer
     /// callchains only.
-    #[arg(long, value_name = "BYTES", default_value_t = 8192)]
+    #[arg(long, value_name = "BYTES", default_value_t = sparkles_sampler::session::DEFAULT_STACK_BYTES)]
     pub profile_stack: u32,
+
+    /// Store profile captures as they are: by default their records are zstd-compressed,
+    /// as `perf record -z` stores them (perf 6.1 and `sparkles report` read both).
+    #[arg(long)]
+    pub profile_no_compress: bool,
 
     /// How profile stacks are unwound: `dwarf`, `fp` (frame pointers; for builds with
     /// `-C force-frame-pointers=yes`) or `auto` (DWARF where a sample has a stack copy).

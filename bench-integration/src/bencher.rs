@@ -397,7 +397,13 @@ fn profile_pass(routine: &mut dyn Routine, plan: &ProfilePlan) -> Result<Profile
         event: plan.sampling.name(),
         ..ProfileSummary::default()
     };
-    let session = match Session::start(&plan.sampling, Target::CurrentThread, &system) {
+    // Streamed to the capture's file as it is taken: memory holds the ring buffers and a
+    // chunk of records, however long the pass.
+    let sampling = SamplingConfig {
+        stream_to: Some(plan.path.clone()),
+        ..plan.sampling.clone()
+    };
+    let session = match Session::start(&sampling, Target::CurrentThread, &system) {
         Ok(s) => s,
         Err(e) => {
             summary.error = Some(e.to_string());
@@ -413,7 +419,7 @@ fn profile_pass(routine: &mut dyn Routine, plan: &ProfilePlan) -> Result<Profile
         }
     }
     summary.seconds = start.elapsed().as_secs_f64();
-    let capture = session.finish();
+    let mut capture = session.finish();
     if let Some(e) = failure {
         return Err(e);
     }
@@ -429,8 +435,9 @@ fn profile_pass(routine: &mut dyn Routine, plan: &ProfilePlan) -> Result<Profile
         .map(ToString::to_string)
         .collect();
     match capture.writer.write(&plan.path) {
-        Ok(bytes) => {
-            summary.bytes = bytes;
+        Ok(written) => {
+            summary.bytes = written.bytes;
+            summary.record_bytes = written.record_bytes;
             summary.capture = Some(plan.path.display().to_string());
         }
         Err(e) => summary.error = Some(e.to_string()),

@@ -64,6 +64,10 @@ pub struct ProfileSummary {
     pub seconds: f64,
     /// Bytes of the capture.
     pub bytes: u64,
+    /// Bytes of its records before compression (equal to the records' share of `bytes`
+    /// when stored as they are).
+    #[serde(default)]
+    pub record_bytes: u64,
     /// Bytes stack compaction left out.
     pub stack_bytes_saved: u64,
     /// Threads not covered, and restrictions, each with its reason.

@@ -21,6 +21,17 @@ pub fn write_private(path: &Path, bytes: &[u8]) -> Result<(), Error> {
 }
 
 fn write_with_mode(path: &Path, bytes: &[u8], mode: u32) -> Result<(), Error> {
+    let mut tmp = temp_file_beside(path, mode)?;
+    tmp.write_all(bytes)
+        .and_then(|()| tmp.as_file().sync_all())
+        .map_err(|e| Error::io(tmp.path(), e))?;
+    tmp.persist(path).map_err(|e| Error::io(path, e.error))?;
+    Ok(())
+}
+
+/// A temporary file in `path`'s folder (created), with `mode` less the umask: renamed
+/// over `path` when whole, removed when dropped before.
+pub fn temp_file_beside(path: &Path, mode: u32) -> Result<tempfile::NamedTempFile, Error> {
     let dir = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
@@ -32,12 +43,7 @@ fn write_with_mode(path: &Path, bytes: &[u8], mode: u32) -> Result<(), Error> {
     builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(mode));
     #[cfg(not(unix))]
     let _ = mode;
-    let mut tmp = builder.tempfile_in(dir).map_err(|e| Error::io(dir, e))?;
-    tmp.write_all(bytes)
-        .and_then(|()| tmp.as_file().sync_all())
-        .map_err(|e| Error::io(tmp.path(), e))?;
-    tmp.persist(path).map_err(|e| Error::io(path, e.error))?;
-    Ok(())
+    builder.tempfile_in(dir).map_err(|e| Error::io(dir, e))
 }
 
 #[cfg(test)]

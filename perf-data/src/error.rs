@@ -53,6 +53,12 @@ pub enum Error {
         /// What is wrong with it.
         what: String,
     },
+    /// This build cannot do what was asked.
+    #[error("{what}")]
+    Unsupported {
+        /// What, and why not.
+        what: &'static str,
+    },
     /// A stream was asked for its records a second time.
     #[error("{}: a stream's records can be read once", path.display())]
     StreamReadTwice {

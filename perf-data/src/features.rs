@@ -27,6 +27,7 @@ pub mod id {
     pub const GROUP_DESC: u32 = 17;
     pub const MEM_TOPOLOGY: u32 = 22;
     pub const CLOCKID: u32 = 23;
+    pub const COMPRESSED: u32 = 27;
     pub const CLOCK_DATA: u32 = 29;
 }
 

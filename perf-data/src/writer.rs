@@ -1,7 +1,15 @@
 //! Writing captures as perf.data (file mode): header, attrs with ids, the records, and
 //! the header features readers need. Sample stacks are compacted to their valid size.
+//!
+//! The records are kept in memory, or streamed to the file as they come
+//! ([`CaptureWriter::stream_to`]): then memory holds at most one [`CHUNK`] of records and
+//! the compressor's window, whatever the capture's length. Either way they are stored
+//! compressed by default, as `perf record -z` stores them: PERF_RECORD_COMPRESSED records
+//! that are consecutive pieces of one zstd stream, flushed at each chunk, and the
+//! COMPRESSED header feature. perf 6.1 and [`crate::reader`] read them.
 
-use std::path::Path;
+use std::io::{Seek, Write};
+use std::path::{Path, PathBuf};
 
 use crate::attr::{sample_type as st, Attr};
 use crate::features::id as feat;
@@ -11,6 +19,148 @@ use crate::topology::{format_list, Topology};
 
 /// Bytes of the attr perf 6.1 accepts; the 136-byte layout adds only `config3`.
 const ATTR_SIZE_VER7: u32 = 128;
+
+/// Records are compressed (or written to the file) this many bytes at a time.
+pub const CHUNK: usize = 1 << 20;
+
+/// A COMPRESSED record's size is a u16: at most this much compressed data each.
+#[cfg_attr(not(feature = "zstd"), allow(dead_code))]
+const MAX_COMPRESSED_PIECE: usize = u16::MAX as usize - 8;
+
+/// The zstd level `perf record -z` uses, and ours by default.
+pub const DEFAULT_ZSTD_LEVEL: i32 = 1;
+
+/// How a capture's records are stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compression {
+    /// As they are.
+    Off,
+    /// COMPRESSED records of one zstd stream at this level, as `perf record -z` writes.
+    Zstd {
+        /// zstd's level (1 is perf's default: fast, and stacks compress 30x and more).
+        level: i32,
+    },
+}
+
+impl Default for Compression {
+    fn default() -> Compression {
+        Compression::Zstd {
+            level: DEFAULT_ZSTD_LEVEL,
+        }
+    }
+}
+
+impl Compression {
+    /// Whether this build can write it (zstd needs the `zstd` feature).
+    pub fn available(self) -> Result<(), crate::Error> {
+        match self {
+            Compression::Zstd { .. } if !cfg!(feature = "zstd") => Err(crate::Error::Unsupported {
+                what: "writing zstd-compressed captures: this build of sparkles-perf-data has no \
+                       `zstd` feature",
+            }),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Compresses records into COMPRESSED records, one zstd stream for the whole capture.
+struct Compressor {
+    #[cfg(feature = "zstd")]
+    encoder: zstd::stream::write::Encoder<'static, Vec<u8>>,
+    level: i32,
+    /// Bytes of records in, bytes of COMPRESSED records out, COMPRESSED records.
+    raw: u64,
+    stored: u64,
+    records: u64,
+}
+
+impl Compressor {
+    fn new(compression: Compression) -> Result<Option<Compressor>, crate::Error> {
+        compression.available()?;
+        let Compression::Zstd { level } = compression else {
+            return Ok(None);
+        };
+        #[cfg(feature = "zstd")]
+        {
+            let encoder = zstd::stream::write::Encoder::new(Vec::with_capacity(CHUNK / 4), level)
+                .map_err(|e| crate::Error::io(Path::new("(zstd)"), e))?;
+            Ok(Some(Compressor {
+                encoder,
+                level,
+                raw: 0,
+                stored: 0,
+                records: 0,
+            }))
+        }
+        #[cfg(not(feature = "zstd"))]
+        {
+            let _ = level;
+            unreachable!("available() refused zstd in this build")
+        }
+    }
+
+    /// `records` compressed and flushed (so a reader decodes all of them from what is
+    /// written so far), appended to `out` as COMPRESSED records.
+    fn compress(&mut self, records: &[u8], out: &mut Vec<u8>) -> std::io::Result<()> {
+        #[cfg(feature = "zstd")]
+        {
+            self.encoder.write_all(records)?;
+            self.encoder.flush()?;
+            let compressed = self.encoder.get_mut();
+            for piece in compressed.chunks(MAX_COMPRESSED_PIECE) {
+                out.extend_from_slice(&kind::COMPRESSED.to_le_bytes());
+                out.extend_from_slice(&0u16.to_le_bytes());
+                out.extend_from_slice(&((8 + piece.len()) as u16).to_le_bytes());
+                out.extend_from_slice(piece);
+                self.records += 1;
+                self.stored += 8 + piece.len() as u64;
+            }
+            compressed.clear();
+            self.raw += records.len() as u64;
+            Ok(())
+        }
+        #[cfg(not(feature = "zstd"))]
+        {
+            let _ = (records, out);
+            unreachable!("no compressor is made in this build")
+        }
+    }
+
+    /// The COMPRESSED feature: version, type (1: zstd), level, ratio, and the most one
+    /// COMPRESSED record (with a record carried over from the one before) decompresses to,
+    /// which perf sizes its buffer by.
+    fn feature(&self) -> Vec<u8> {
+        let mut b = Vec::new();
+        put_u32(&mut b, 0);
+        put_u32(&mut b, 1);
+        put_u32(&mut b, self.level as u32);
+        put_u32(
+            &mut b,
+            (self.raw / self.stored.max(1)).min(u32::MAX as u64) as u32,
+        );
+        put_u32(&mut b, (2 * CHUNK) as u32);
+        b
+    }
+}
+
+/// Where a streamed capture goes, and how far it is.
+struct Stream {
+    /// The file being written, renamed over the capture's path when whole.
+    file: tempfile::NamedTempFile,
+    /// The capture's path.
+    path: PathBuf,
+    /// Where the data section starts, and how much of it is written.
+    data_offset: u64,
+    written: u64,
+    /// The first write that failed: the capture is not written, and says why.
+    failed: Option<std::io::Error>,
+    /// Bytes of records handed to it.
+    raw: u64,
+    out: Vec<u8>,
+}
+
+/// perf.data's file header.
+const HEADER_SIZE: usize = 104;
 
 fn put_u32(out: &mut Vec<u8>, v: u32) {
     out.extend_from_slice(&v.to_le_bytes());
@@ -129,9 +279,28 @@ pub struct WrittenEvent {
     pub name: String,
 }
 
+impl std::fmt::Debug for Compressor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Compressor")
+            .field("level", &self.level)
+            .field("raw", &self.raw)
+            .field("stored", &self.stored)
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for Stream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stream")
+            .field("path", &self.path)
+            .field("written", &self.written)
+            .finish()
+    }
+}
+
 /// A capture being assembled: its events (attrs and the ids of all their ring buffers),
 /// the records, and what the header says.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 pub struct CaptureWriter {
     /// The first event's attr (every event samples the same fields, so this is the
     /// layout of every record).
@@ -156,7 +325,46 @@ pub struct CaptureWriter {
     pub stack_bytes_saved: u64,
     /// Whether to compact stacks.
     pub compact_stacks: bool,
+    /// How the records are stored (set before [`CaptureWriter::stream_to`]).
+    pub compression: Compression,
     format: Option<SampleFormat>,
+    /// Set by [`CaptureWriter::stream_to`]: records go to the file a chunk at a time.
+    stream: Option<Stream>,
+    compressor: Option<Compressor>,
+}
+
+impl Clone for CaptureWriter {
+    /// The events, header fields and records in memory; not the file a streaming writer
+    /// writes to (one file has one writer).
+    fn clone(&self) -> CaptureWriter {
+        CaptureWriter {
+            attr: self.attr.clone(),
+            ids: self.ids.clone(),
+            event_name: self.event_name.clone(),
+            more_events: self.more_events.clone(),
+            data: self.data.clone(),
+            build_ids: self.build_ids.clone(),
+            cmdline: self.cmdline.clone(),
+            host: self.host.clone(),
+            stack_bytes_saved: self.stack_bytes_saved,
+            compact_stacks: self.compact_stacks,
+            compression: self.compression,
+            format: self.format,
+            stream: None,
+            compressor: None,
+        }
+    }
+}
+
+/// What a written capture holds, and how it was stored.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Written {
+    /// The file's size.
+    pub bytes: u64,
+    /// Bytes of records before compression.
+    pub record_bytes: u64,
+    /// COMPRESSED records (0: stored as they are).
+    pub compressed_records: u64,
 }
 
 impl CaptureWriter {
@@ -177,7 +385,10 @@ impl CaptureWriter {
     pub fn push(&mut self, record: &[u8]) {
         match RecordHeader::parse(record, 0) {
             Ok(h) => self.push_body(h.type_, h.misc, &record[8..h.size as usize]),
-            Err(_) => self.data.extend_from_slice(record),
+            Err(_) => {
+                self.data.extend_from_slice(record);
+                self.chunk_done();
+            }
         }
     }
 
@@ -200,6 +411,7 @@ impl CaptureWriter {
         let Some(stack) = stack else {
             header(&mut self.data, 8 + body.len());
             self.data.extend_from_slice(body);
+            self.chunk_done();
             return;
         };
         let keep = (stack.dyn_size as usize)
@@ -215,9 +427,74 @@ impl CaptureWriter {
         self.data.extend_from_slice(&stack.data[..keep]);
         self.data.extend_from_slice(&body[after..]);
         self.stack_bytes_saved += saved as u64;
+        self.chunk_done();
     }
 
-    fn features(&self) -> Vec<(u32, Vec<u8>)> {
+    /// A streaming writer hands a full chunk of records to its file.
+    fn chunk_done(&mut self) {
+        if self.stream.is_some() && self.data.len() >= CHUNK {
+            self.flush_chunk();
+        }
+    }
+
+    /// Streams the records to a file that [`CaptureWriter::write`] makes whole and puts in
+    /// place, and that is removed if it never does: from here memory holds one [`CHUNK`]
+    /// of records (and the compressor's window), however long the capture. The events
+    /// must be set (their attrs and ids are written first), and the compression chosen.
+    /// The file is made beside `path`, readable by its owner alone.
+    pub fn stream_to(&mut self, path: &Path) -> Result<(), crate::Error> {
+        let mut file = crate::atomic_write::temp_file_beside(path, 0o600)?;
+        let front = self.ids_and_attrs();
+        file.write_all(&[0; HEADER_SIZE])
+            .and_then(|()| file.write_all(&front))
+            .map_err(|e| crate::Error::io(file.path(), e))?;
+        self.compressor = Compressor::new(self.compression)?;
+        self.stream = Some(Stream {
+            file,
+            path: path.to_path_buf(),
+            data_offset: (HEADER_SIZE + front.len()) as u64,
+            written: 0,
+            raw: 0,
+            failed: None,
+            out: Vec::new(),
+        });
+        if !self.data.is_empty() {
+            self.flush_chunk();
+        }
+        Ok(())
+    }
+
+    /// Whether the records stream to a file.
+    pub fn is_streaming(&self) -> bool {
+        self.stream.is_some()
+    }
+
+    fn flush_chunk(&mut self) {
+        let Some(stream) = self.stream.as_mut() else {
+            return;
+        };
+        if stream.failed.is_none() {
+            let result = match self.compressor.as_mut() {
+                Some(c) => {
+                    stream.out.clear();
+                    c.compress(&self.data, &mut stream.out)
+                        .and_then(|()| stream.file.write_all(&stream.out))
+                        .map(|()| stream.out.len())
+                }
+                None => stream.file.write_all(&self.data).map(|()| self.data.len()),
+            };
+            match result {
+                Ok(n) => {
+                    stream.written += n as u64;
+                    stream.raw += self.data.len() as u64;
+                }
+                Err(e) => stream.failed = Some(e),
+            }
+        }
+        self.data.clear();
+    }
+
+    fn features(&self, compressor: Option<&Compressor>) -> Vec<(u32, Vec<u8>)> {
         let h = &self.host;
         let mut out = Vec::new();
         let mut build = Vec::new();
@@ -322,6 +599,9 @@ impl CaptureWriter {
             }
             out.push((feat::MEM_TOPOLOGY, b));
         }
+        if let Some(c) = compressor {
+            out.push((feat::COMPRESSED, c.feature()));
+        }
         out.sort_by_key(|(id, _)| *id);
         out
     }
@@ -351,64 +631,157 @@ impl CaptureWriter {
         attrs
     }
 
-    /// The whole file.
-    pub fn to_bytes(&self) -> Vec<u8> {
+    /// The ids of every event, then their attrs (each naming its ids), as they follow
+    /// the file header.
+    fn ids_and_attrs(&self) -> Vec<u8> {
         let attrs = self.attr_bytes();
-        let attr_size = attrs[0].len() + 16;
-        let ids_offset = 104u64;
-        let ids_total: usize = self.events().map(|(ids, _)| ids.len()).sum();
-        let attrs_offset = ids_offset + (ids_total * 8) as u64;
-        let data_offset = attrs_offset + (attr_size * attrs.len()) as u64;
-        let features = self.features();
-        let mut bitmap = [0u64; 4];
-        for (id, _) in &features {
-            bitmap[(*id / 64) as usize] |= 1 << (id % 64);
-        }
-        let mut out = Vec::with_capacity(data_offset as usize + self.data.len() + 4096);
-        out.extend_from_slice(b"PERFILE2");
-        put_u64(&mut out, 104);
-        put_u64(&mut out, attr_size as u64);
-        put_u64(&mut out, attrs_offset);
-        put_u64(&mut out, (attr_size * attrs.len()) as u64);
-        put_u64(&mut out, data_offset);
-        put_u64(&mut out, self.data.len() as u64);
-        put_u64(&mut out, 0);
-        put_u64(&mut out, 0);
-        for w in bitmap {
-            put_u64(&mut out, w);
-        }
+        let mut out = Vec::new();
         for (ids, _) in self.events() {
             for id in ids {
                 put_u64(&mut out, *id);
             }
         }
-        let mut ids_at = ids_offset;
+        let mut ids_at = HEADER_SIZE as u64;
         for ((ids, _), attr) in self.events().zip(&attrs) {
             out.extend_from_slice(attr);
             put_u64(&mut out, ids_at);
             put_u64(&mut out, (ids.len() * 8) as u64);
             ids_at += (ids.len() * 8) as u64;
         }
-        out.extend_from_slice(&self.data);
-        // The feature section table, then each feature's data.
-        let table_end = out.len() + features.len() * 16;
-        let mut at = table_end as u64;
-        for (_, data) in &features {
-            put_u64(&mut out, at);
-            put_u64(&mut out, data.len() as u64);
-            at += data.len() as u64;
-        }
-        for (_, data) in &features {
-            out.extend_from_slice(data);
+        out
+    }
+
+    /// The file header, for a data section at `data_offset` of `data_size` bytes and
+    /// the features in `bitmap`.
+    fn header(&self, data_offset: u64, data_size: u64, bitmap: [u64; 4]) -> Vec<u8> {
+        let attrs = self.attr_bytes();
+        let attr_size = attrs[0].len() + 16;
+        let ids_total: usize = self.events().map(|(ids, _)| ids.len()).sum();
+        let attrs_offset = (HEADER_SIZE + ids_total * 8) as u64;
+        let mut out = Vec::with_capacity(HEADER_SIZE);
+        out.extend_from_slice(b"PERFILE2");
+        put_u64(&mut out, HEADER_SIZE as u64);
+        put_u64(&mut out, attr_size as u64);
+        put_u64(&mut out, attrs_offset);
+        put_u64(&mut out, (attr_size * attrs.len()) as u64);
+        put_u64(&mut out, data_offset);
+        put_u64(&mut out, data_size);
+        put_u64(&mut out, 0);
+        put_u64(&mut out, 0);
+        for w in bitmap {
+            put_u64(&mut out, w);
         }
         out
     }
 
-    /// Writes the file whole or not at all (creating its folder); its size.
-    pub fn write(&self, path: &Path) -> Result<u64, crate::Error> {
-        let bytes = self.to_bytes();
+    /// The feature section that follows a data section ending at `at`: the table of
+    /// where each feature is, then their bytes; and the header's bitmap of them.
+    fn feature_section(&self, compressor: Option<&Compressor>, at: u64) -> ([u64; 4], Vec<u8>) {
+        let features = self.features(compressor);
+        let mut bitmap = [0u64; 4];
+        for (id, _) in &features {
+            bitmap[(*id / 64) as usize] |= 1 << (id % 64);
+        }
+        let mut out = Vec::new();
+        let mut data_at = at + (features.len() * 16) as u64;
+        for (_, data) in &features {
+            put_u64(&mut out, data_at);
+            put_u64(&mut out, data.len() as u64);
+            data_at += data.len() as u64;
+        }
+        for (_, data) in &features {
+            out.extend_from_slice(data);
+        }
+        (bitmap, out)
+    }
+
+    /// The whole file with `data` as its data section.
+    fn assemble(&self, data: &[u8], compressor: Option<&Compressor>) -> Vec<u8> {
+        let front = self.ids_and_attrs();
+        let data_offset = (HEADER_SIZE + front.len()) as u64;
+        let (bitmap, features) = self.feature_section(compressor, data_offset + data.len() as u64);
+        let mut out = self.header(data_offset, data.len() as u64, bitmap);
+        out.reserve(front.len() + data.len() + features.len());
+        out.extend_from_slice(&front);
+        out.extend_from_slice(data);
+        out.extend_from_slice(&features);
+        out
+    }
+
+    /// The whole file, its records as they are (whatever [`CaptureWriter::compression`]
+    /// says), from the records in memory.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        self.assemble(&self.data, None)
+    }
+
+    /// The whole file as [`CaptureWriter::compression`] says, from the records in memory.
+    pub fn encode(&self) -> Result<(Vec<u8>, Written), crate::Error> {
+        let Some(mut compressor) = Compressor::new(self.compression)? else {
+            let bytes = self.to_bytes();
+            let written = Written {
+                bytes: bytes.len() as u64,
+                record_bytes: self.data.len() as u64,
+                compressed_records: 0,
+            };
+            return Ok((bytes, written));
+        };
+        let mut stored = Vec::with_capacity(self.data.len() / 8);
+        for chunk in self.data.chunks(CHUNK) {
+            compressor
+                .compress(chunk, &mut stored)
+                .map_err(|e| crate::Error::io(Path::new("(zstd)"), e))?;
+        }
+        let bytes = self.assemble(&stored, Some(&compressor));
+        let written = Written {
+            bytes: bytes.len() as u64,
+            record_bytes: compressor.raw,
+            compressed_records: compressor.records,
+        };
+        Ok((bytes, written))
+    }
+
+    /// Writes the file whole or not at all (creating its folder), readable by its owner
+    /// alone, as [`CaptureWriter::compression`] says. A streaming writer finishes its file
+    /// (the rest of the records, the features, then the header) and puts it at `path`.
+    pub fn write(&mut self, path: &Path) -> Result<Written, crate::Error> {
+        if self.stream.is_some() {
+            return self.finish_stream(path);
+        }
+        let (bytes, written) = self.encode()?;
         crate::atomic_write::write_private(path, &bytes)?;
-        Ok(bytes.len() as u64)
+        Ok(written)
+    }
+
+    fn finish_stream(&mut self, path: &Path) -> Result<Written, crate::Error> {
+        self.flush_chunk();
+        let Some(mut stream) = self.stream.take() else {
+            return Err(crate::Error::Unsupported {
+                what: "finishing a capture that is not streamed",
+            });
+        };
+        let compressor = self.compressor.take();
+        let temp = stream.file.path().to_path_buf();
+        if let Some(e) = stream.failed.take() {
+            return Err(crate::Error::io(&temp, e));
+        }
+        let data_end = stream.data_offset + stream.written;
+        let (bitmap, features) = self.feature_section(compressor.as_ref(), data_end);
+        let header = self.header(stream.data_offset, stream.written, bitmap);
+        let file = stream.file.as_file_mut();
+        file.write_all(&features)
+            .and_then(|()| file.seek(std::io::SeekFrom::Start(0)))
+            .and_then(|_| file.write_all(&header))
+            .and_then(|()| file.sync_all())
+            .map_err(|e| crate::Error::io(&temp, e))?;
+        stream
+            .file
+            .persist(path)
+            .map_err(|e| crate::Error::io(path, e.error))?;
+        Ok(Written {
+            bytes: data_end + features.len() as u64,
+            record_bytes: stream.raw,
+            compressed_records: compressor.map_or(0, |c| c.records),
+        })
     }
 }
 
@@ -467,5 +840,111 @@ mod tests {
         // size 0 is followed by no dyn_size: the record must say so.
         let (data, dyn_size, saved) = roundtrip(0);
         assert_eq!((data.len(), dyn_size, saved), (0, 0, 72));
+    }
+
+    /// A writer of `n` samples with 64-byte stacks, each a little different.
+    fn many_samples(n: usize) -> CaptureWriter {
+        let (attr, _) = sample_with_stack(&[0; 64], 64);
+        let mut w = CaptureWriter::new(attr, vec![1], "x".into());
+        for i in 0..n {
+            let mut stack = [0xab_u8; 64];
+            stack[..8].copy_from_slice(&(i as u64).to_le_bytes());
+            w.push(&sample_with_stack(&stack, 64).1);
+        }
+        w
+    }
+
+    #[cfg(feature = "zstd")]
+    fn samples_and_compressed(bytes: Vec<u8>) -> (u64, u64, bool) {
+        let data = crate::PerfData::from_bytes(bytes).unwrap();
+        let stats = data
+            .for_each_record(|_| Ok::<(), crate::Error>(()))
+            .unwrap();
+        let feature = data.features.present.iter().any(|f| f == "compressed");
+        (stats.samples, stats.compressed_records, feature)
+    }
+
+    #[cfg(feature = "zstd")]
+    #[test]
+    fn compressed_captures_read_back_record_for_record() {
+        // 30,000 samples of 104 bytes: three chunks, records cut across COMPRESSED ones.
+        let w = many_samples(30_000);
+        let (plain, stored) = (w.to_bytes(), w.encode().unwrap());
+        let (bytes, written) = stored;
+        assert_eq!(written.record_bytes, w.data.len() as u64);
+        assert!(written.compressed_records >= 3, "{written:?}");
+        assert!(
+            bytes.len() * 5 < plain.len(),
+            "{} of {}",
+            bytes.len(),
+            plain.len()
+        );
+        assert_eq!(
+            samples_and_compressed(bytes),
+            (30_000, written.compressed_records, true)
+        );
+        assert_eq!(samples_and_compressed(plain), (30_000, 0, false));
+    }
+
+    #[cfg(feature = "zstd")]
+    #[test]
+    fn a_streamed_capture_is_the_file_written_in_memory() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.perf.data");
+        let mut w = many_samples(0);
+        w.stream_to(&path).unwrap();
+        assert!(
+            !path.exists(),
+            "nothing at the path before the file is whole"
+        );
+        let whole = many_samples(30_000);
+        let mut at = 0;
+        while at < whole.data.len() {
+            let h = RecordHeader::parse(&whole.data[at..], at as u64).unwrap();
+            w.push(&whole.data[at..at + h.size as usize]);
+            assert!(w.data.len() < CHUNK, "at most a chunk held in memory");
+            at += h.size as usize;
+        }
+        let written = w.write(&path).unwrap();
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), written.bytes);
+        assert_eq!(written.record_bytes, whole.data.len() as u64);
+        let (samples, compressed, feature) = samples_and_compressed(std::fs::read(&path).unwrap());
+        assert_eq!(
+            (samples, compressed, feature),
+            (30_000, written.compressed_records, true)
+        );
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[cfg(not(feature = "zstd"))]
+    #[test]
+    fn without_zstd_compression_is_refused_with_the_reason() {
+        let e = many_samples(1).encode().unwrap_err().to_string();
+        assert!(e.contains("no `zstd` feature"), "{e}");
+    }
+
+    #[test]
+    fn uncompressed_streaming_writes_records_as_they_are() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("u.perf.data");
+        let mut w = many_samples(20_000);
+        w.compression = Compression::Off;
+        w.stream_to(&path).unwrap();
+        let in_memory = many_samples(20_000).to_bytes();
+        w.write(&path).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), in_memory);
+    }
+
+    #[test]
+    fn a_writer_dropped_unfinished_leaves_nothing_and_the_old_file_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.perf.data");
+        std::fs::write(&path, b"old").unwrap();
+        let mut w = many_samples(20_000);
+        w.compression = Compression::Off;
+        w.stream_to(&path).unwrap();
+        drop(w);
+        assert_eq!(std::fs::read(&path).unwrap(), b"old");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 }

@@ -5,6 +5,7 @@
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
+use sparkles_perf_data::writer::Compression;
 
 use crate::events::EventResolver;
 use crate::open::{open_or_user_only, OpenMode, Opened};
@@ -474,6 +475,8 @@ pub fn memory_probe(resolver: &EventResolver, system: &System) -> Attempt {
         call_graph: CallGraph::FramePointer,
         buffer_pages: 64,
         compact_stacks: false,
+        compression: Compression::Off,
+        stream_to: None,
         memory: None,
     };
     plan.apply(&mut config);

@@ -46,6 +46,9 @@ pub enum Error {
         /// Why, with what a user can do.
         reason: String,
     },
+    /// The capture's file could not be started.
+    #[error("capture: {0}")]
+    Capture(#[from] sparkles_perf_data::Error),
     /// The drain thread ended before sampling started.
     #[error("the drain thread ended before sampling started")]
     DrainEnded,

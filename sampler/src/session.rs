@@ -6,6 +6,7 @@
 //! attached one by one. A thread that could not be attached is listed, never dropped
 //! silently.
 
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -13,11 +14,10 @@ use std::time::Duration;
 
 use sparkles_perf_data::attr::{flag, sample_type as st, Attr};
 use sparkles_perf_data::pages::PageNodes;
-use sparkles_perf_data::reader::RecordReader;
-use sparkles_perf_data::record::{kind, misc, parse_record, Record};
+use sparkles_perf_data::record::{kind, misc, parse_record, Record, RecordHeader};
 use sparkles_perf_data::sample::{Sample, SampleFormat};
 use sparkles_perf_data::throttle::{Throttled, Throttling};
-use sparkles_perf_data::writer::{CaptureWriter, WrittenEvent};
+use sparkles_perf_data::writer::{CaptureWriter, Compression, WrittenEvent};
 
 use crate::errno;
 use crate::events::{EventAttr, EventResolver};
@@ -37,6 +37,11 @@ pub const USER_REGS_MASK: u64 = (1 << 33) - 1;
 /// User registers (no unwinding support on this architecture).
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 pub const USER_REGS_MASK: u64 = 0;
+
+/// Bytes of user stack copied per sample by default: twice perf's 8 KiB, which the demo
+/// suite's serde_json cases outgrow (74–82% of their stacks cut short at 8 KiB, none at
+/// 16 KiB). Only the valid part of each copy is stored.
+pub const DEFAULT_STACK_BYTES: u32 = 16384;
 
 /// How stacks are captured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,6 +110,12 @@ pub struct SamplingConfig {
     pub buffer_pages: usize,
     /// Cut sample stacks to their valid size when writing.
     pub compact_stacks: bool,
+    /// How the capture's records are stored (zstd, as `perf record -z`, by default).
+    pub compression: Compression,
+    /// Stream the capture to this file as it is taken (finished by
+    /// [`CaptureWriter::write`] on [`Capture::writer`]): memory holds a chunk of records,
+    /// however long the session. `None`: the records stay in memory.
+    pub stream_to: Option<PathBuf>,
     /// Memory sampling: data addresses and what goes with them.
     pub memory: Option<MemorySampling>,
 }
@@ -326,19 +337,21 @@ pub struct Session {
 
 #[derive(Debug, Default)]
 struct DrainResult {
-    records: Vec<u8>,
+    /// The writer, holding (or having streamed) every record.
+    writer: Option<CaptureWriter>,
+    modules: HitModules,
     pages: Option<PageNodes>,
     samples: u64,
     lost: u64,
     lost_samples: u64,
     throttled: Throttled,
-    stack_bytes_saved: u64,
 }
 
 /// What a session captured.
 #[derive(Debug)]
 pub struct Capture {
-    /// The perf.data writer holding every record.
+    /// The perf.data writer holding every record (or streaming them to
+    /// [`SamplingConfig::stream_to`]): [`CaptureWriter::write`] writes the file.
     pub writer: CaptureWriter,
     /// Samples.
     pub samples: u64,
@@ -547,10 +560,19 @@ impl Session {
         restrictions.dedup();
         let (mut writer, tracking) = events_writer(&config, &opened);
         writer.compact_stacks = config.compact_stacks;
+        writer.compression = config.compression;
         writer.host = crate::host::probe();
         writer.cmdline = std::env::args().collect();
+        if let Some(path) = &config.stream_to {
+            writer.stream_to(path)?;
+        }
+        let format = SampleFormat::of(&writer.attr);
+        let mut modules = HitModules::default();
         let dwarf = matches!(config.call_graph, CallGraph::Dwarf(_));
         for record in proc_synth::synthesize_process(&writer.attr, tracking, pid, dwarf) {
+            if let Ok(h) = RecordHeader::parse(&record, 0) {
+                modules.see(h.type_, h.misc, &record[8..], &format);
+            }
             writer.push(&record);
         }
         let enable = |source| Error::Os {
@@ -563,14 +585,15 @@ impl Session {
         for c in &mut others {
             c.enable().map_err(enable)?;
         }
-        // The drain appends to a copy holding the synthesized records.
-        let seed = writer.clone();
-        writer.data.clear();
-        let (handle, stop) = drain.start(samplers, others, seed)?;
+        // The drain appends to the writer holding the synthesized records (and the file
+        // it streams to); the session keeps its events, should the drain not return it.
+        let mut kept = writer.clone();
+        kept.data.clear();
+        let (handle, stop) = drain.start(samplers, others, writer, modules)?;
         Ok(Session {
             stop,
             drain: Some(handle),
-            writer_seed: writer,
+            writer_seed: kept,
             uncovered,
             restrictions,
             small_buffers,
@@ -589,10 +612,9 @@ impl Session {
             .take()
             .and_then(|h| h.join().ok())
             .unwrap_or_default();
-        let mut writer = std::mem::take(&mut self.writer_seed);
-        writer.data = result.records;
-        writer.stack_bytes_saved = result.stack_bytes_saved;
-        writer.build_ids = build_ids(&writer);
+        let seed = std::mem::take(&mut self.writer_seed);
+        let mut writer = result.writer.unwrap_or(seed);
+        writer.build_ids = result.modules.build_ids();
         Capture {
             writer,
             pages: result.pages,
@@ -617,7 +639,7 @@ impl Session {
 }
 
 /// What the drain thread is handed once the events are open.
-type DrainWork = (Vec<Ring>, Vec<Counter>, CaptureWriter);
+type DrainWork = (Vec<Ring>, Vec<Counter>, CaptureWriter, HitModules);
 
 /// The drain thread, started before any event is opened, waiting for its work.
 struct DrainThread {
@@ -641,8 +663,8 @@ impl DrainThread {
             .spawn(move || {
                 let _ = tid_tx.send(gettid());
                 match work_rx.recv() {
-                    Ok((samplers, others, seed)) => {
-                        drain(samplers, others, stop_flag, seed, compact, resolve)
+                    Ok((samplers, others, seed, modules)) => {
+                        drain(samplers, others, stop_flag, seed, modules, compact, resolve)
                     }
                     Err(_) => DrainResult::default(),
                 }
@@ -665,9 +687,10 @@ impl DrainThread {
         samplers: Vec<Ring>,
         others: Vec<Counter>,
         seed: CaptureWriter,
+        modules: HitModules,
     ) -> Result<(JoinHandle<DrainResult>, Arc<AtomicBool>), Error> {
         self.work
-            .send((samplers, others, seed))
+            .send((samplers, others, seed, modules))
             .map_err(|_| Error::DrainEnded)?;
         Ok((self.handle, self.stop))
     }
@@ -1165,6 +1188,7 @@ fn drain(
     mut others: Vec<Counter>,
     stop: Arc<AtomicBool>,
     seed: CaptureWriter,
+    mut modules: HitModules,
     compact: bool,
     resolve: Option<u32>,
 ) -> DrainResult {
@@ -1172,8 +1196,10 @@ fn drain(
     let mut pages = resolve.map(crate::numa::page_table);
     let mut pending: Vec<(u32, u64)> = Vec::new();
     let mut writer = seed;
-    // Address space only: pages are touched as records arrive.
-    writer.data.reserve(256 << 20);
+    if !writer.is_streaming() {
+        // Address space only: pages are touched as records arrive.
+        writer.data.reserve(256 << 20);
+    }
     writer.compact_stacks = compact;
     let mut result = DrainResult::default();
     let mut poll = Poll::new(&samplers);
@@ -1209,6 +1235,7 @@ fn drain(
                     }
                     _ => {}
                 }
+                modules.see(type_, misc, body, &format);
                 writer.push_body(type_, misc, body);
             });
         }
@@ -1230,8 +1257,8 @@ fn drain(
     }
     result.pages = pages;
     result.throttled = throttling.finish();
-    result.records = std::mem::take(&mut writer.data);
-    result.stack_bytes_saved = writer.stack_bytes_saved;
+    result.writer = Some(writer);
+    result.modules = modules;
     result
 }
 
@@ -1241,59 +1268,85 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
         .unwrap_or(0)
 }
 
-/// `(pid, build id, path)` of every file-backed executable mapping some sample hit,
-/// and of the kernel when a sample was taken in it.
-fn build_ids(writer: &CaptureWriter) -> Vec<(i32, Vec<u8>, String)> {
-    let format = SampleFormat::of(&writer.attr);
-    let mut maps: Vec<(u32, u64, u64, String)> = Vec::new();
-    let mut ips: Vec<(u32, u64)> = Vec::new();
-    let mut kernel = false;
-    let mut records = RecordReader::from_bytes(&writer.data, 0, writer.data.len());
-    while let Ok(Some(raw)) = records.advance() {
-        let bytes = records.current();
-        let Ok((record, _)) = parse_record(raw.header, &bytes[8..], raw.offset, Some(&format))
-        else {
-            continue;
-        };
-        match record {
-            Record::Mmap(m) if !m.filename.starts_with(b"[") && !m.filename.starts_with(b"//") => {
-                maps.push((
-                    m.pid,
-                    m.addr,
-                    m.addr + m.len,
-                    String::from_utf8_lossy(m.filename).into_owned(),
-                ));
+/// The file-backed mappings of a capture, and which of them samples hit, seen record by
+/// record as they are written (a streamed capture is not read back).
+#[derive(Debug, Default)]
+struct HitModules {
+    /// `(pid, start, end, file)`, in the order mapped.
+    maps: Vec<(u32, u64, u64, usize)>,
+    files: Vec<String>,
+    /// Per file: whether a sample hit it.
+    hit: Vec<bool>,
+    /// The mapping hit last (samples come in runs).
+    last: Option<usize>,
+    /// Whether a sample was taken in the kernel.
+    kernel: bool,
+}
+
+impl HitModules {
+    fn see(&mut self, type_: u32, misc_bits: u16, body: &[u8], format: &SampleFormat) {
+        match type_ {
+            kind::MMAP | kind::MMAP2 => {
+                let header = RecordHeader {
+                    type_,
+                    misc: misc_bits,
+                    size: (8 + body.len()) as u16,
+                };
+                let Ok((Record::Mmap(m), _)) = parse_record(header, body, 0, Some(format)) else {
+                    return;
+                };
+                if m.filename.starts_with(b"[") || m.filename.starts_with(b"//") {
+                    return;
+                }
+                let name = String::from_utf8_lossy(m.filename);
+                let file = match self.files.iter().position(|f| *f == name) {
+                    Some(i) => i,
+                    None => {
+                        self.files.push(name.into_owned());
+                        self.hit.push(false);
+                        self.files.len() - 1
+                    }
+                };
+                self.maps.push((m.pid, m.addr, m.addr + m.len, file));
             }
-            Record::Sample(s) => {
-                if raw.header.misc & misc::CPUMODE_MASK == 1 {
-                    kernel = true;
-                } else if let (Some(pid), Some(ip)) = (s.pid, s.ip) {
-                    ips.push((pid, ip));
+            kind::SAMPLE if misc_bits & misc::CPUMODE_MASK == 1 => self.kernel = true,
+            kind::SAMPLE => {
+                let Ok(s) = Sample::parse(body, 8, format) else {
+                    return;
+                };
+                let (Some(pid), Some(ip)) = (s.pid, s.ip) else {
+                    return;
+                };
+                let covers = |m: &(u32, u64, u64, usize)| m.0 == pid && m.1 <= ip && ip < m.2;
+                if self.last.is_some_and(|i| covers(&self.maps[i])) {
+                    return;
+                }
+                // The latest mapping of an address is the one in force.
+                self.last = self.maps.iter().rposition(covers);
+                if let Some(i) = self.last {
+                    self.hit[self.maps[i].3] = true;
                 }
             }
             _ => {}
         }
     }
-    let mut hit: Vec<String> = Vec::new();
-    for (pid, ip) in ips {
-        if let Some(m) = maps.iter().find(|m| m.0 == pid && m.1 <= ip && ip < m.2) {
-            if !hit.contains(&m.3) {
-                hit.push(m.3.clone());
+
+    /// `(pid, build id, path)` of every file-backed mapping some sample hit, and of the
+    /// kernel when a sample was taken in it.
+    fn build_ids(&self) -> Vec<(i32, Vec<u8>, String)> {
+        let mut out = Vec::new();
+        for (file, _) in self.files.iter().zip(&self.hit).filter(|(_, hit)| **hit) {
+            if let Some(id) = file_build_id(file) {
+                out.push((-1, id, file.clone()));
             }
         }
-    }
-    let mut out = Vec::new();
-    for path in hit {
-        if let Some(id) = file_build_id(&path) {
-            out.push((-1, id, path));
+        if self.kernel {
+            if let Some(id) = sparkles_perf_data::build_id::running_kernel() {
+                out.push((-1, id, "[kernel.kallsyms]".to_string()));
+            }
         }
+        out
     }
-    if kernel {
-        if let Some(id) = sparkles_perf_data::build_id::running_kernel() {
-            out.push((-1, id, "[kernel.kallsyms]".to_string()));
-        }
-    }
-    out
 }
 
 fn file_build_id(path: &str) -> Option<Vec<u8>> {

@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use sparkles_perf_data::writer::Compression;
 use sparkles_perf_data::{PerfData, Record};
 use sparkles_sampler::session::{CallGraph, Rate, Restriction, SamplingConfig, Session, Target};
 use sparkles_sampler::system::System;
@@ -48,6 +49,8 @@ fn config(stack: u32) -> SamplingConfig {
         },
         buffer_pages: 64,
         compact_stacks: true,
+        compression: Compression::default(),
+        stream_to: None,
         memory: None,
     }
 }
@@ -148,7 +151,7 @@ fn threads_started_before_and_during_sampling_are_all_sampled() {
 #[test]
 fn a_capture_is_a_perf_data_file_with_header_features() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(capture) = busy_capture(&config(0), 100) else {
+    let Some(mut capture) = busy_capture(&config(0), 100) else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -181,6 +184,70 @@ fn a_capture_is_a_perf_data_file_with_header_features() {
         assert!(out.status.success(), "perf report failed: {err}");
         assert!(!err.to_lowercase().contains("warning"), "{err}");
     }
+}
+
+/// A session streamed to its file: compressed as it goes (many chunks of DWARF stacks),
+/// nothing at the path until it is whole, an older file there untouched by a failed run,
+/// and the file read back the same by sparkles and by perf.
+#[test]
+fn a_streamed_capture_is_compressed_as_it_goes_and_reads_back_whole() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("streamed.perf.data");
+    std::fs::write(&path, b"an older capture").unwrap();
+    let streamed = SamplingConfig {
+        stream_to: Some(path.clone()),
+        // Full stack copies: a chunk of records fills in a fraction of a second.
+        compact_stacks: false,
+        ..config(8192)
+    };
+    // A session dropped unfinished (a panicking body) leaves the older file alone and no
+    // temporary file behind.
+    let Some(abandoned) = busy_capture(&streamed, 50) else {
+        return;
+    };
+    drop(abandoned);
+    assert_eq!(std::fs::read(&path).unwrap(), b"an older capture");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+
+    let Some(mut capture) = busy_capture(&streamed, 400) else {
+        return;
+    };
+    assert!(capture.writer.data.len() < sparkles_perf_data::writer::CHUNK);
+    let written = capture.writer.write(&path).unwrap();
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), written.bytes);
+    assert!(
+        written.compressed_records > 1 && written.record_bytes > 8 * written.bytes,
+        "{written:?}: stack copies compress well"
+    );
+    let data = PerfData::open(&path).unwrap();
+    let stats = data
+        .for_each_record(|_| Ok::<(), sparkles_perf_data::Error>(()))
+        .unwrap();
+    assert_eq!(stats.samples, capture.samples);
+    assert_eq!(stats.decompressed_bytes, written.record_bytes);
+    assert!(stats.by_type.get("mmap2").copied().unwrap_or(0) > 0);
+    // perf 6.1 (built with zstd) reads every sample of it.
+    let Ok(out) = std::process::Command::new("perf")
+        .args(["script", "-G", "-F", "ip", "-i"])
+        .arg(&path)
+        .output()
+    else {
+        skip::skip("perf", "perf is not installed");
+        return;
+    };
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "perf script failed: {err}");
+    if err.contains("zstd") || err.contains("ompress") {
+        skip::skip(
+            "perf",
+            format!("this perf reads no compressed captures: {err}"),
+        );
+        return;
+    }
+    let lines = String::from_utf8_lossy(&out.stdout).lines().count() as u64;
+    assert_eq!(lines, capture.samples, "perf script: {err}");
 }
 
 fn drain_threads() -> usize {
@@ -256,7 +323,7 @@ fn several_events_share_one_ring_buffer_and_the_capture_names_each() {
             kept.clear();
         }
     }
-    let capture = session.finish();
+    let mut capture = session.finish();
     assert!(capture.uncovered.is_empty(), "{:?}", capture.uncovered);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("group.perf.data");

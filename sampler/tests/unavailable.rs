@@ -49,6 +49,8 @@ fn a_session_does_not_start_and_says_why() {
         buffer_pages: 8,
         memory: None,
         compact_stacks: false,
+        compression: Default::default(),
+        stream_to: None,
     };
     match Session::start(&config, Target::CurrentThread, &System::probe()) {
         Err(Error::Unavailable(reason)) => assert_eq!(reason, why),

@@ -2,6 +2,7 @@
 //! all timing each case's capture read (`reading`, with the harness's `profile`
 //! feature) and its notes said.
 
+use sparkles_perf_data::writer::Compression;
 use sparkles_sampler::session::{choose_event, CallGraph, Rate, SamplingConfig};
 
 use crate::args::HarnessArgs;
@@ -75,6 +76,13 @@ pub(crate) fn sampling(args: &HarnessArgs) -> Result<(SamplingConfig, String), E
         // The session shrinks buffers to fit an unprivileged user's perf_event_mlock_kb.
         buffer_pages: 256,
         compact_stacks: true,
+        compression: if args.profile_no_compress {
+            Compression::Off
+        } else {
+            Compression::default()
+        },
+        // Each case's pass streams to its own capture (the bencher sets the path).
+        stream_to: None,
         memory: None,
     };
     if !memory {

@@ -3,8 +3,11 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use sparkles_perf_data::writer::{Compression, DEFAULT_ZSTD_LEVEL};
 use sparkles_sampler::events::EventResolver;
-use sparkles_sampler::session::{choose_event, CallGraph, Rate, SamplingConfig};
+use sparkles_sampler::session::{
+    choose_event, CallGraph, Rate, SamplingConfig, DEFAULT_STACK_BYTES,
+};
 use sparkles_sampler::system::System;
 
 use crate::error::Error;
@@ -39,7 +42,7 @@ pub struct RecordArgs {
     /// Events between samples (instead of --freq).
     #[arg(long, short = 'c')]
     period: Option<u64>,
-    /// `dwarf[,BYTES]` (user registers and stack copies, default 8192) or `fp`.
+    /// `dwarf[,BYTES]` (user registers and stack copies, default 16384) or `fp`.
     #[arg(long, default_value = "dwarf", value_parser = parse_call_graph)]
     call_graph: CallGraph,
     /// Stop after this many seconds.
@@ -54,6 +57,13 @@ pub struct RecordArgs {
     /// Keep stack copies at their full size (no compaction).
     #[arg(long)]
     no_compact: bool,
+    /// Store the records as they are: by default they are zstd-compressed as
+    /// `perf record -z` stores them (perf 6.1 reads both).
+    #[arg(long, conflicts_with = "compression_level")]
+    no_compress: bool,
+    /// zstd level of the compressed records (1, perf's default, to 22).
+    #[arg(long, short = 'z', value_parser = clap::value_parser!(i32).range(1..=22))]
+    compression_level: Option<i32>,
     /// Sample memory accesses: the machine's precise memory event (AMD IBS, Intel
     /// PEBS load latency) with data addresses, else page faults with their data
     /// addresses (first-touch placement), the pages' nodes asked while it runs and
@@ -73,7 +83,7 @@ pub struct BadCallGraph(String);
 /// Parses `dwarf[,BYTES]` or `fp`.
 fn parse_call_graph(text: &str) -> Result<CallGraph, BadCallGraph> {
     match text.split_once(',') {
-        None if text == "dwarf" => Ok(CallGraph::Dwarf(8192)),
+        None if text == "dwarf" => Ok(CallGraph::Dwarf(DEFAULT_STACK_BYTES)),
         None if text == "fp" => Ok(CallGraph::FramePointer),
         Some(("dwarf", size)) => {
             let bytes: u32 = size
@@ -130,6 +140,16 @@ fn sampling(args: &RecordArgs, system: &System) -> Result<(SamplingConfig, Strin
         // The session shrinks buffers to fit an unprivileged user's perf_event_mlock_kb.
         buffer_pages: 128,
         compact_stacks: !args.no_compact,
+        compression: if args.no_compress {
+            Compression::Off
+        } else {
+            Compression::Zstd {
+                level: args.compression_level.unwrap_or(DEFAULT_ZSTD_LEVEL),
+            }
+        },
+        // Streamed to the output as it is taken: memory holds the ring buffers and a
+        // chunk, however long the record.
+        stream_to: Some(args.output.clone()),
         memory: None,
     };
     if !args.mem {
