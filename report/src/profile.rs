@@ -20,7 +20,7 @@ use crate::memory::{MemoryBuilder, MemorySample};
 use crate::names::{normalize, Name, Names};
 use crate::notes::{NoNuma, Note};
 use crate::numa::{NumaBuilder, Page};
-use crate::stacks::{NamedFrame, NamedStack, StackNamer, StackOptions, Weighting};
+use crate::stacks::{Interned, NamedFrame, NamedStack, StackNamer, StackOptions, Weighting};
 use crate::Error;
 
 /// What a frame's code is, for colours and for reading a profile.
@@ -344,6 +344,8 @@ pub struct Builder {
     /// Scratch: one sample's keys and stack id.
     scratch_keys: Vec<Keys>,
     scratch_id: Vec<u32>,
+    /// Per interned stack (by its namer's number): its keys and folded stack.
+    prepared: Vec<Option<(Box<[Keys]>, usize)>>,
 }
 
 impl std::fmt::Debug for Builder {
@@ -398,15 +400,81 @@ impl Builder {
 
     /// Adds one sample's stack (innermost first) with its weight.
     pub fn add(&mut self, frames: &[NamedFrame], truncated: bool, weight: u64) {
+        let (keys, stack) = self.prepare(frames, truncated);
+        self.count(frames, &keys, stack, weight);
+        self.scratch_keys = keys;
+    }
+
+    /// [`Builder::add`] for a stack its namer interned as number `id`
+    /// ([`crate::stacks::Interned`]): its keys and folded line are worked out the first
+    /// time, and a repeat is only counted.
+    pub fn add_interned(&mut self, id: usize, frames: &[NamedFrame], truncated: bool, weight: u64) {
+        if self.prepared.len() <= id {
+            self.prepared.resize_with(id + 1, || None);
+        }
+        let (keys, stack) = match self.prepared[id].take() {
+            Some(p) => p,
+            None => {
+                let (keys, stack) = self.prepare(frames, truncated);
+                let kept: Box<[Keys]> = keys.as_slice().into();
+                self.scratch_keys = keys;
+                (kept, stack)
+            }
+        };
+        self.count(frames, &keys, stack, weight);
+        self.prepared[id] = Some((keys, stack));
+    }
+
+    /// A stack's keys, frame by frame, and its folded stack's index (`usize::MAX` for an
+    /// empty stack).
+    fn prepare(&mut self, frames: &[NamedFrame], truncated: bool) -> (Vec<Keys>, usize) {
+        let mut keys = std::mem::take(&mut self.scratch_keys);
+        keys.clear();
+        if frames.is_empty() {
+            return (keys, usize::MAX);
+        }
+        keys.extend(frames.iter().map(|f| self.keys(f)));
+        // folded: the stack by its labels' ids; its line made once.
+        let mut id = std::mem::take(&mut self.scratch_id);
+        id.clear();
+        id.push(u32::from(truncated));
+        id.extend(keys.iter().map(|k| k.folded));
+        let index = match self.stack_ids.get(id.as_slice()) {
+            Some(&i) => i,
+            None => {
+                let labels: Vec<&str> = keys
+                    .iter()
+                    .rev()
+                    .map(|k| self.labels.text(k.folded))
+                    .collect();
+                let mut line =
+                    String::with_capacity(labels.iter().map(|l| l.len() + 1).sum::<usize>() + 16);
+                if truncated {
+                    line.push_str("[truncated];");
+                }
+                line.push_str(&labels.join(";"));
+                self.stack_ids
+                    .insert(id.clone().into_boxed_slice(), self.stacks.len());
+                self.stacks.push(FoldedStack {
+                    line,
+                    weight: 0,
+                    samples: 0,
+                });
+                self.stacks.len() - 1
+            }
+        };
+        self.scratch_id = id;
+        (keys, index)
+    }
+
+    /// Counts one sample of a prepared stack.
+    fn count(&mut self, frames: &[NamedFrame], keys: &[Keys], stack: usize, weight: u64) {
         self.samples += 1;
         self.weight += weight;
         let sample = self.samples;
         let Some(leaf) = frames.first() else {
             return;
         };
-        let mut keys = std::mem::take(&mut self.scratch_keys);
-        keys.clear();
-        keys.extend(frames.iter().map(|f| self.keys(f)));
         // functions: every frame a row of its own, inlined ones included.
         let c = &mut self.functions.counts[keys[0].function];
         c.self_ += weight;
@@ -421,7 +489,7 @@ impl Builder {
                     .1 += weight;
             }
         }
-        for (f, k) in frames.iter().zip(&keys) {
+        for (f, k) in frames.iter().zip(keys) {
             if self.functions.seen[k.function] != sample {
                 self.functions.seen[k.function] = sample;
                 let c = &mut self.functions.counts[k.function];
@@ -431,7 +499,7 @@ impl Builder {
         }
         // symbols: one row per physical frame (its containing symbol).
         let mut first = true;
-        for (f, k) in frames.iter().zip(&keys).filter(|(f, _)| !f.inlined) {
+        for (f, k) in frames.iter().zip(keys).filter(|(f, _)| !f.inlined) {
             let c = &mut self.symbols.counts[k.symbol];
             if first {
                 c.self_ += weight;
@@ -455,42 +523,13 @@ impl Builder {
         });
         c.self_ += weight;
         c.self_samples += 1;
-        c.module = Some(module.clone());
-        c.kind.get_or_insert(keys[0].kind);
-        // folded: the stack by its labels' ids; its line made once.
-        let mut id = std::mem::take(&mut self.scratch_id);
-        id.clear();
-        id.push(u32::from(truncated));
-        id.extend(keys.iter().map(|k| k.folded));
-        match self.stack_ids.get(id.as_slice()) {
-            Some(&i) => {
-                let s = &mut self.stacks[i];
-                s.weight += weight;
-                s.samples += 1;
-            }
-            None => {
-                let labels: Vec<&str> = keys
-                    .iter()
-                    .rev()
-                    .map(|k| self.labels.text(k.folded))
-                    .collect();
-                let mut line =
-                    String::with_capacity(labels.iter().map(|l| l.len() + 1).sum::<usize>() + 16);
-                if truncated {
-                    line.push_str("[truncated];");
-                }
-                line.push_str(&labels.join(";"));
-                self.stack_ids
-                    .insert(id.clone().into_boxed_slice(), self.stacks.len());
-                self.stacks.push(FoldedStack {
-                    line,
-                    weight,
-                    samples: 1,
-                });
-            }
+        if c.module.is_none() {
+            c.module = Some(module.clone());
         }
-        self.scratch_id = id;
-        self.scratch_keys = keys;
+        c.kind.get_or_insert(keys[0].kind);
+        let s = &mut self.stacks[stack];
+        s.weight += weight;
+        s.samples += 1;
     }
 
     /// The folded stacks: distinct lines (two stacks can print alike) summed.
@@ -799,8 +838,8 @@ impl<'a> Pass<'a> {
                 if let Some(n) = self.per_event.get_mut(event) {
                     *n += 1;
                 }
-                let stack = self.namer.stack(s);
-                observe(&stack);
+                let stack = self.namer.interned_stack(s);
+                observe(&stack.stack);
                 self.sample(s, &stack);
             }
             Record::Lost { lost: n, .. } => self.lost_records += n,
@@ -817,14 +856,19 @@ impl<'a> Pass<'a> {
 
     /// Adds one sample: its stack to the profile, its access to the memory and NUMA
     /// sections.
-    fn sample(&mut self, s: &Sample<'_>, stack: &NamedStack) {
+    fn sample(&mut self, s: &Sample<'_>, interned: &Interned) {
+        let stack = &*interned.stack;
         let weight = match self.weighting {
             Weighting::Period => s.period.unwrap_or(1).max(1),
             Weighting::Latency => s.weight.map_or(0, |w| w.latency()),
             Weighting::Samples => 1,
         };
-        self.builder
-            .add(&stack.frames, stack.truncated.is_some(), weight);
+        self.builder.add_interned(
+            interned.id,
+            &stack.frames,
+            stack.truncated.is_some(),
+            weight,
+        );
         let data_src = s.data_src.filter(|d| {
             let na = DataSource::new(*d).is_na();
             self.unknown_sources += u64::from(na);

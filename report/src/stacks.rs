@@ -108,8 +108,26 @@ pub struct StackNamer {
     /// The named frames of each place, built once: `[0]` named as sampled, `[1]` named at
     /// a call (a return address minus one, whose symbol offset counts the one back).
     expanded: FxHashMap<Place, [Option<Rc<[NamedFrame]>>; 2]>,
+    /// Named stacks already made, by what they were made from: a sample without a stack
+    /// copy by its process, mappings generation, IP and callchain; an unwound stack by
+    /// its process, generation and frames. A repeated stack is neither unwound (where
+    /// it has no copy) nor named again.
+    interned: FxHashMap<Box<[u8]>, Interned>,
+    /// Scratch: the key being looked up.
+    key: Vec<u8>,
     /// Notes for the user (architecture assumed, …).
     pub notes: Vec<Note>,
+}
+
+/// A named stack made once, with its number among the distinct stacks made (in order).
+#[derive(Debug, Clone)]
+pub struct Interned {
+    /// The stack.
+    pub stack: Rc<NamedStack>,
+    /// Its number: the first distinct stack is 0.
+    pub id: usize,
+    /// Frames the unwinder produced for it (counted again for each sample it names).
+    unwound: usize,
 }
 
 impl StackNamer {
@@ -152,6 +170,8 @@ impl StackNamer {
             symbolizer,
             unwinder: Unwinder::new(options.unwind, arch),
             expanded: FxHashMap::default(),
+            interned: FxHashMap::default(),
+            key: Vec::new(),
             notes,
         }
     }
@@ -165,6 +185,59 @@ impl StackNamer {
     pub fn stack(&mut self, sample: &Sample<'_>) -> NamedStack {
         let raw = self.unwind(sample);
         self.name(sample.pid.unwrap_or(0), &raw)
+    }
+
+    /// The named stack of a sample, made once per distinct stack: a sample without a
+    /// stack copy whose process, mappings, IP and callchain were seen before is neither
+    /// unwound nor named again (only counted); an unwound stack seen before is not named
+    /// again.
+    pub fn interned_stack(&mut self, sample: &Sample<'_>) -> Interned {
+        let pid = sample.pid.unwrap_or(0);
+        let generation = self.space.generation(pid);
+        let copy = sample
+            .stack_user
+            .as_ref()
+            .is_some_and(|s| !s.valid().is_empty());
+        let mut key = std::mem::take(&mut self.key);
+        key.clear();
+        key.extend_from_slice(&pid.to_le_bytes());
+        key.extend_from_slice(&generation.to_le_bytes());
+        if !copy {
+            key.push(0);
+            key.extend_from_slice(&sample.ip.unwrap_or(0).to_le_bytes());
+            if let Some(chain) = &sample.callchain {
+                key.extend_from_slice(chain.0);
+            }
+            if let Some(hit) = self.interned.get(key.as_slice()) {
+                let hit = hit.clone();
+                self.unwinder.count_again(hit.unwound, hit.stack.truncated);
+                self.key = key;
+                return hit;
+            }
+        }
+        let raw = self.unwind(sample);
+        if copy {
+            key.push(1);
+            key.push(raw.truncated.map_or(0, |t| t as u8 + 1));
+            for f in &raw.frames {
+                key.extend_from_slice(&f.addr.to_le_bytes());
+                key.extend_from_slice(&f.lookup.to_le_bytes());
+            }
+            if let Some(hit) = self.interned.get(key.as_slice()) {
+                let hit = hit.clone();
+                self.key = key;
+                return hit;
+            }
+        }
+        let interned = Interned {
+            stack: Rc::new(self.name(pid, &raw)),
+            id: self.interned.len(),
+            unwound: raw.frames.len(),
+        };
+        self.interned
+            .insert(key.as_slice().into(), interned.clone());
+        self.key = key;
+        interned
     }
 
     /// A sample's frame addresses, unwound against the modules its process maps now.

@@ -101,7 +101,19 @@ pub fn load(
     file: &object::File<'_>,
     bytes: &Arc<FileBytes>,
 ) -> Result<gimli::Dwarf<Reader>, gimli::Error> {
-    let mut dwarf = gimli::Dwarf::load(|id| section(file, bytes, Some(id.name())))?;
+    // Location lists (where variables live) and type units name no code: not read, and
+    // not decompressed (in a distribution's compressed debug file they are a good part
+    // of the bytes).
+    let needed = |id: gimli::SectionId| {
+        !matches!(
+            id,
+            gimli::SectionId::DebugLoc
+                | gimli::SectionId::DebugLocLists
+                | gimli::SectionId::DebugTypes
+        )
+    };
+    let mut dwarf =
+        gimli::Dwarf::load(|id| section(file, bytes, Some(id.name()).filter(|_| needed(id))))?;
     dwarf.populate_abbreviations_cache(gimli::AbbreviationsCacheStrategy::Duplicates);
     Ok(dwarf)
 }

@@ -32,26 +32,44 @@ impl KernelSymbols {
     /// Parses kallsyms text (`ADDR TYPE NAME [MODULE]` lines); only text symbols (`t`,
     /// `T`, `w`, `W`) name code.
     pub fn parse(text: &str) -> KernelSymbols {
-        let mut symbols: Vec<KernelSymbol> = text
-            .lines()
-            .filter_map(|line| {
-                let mut parts = line.split_whitespace();
-                let addr = u64::from_str_radix(parts.next()?, 16).ok()?;
-                let kind = parts.next()?;
-                let name = parts.next()?;
-                if !matches!(kind, "t" | "T" | "w" | "W") {
-                    return None;
+        // Lines are `ADDR TYPE NAME` or `ADDR TYPE NAME\t[MODULE]`; the type is checked
+        // before anything is allocated (a third of the lines are data).
+        let mut symbols: Vec<KernelSymbol> = Vec::with_capacity(text.len() / 48);
+        let mut module: Option<(&str, String)> = None;
+        for line in text.lines() {
+            let Some((addr, rest)) = line.split_once(' ') else {
+                continue;
+            };
+            let Some((kind, rest)) = rest.split_once(' ') else {
+                continue;
+            };
+            if !matches!(kind, "t" | "T" | "w" | "W") {
+                continue;
+            }
+            let Ok(addr) = u64::from_str_radix(addr, 16) else {
+                continue;
+            };
+            let mut parts = rest.split_whitespace();
+            let Some(name) = parts.next() else {
+                continue;
+            };
+            // A module's symbols come together: its name is made once per run of them.
+            let in_module = parts.next().map(|m| {
+                let m = m.trim_matches(|c| c == '[' || c == ']');
+                match &module {
+                    Some((last, owned)) if *last == m => owned.clone(),
+                    _ => {
+                        module = Some((m, m.to_string()));
+                        m.to_string()
+                    }
                 }
-                let module = parts
-                    .next()
-                    .map(|m| m.trim_matches(|c| c == '[' || c == ']').to_string());
-                Some(KernelSymbol {
-                    addr,
-                    name: name.to_string(),
-                    module,
-                })
-            })
-            .collect();
+            });
+            symbols.push(KernelSymbol {
+                addr,
+                name: name.to_string(),
+                module: in_module,
+            });
+        }
         symbols.sort_by_key(|s| s.addr);
         KernelSymbols { symbols }
     }
@@ -61,7 +79,7 @@ impl KernelSymbols {
         static CACHE: OnceLock<Result<KernelSymbols, NoKernelNames>> = OnceLock::new();
         CACHE
             .get_or_init(|| {
-                let text = std::fs::read_to_string("/proc/kallsyms")
+                let text = read_proc("/proc/kallsyms")
                     .map_err(|e| NoKernelNames::Unreadable(e.to_string()))?;
                 let symbols = KernelSymbols::parse(&text);
                 if symbols.symbols.is_empty() {
@@ -92,6 +110,24 @@ impl KernelSymbols {
     pub fn is_empty(&self) -> bool {
         self.symbols.is_empty()
     }
+}
+
+/// A /proc file (whose size reads as 0) in large reads into a buffer sized for it: the
+/// kernel prints as much as each read asks.
+fn read_proc(path: &str) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path)?;
+    let mut bytes = Vec::with_capacity(16 << 20);
+    let mut chunk = vec![0u8; 1 << 20];
+    loop {
+        match file.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => bytes.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    String::from_utf8(bytes).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
 }
 
 /// Why kernel addresses get no names from this machine.

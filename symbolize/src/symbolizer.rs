@@ -259,6 +259,17 @@ impl Symbolizer {
             build_id: s.capture_build_ids.get("[kernel.kallsyms]").cloned(),
         };
         s.local = capture.names_from(&KernelIdentity::running());
+        // Where kernel frames can be named, /proc/kallsyms (tens of ms for the kernel to
+        // print) is read and parsed on another thread while the records are decoded.
+        let kernel_sampled = data
+            .attrs
+            .iter()
+            .any(|a| a.attr.flags & sparkles_perf_data::attr::flag::EXCLUDE_KERNEL == 0);
+        if s.local.is_ok() && kernel_sampled {
+            let _ = std::thread::Builder::new()
+                .name("sparkles-kallsyms".into())
+                .spawn(|| drop(KernelSymbols::running()));
+        }
         s
     }
 

@@ -543,13 +543,19 @@ impl Unwinder {
         sample: &Sample<'_>,
     ) -> Stack {
         let stack = self.unwind_inner(mappings, sample);
+        self.count_again(stack.frames.len(), stack.truncated);
+        stack
+    }
+
+    /// Counts a sample whose stack is one unwound before (`frames` frames, ending as
+    /// `truncated` says): what a caller that keeps unwound stacks tells the counts.
+    pub fn count_again(&mut self, frames: usize, truncated: Option<Truncation>) {
         self.stats.samples += 1;
-        self.stats.frames += stack.frames.len() as u64;
-        match stack.truncated {
+        self.stats.frames += frames as u64;
+        match truncated {
             None => self.stats.complete += 1,
             Some(t) => *self.stats.truncated.entry(t).or_default() += 1,
         }
-        stack
     }
 
     fn unwind_inner(

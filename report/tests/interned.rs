@@ -1,0 +1,73 @@
+//! A profile counted from interned stacks (each distinct stack's keys and folded line
+//! worked out once, repeats only counted) is the profile counted sample by sample.
+
+use sparkles_report::names::Names;
+use sparkles_report::profile::{Builder, Unwinding};
+use sparkles_report::stacks::NamedFrame;
+
+fn frame(names: &mut Names, name: &str, line: u32, inlined: bool) -> NamedFrame {
+    NamedFrame {
+        addr: 0x1000,
+        function: Some(names.intern(name)),
+        module: Some(names.intern(if name.ends_with("_[k]") {
+            "[kernel.kallsyms]"
+        } else {
+            "/bin/app"
+        })),
+        file: Some(names.intern("app.rs")),
+        line: Some(line),
+        inlined,
+        symbol: Some(names.intern(name.trim_end_matches("_inl"))),
+        symbol_offset: None,
+        missing: None,
+    }
+}
+
+#[test]
+fn interned_stacks_count_as_stacks_added_one_by_one() {
+    let mut names = Names::new();
+    // Twelve distinct stacks (some sharing frames, one inlined frame, one empty, some
+    // truncated), drawn 5,000 times with different weights.
+    let leaves = ["alpha", "beta", "gamma_inl", "delta", "epsilon_[k]", "zeta"];
+    let stacks: Vec<(Vec<NamedFrame>, bool)> = (0..12)
+        .map(|i| {
+            if i == 11 {
+                return (Vec::new(), false);
+            }
+            let mut frames = vec![frame(
+                &mut names,
+                leaves[i % 6],
+                10 + i as u32,
+                leaves[i % 6].ends_with("_inl"),
+            )];
+            for depth in 0..(i % 4) {
+                frames.push(frame(
+                    &mut names,
+                    leaves[(i + depth + 1) % 6],
+                    20 + depth as u32,
+                    false,
+                ));
+            }
+            frames.push(frame(&mut names, "main", 1, false));
+            (frames, i % 5 == 0)
+        })
+        .collect();
+    let (mut one_by_one, mut interned) = (Builder::new(), Builder::new());
+    let mut x = 88172645463325252u64;
+    for _ in 0..5000 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let id = (x % stacks.len() as u64) as usize;
+        let weight = 1 + (x >> 32) % 1000;
+        let (frames, truncated) = &stacks[id];
+        one_by_one.add(frames, *truncated, weight);
+        interned.add_interned(id, frames, *truncated, weight);
+    }
+    let unwinding = || Unwinding::default();
+    let (a, fa) = one_by_one.finish("case", "cpu-clock", 0, unwinding());
+    let (b, fb) = interned.finish("case", "cpu-clock", 0, unwinding());
+    assert_eq!(a, b);
+    assert_eq!(fa.text(), fb.text());
+    assert!(a.functions.len() >= 7, "{:?}", a.functions);
+}
