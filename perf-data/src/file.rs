@@ -309,6 +309,11 @@ impl PerfData {
         }
     }
 
+    /// Where the data section (the records) lies in [`PerfData::bytes`].
+    pub fn data_section(&self) -> std::ops::Range<usize> {
+        self.data_start..self.data_end
+    }
+
     /// The file (`(in memory)` for bytes, the name given for a stream).
     pub fn path(&self) -> &Path {
         &self.path
@@ -689,6 +694,7 @@ impl Records<'_> {
 }
 
 /// Decodes the record `bytes` (header included).
+#[inline]
 fn decode<'b>(
     data: &PerfData,
     bytes: &'b [u8],

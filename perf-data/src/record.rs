@@ -23,34 +23,53 @@ pub struct RecordHeader {
 
 impl RecordHeader {
     /// Reads a header and checks its size against the minimum and `available` bytes.
+    #[inline]
     pub fn parse(bytes: &[u8], offset: u64) -> Result<RecordHeader, DataError> {
-        let mut c = Cursor::new(bytes, offset);
+        let Some(b) = bytes.get(..8) else {
+            return Err(RecordHeader::malformed(bytes, offset));
+        };
         let h = RecordHeader {
-            type_: c.u32("record header type")?,
-            misc: c.u16("record header misc")?,
-            size: c.u16("record header size")?,
+            type_: u32::from_le_bytes([b[0], b[1], b[2], b[3]]),
+            misc: u16::from_le_bytes([b[4], b[5]]),
+            size: u16::from_le_bytes([b[6], b[7]]),
+        };
+        if (h.size as usize) < 8 || h.size as usize > bytes.len() {
+            return Err(RecordHeader::malformed(bytes, offset));
+        }
+        Ok(h)
+    }
+
+    /// Why the header at `bytes` does not parse (kept out of the fast path).
+    #[cold]
+    #[inline(never)]
+    fn malformed(bytes: &[u8], offset: u64) -> DataError {
+        let mut c = Cursor::new(bytes, offset);
+        let h = match (
+            c.u32("record header type"),
+            c.u16("record header misc"),
+            c.u16("record header size"),
+        ) {
+            (Ok(type_), Ok(misc), Ok(size)) => RecordHeader { type_, misc, size },
+            (Err(e), ..) | (_, Err(e), _) | (.., Err(e)) => return e,
         };
         if (h.size as usize) < 8 {
-            return Err(DataError::new(
+            return DataError::new(
                 offset,
                 format!(
                     "record of type {} claims size {} (< 8, the header alone)",
                     h.type_, h.size
                 ),
-            ));
+            );
         }
-        if h.size as usize > bytes.len() {
-            return Err(DataError::new(
-                offset,
-                format!(
-                    "{} record of {} bytes is cut off: {} bytes left",
-                    kind_name(h.type_),
-                    h.size,
-                    bytes.len()
-                ),
-            ));
-        }
-        Ok(h)
+        DataError::new(
+            offset,
+            format!(
+                "{} record of {} bytes is cut off: {} bytes left",
+                kind_name(h.type_),
+                h.size,
+                bytes.len()
+            ),
+        )
     }
 }
 
@@ -621,6 +640,7 @@ impl<'a> Record<'a> {
 
 /// Decodes a record's body. `format` is the sample format of the record's attr (for
 /// samples and the sample_id trailer).
+#[inline]
 pub fn parse_record<'a>(
     header: RecordHeader,
     body: &'a [u8],

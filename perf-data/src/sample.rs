@@ -361,6 +361,7 @@ fn regs<'a>(c: &mut Cursor<'a>, mask: u64, what: &str) -> Result<Regs<'a>, DataE
 
 impl<'a> Sample<'a> {
     /// Decodes a SAMPLE body (the bytes after the record header) at absolute `offset`.
+    #[inline]
     pub fn parse(body: &'a [u8], offset: u64, f: &SampleFormat) -> Result<Sample<'a>, DataError> {
         let mut c = Cursor::new(body, offset);
         let mut s = Sample::default();

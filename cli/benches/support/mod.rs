@@ -125,3 +125,108 @@ pub fn shell(script: &str) -> Result<u64, String> {
     }
     Ok(out.stdout.len() as u64)
 }
+
+/// `NAME-fp.perf.data` in `dir`: the program of [`callchains_capture`] (built by it, so
+/// call that first) recorded with `perf record -F FREQ -g` (the kernel's frame-pointer
+/// callchains). Recorded once, reused after.
+pub fn callchains_fp_capture(dir: &Path, name: &str, freq: u32) -> Result<PathBuf, String> {
+    let path = dir.join(format!("{name}-fp.perf.data"));
+    if path.is_file() {
+        return Ok(path);
+    }
+    let tmp = path.with_extension("tmp");
+    let tmp_s = tmp.to_str().ok_or("path is not UTF-8")?.to_string();
+    let freq = freq.to_string();
+    run(
+        dir,
+        "perf",
+        &[
+            "record",
+            "-q",
+            "-F",
+            &freq,
+            "-g",
+            "-o",
+            &tmp_s,
+            "./callchains",
+            "x",
+            "x",
+        ],
+    )?;
+    std::fs::rename(&tmp, &path).map_err(|e| e.to_string())?;
+    Ok(path)
+}
+
+/// A capture of exactly `n` samples made from `source`: its records in file order, then
+/// its samples again and again (each later in time than the last) until there are `n`.
+/// Written uncompressed, stacks as they are, with the source's events and the features
+/// reports read (architecture, kernel release, host). Made once, reused after.
+pub fn synthesized(source: &Path, n: u64, out: &Path) -> Result<(), String> {
+    use sparkles_perf_data::reader::RecordReader;
+    use sparkles_perf_data::record::kind;
+    use sparkles_perf_data::writer::{CaptureWriter, Compression, WrittenEvent};
+    if out.is_file() {
+        return Ok(());
+    }
+    let data = sparkles_perf_data::PerfData::open(source).map_err(|e| e.to_string())?;
+    let first = data
+        .attrs
+        .first()
+        .ok_or("the source capture has no events")?;
+    let name = |a: &sparkles_perf_data::AttrEntry| a.name.clone().unwrap_or_default();
+    let mut w = CaptureWriter::new(first.attr.clone(), first.ids.clone(), name(first));
+    w.more_events = data.attrs[1..]
+        .iter()
+        .map(|a| WrittenEvent {
+            attr: a.attr.clone(),
+            ids: a.ids.clone(),
+            name: name(a),
+        })
+        .collect();
+    w.compact_stacks = false;
+    w.compression = Compression::Off;
+    let f = &data.features;
+    w.host.arch = f.arch.clone().unwrap_or_default();
+    w.host.osrelease = f.osrelease.clone().unwrap_or_default();
+    w.host.hostname = f.hostname.clone().unwrap_or_default();
+    let time_at = first.format.time_in_sample;
+    let range = data.data_section();
+    let mut records = RecordReader::from_bytes(data.bytes(), range.start, range.end);
+    let (mut samples, mut written, mut last_time) = (Vec::<Vec<u8>>::new(), 0u64, 0u64);
+    while let Some(raw) = records.advance().map_err(|e| e.to_string())? {
+        if written >= n {
+            break;
+        }
+        let bytes = records.current();
+        if raw.header.type_ == kind::SAMPLE {
+            if let Some(at) = time_at {
+                let t = bytes
+                    .get(8 + at..16 + at)
+                    .ok_or("a sample shorter than its time")?;
+                last_time = last_time.max(u64::from_le_bytes(t.try_into().unwrap_or_default()));
+            }
+            samples.push(bytes.to_vec());
+            written += 1;
+        }
+        w.push(bytes);
+    }
+    if samples.is_empty() {
+        return Err(format!("{} has no samples", source.display()));
+    }
+    let count = samples.len();
+    for i in (0..count).cycle() {
+        if written >= n {
+            break;
+        }
+        let record = &mut samples[i];
+        if let Some(at) = time_at {
+            last_time += 50_000;
+            record[8 + at..16 + at].copy_from_slice(&last_time.to_le_bytes());
+        }
+        w.push(&samples[i]);
+        written += 1;
+    }
+    std::fs::create_dir_all(out.parent().unwrap_or(Path::new("."))).map_err(|e| e.to_string())?;
+    w.write(out).map_err(|e| e.to_string())?;
+    Ok(())
+}
