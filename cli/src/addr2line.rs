@@ -5,7 +5,7 @@ use std::io::{BufRead, Write};
 use std::path::PathBuf;
 
 use sparkles_symbolize::binutils::{self, Options};
-use sparkles_symbolize::{Frame, Module, SearchPaths};
+use sparkles_symbolize::{Module, SearchPaths};
 
 use crate::error::{self, Error};
 
@@ -57,82 +57,59 @@ pub fn addr2line(args: &Addr2lineArgs) -> Result<(), Error> {
     if let Some(why) = module.debug_info().reason() {
         eprintln!("sparkles addr2line: {}: {why}", exe.display());
     }
-    // Two threads, so output still follows each address as it comes (perf and other
-    // tools drive addr2line interactively through pipes): this one parses addresses and
-    // names them; the writer adds binutils's discriminators, whose table (every line
-    // program of the module) is read while names are being found.
-    let discriminators = module.discriminators();
-    let (tx, rx) = std::sync::mpsc::channel::<(u64, Vec<Frame>)>();
-    let writer = std::thread::spawn(move || -> Result<(), Error> {
-        let stdout = std::io::stdout();
-        let mut out = std::io::BufWriter::new(stdout.lock());
-        // Flushed whenever no further answer is ready, so an interactive reader sees each.
-        let mut next = rx.recv().ok();
-        while let Some((addr, mut frames)) = next.take() {
-            if let Some(first) = frames.first_mut() {
-                first.discriminator = discriminators.get(addr);
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::with_capacity(64 << 10, stdout.lock());
+    let mut text = String::new();
+    // Each address named as it comes: its frames, the discriminator binutils prints (from
+    // its unit's line program, read once per unit), the lines written.
+    let mut one =
+        |t: &str, out: &mut std::io::BufWriter<std::io::StdoutLock<'_>>| -> Result<(), Error> {
+            let t = t.trim();
+            // binutils reads every address as hex, with or without 0x.
+            let addr = u64::from_str_radix(t.trim_start_matches("0x").trim_start_matches("0X"), 16)
+                .map_err(|_| Error::Input(format!("'{t}' is not a hex address")))?;
+            let mut found = module.lookup(addr);
+            if let Some(e) = found.error {
+                eprintln!("sparkles addr2line: {e}: named from the symbol table");
             }
-            let text = binutils::format(addr, &frames, &options);
-            let written = out.write_all(text.as_bytes()).and_then(|()| {
-                next = rx.try_recv().ok();
-                if next.is_none() {
-                    out.flush()?;
-                    next = rx.recv().ok();
-                }
-                Ok(())
-            });
-            if let Err(e) = written {
-                // A reader that went away (`| head`) ends the output, not the command.
-                return error::output(Err(e));
+            if let Some(first) = found.frames.first_mut() {
+                first.discriminator = module.discriminator(addr);
             }
+            text.clear();
+            binutils::format_into(&mut text, addr, &found.frames, &options);
+            out.write_all(text.as_bytes()).map_err(Error::Output)
+        };
+    // A reader that went away (`| head`) ends the output, not the command.
+    let written = |r: Result<(), Error>| match r {
+        Err(Error::Output(e)) => error::output(Err(e)),
+        other => other,
+    };
+    if !args.addrs.is_empty() {
+        for a in &args.addrs {
+            written(one(a, &mut out))?;
         }
-        error::output(out.flush())
-    });
-    // Why reading stopped: the writer is gone (its result is the command's), or an input
-    // or read error.
-    enum Stop {
-        WriterGone,
-        Failed(Error),
+        return error::output(out.flush());
     }
-    let one = |text: &str| -> Result<(), Stop> {
-        let t = text.trim();
-        // binutils reads every address as hex, with or without 0x.
-        let addr = u64::from_str_radix(t.trim_start_matches("0x").trim_start_matches("0X"), 16)
-            .map_err(|_| Stop::Failed(Error::Input(format!("'{t}' is not a hex address"))))?;
-        let found = module.lookup(addr);
-        if let Some(e) = found.error {
-            eprintln!("sparkles addr2line: {e}: named from the symbol table");
+    let stdin = std::io::stdin();
+    let mut input = std::io::BufReader::with_capacity(64 << 10, stdin.lock());
+    let mut line = String::new();
+    loop {
+        // Flushed whenever no further address is waiting, so that a program driving
+        // addr2line through pipes (perf does) sees each answer before it asks again.
+        if input.buffer().is_empty() {
+            error::output(out.flush())?;
         }
-        tx.send((addr, found.frames)).map_err(|_| Stop::WriterGone)
-    };
-    let read = if args.addrs.is_empty() {
-        std::io::stdin().lock().lines().try_for_each(|line| {
-            let line = line.map_err(|source| {
-                Stop::Failed(Error::Io {
-                    path: PathBuf::from("standard input"),
-                    source,
-                })
-            })?;
-            if line.trim().is_empty() {
-                Ok(())
-            } else {
-                one(&line)
-            }
-        })
-    } else {
-        args.addrs.iter().try_for_each(|a| one(a))
-    };
-    drop(tx);
-    let written = writer.join().unwrap_or_else(|_| {
-        Err(Error::Output(std::io::Error::other(
-            "the output thread panicked",
-        )))
-    });
-    match read {
-        Err(Stop::WriterGone) | Ok(()) => written,
-        Err(Stop::Failed(e)) => {
-            written?;
-            Err(e)
+        line.clear();
+        let n = input.read_line(&mut line).map_err(|source| Error::Io {
+            path: PathBuf::from("standard input"),
+            source,
+        })?;
+        if n == 0 {
+            break;
+        }
+        if !line.trim().is_empty() {
+            written(one(&line, &mut out))?;
         }
     }
+    error::output(out.flush())
 }

@@ -64,6 +64,12 @@ fn name(f: Option<&Frame>, o: &Options) -> String {
 /// The text binutils addr2line prints for `addr` with `frames` (innermost first).
 pub fn format(addr: u64, frames: &[Frame], o: &Options) -> String {
     let mut out = String::new();
+    format_into(&mut out, addr, frames, o);
+    out
+}
+
+/// [`format`], appended to `out`.
+pub fn format_into(out: &mut String, addr: u64, frames: &[Frame], o: &Options) {
     let discriminator = frames.first().and_then(|f| f.discriminator);
     let shown: Vec<Option<&Frame>> = if frames.is_empty() {
         vec![None]
@@ -87,7 +93,7 @@ pub fn format(addr: u64, frames: &[Frame], o: &Options) -> String {
             out.push_str(&location(*f, discriminator));
             out.push('\n');
         }
-        return out;
+        return;
     }
     if o.addresses {
         let _ = writeln!(out, "0x{addr:016x}");
@@ -98,7 +104,6 @@ pub fn format(addr: u64, frames: &[Frame], o: &Options) -> String {
         }
         let _ = writeln!(out, "{}", location(f, discriminator));
     }
-    out
 }
 
 /// Every `addr2line` on `PATH` with the first line of its `--version`, in `PATH` order.

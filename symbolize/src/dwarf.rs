@@ -190,16 +190,7 @@ pub fn discriminators(dwarf: &gimli::Dwarf<Reader>, address_size: u8) -> Vec<(u6
             gimli::Format::Dwarf32 => 4,
         };
         let next = offset + initial + header.unit_length();
-        let mut rows = program.rows();
-        let mut previous: Option<(u64, u32)> = None;
-        while let Ok(Some((_, row))) = rows.next_row() {
-            if let Some((start, disc)) = previous {
-                if disc != 0 && row.address() > start {
-                    out.push((start, row.address(), disc));
-                }
-            }
-            previous = (!row.end_sequence()).then(|| (row.address(), row.discriminator() as u32));
-        }
+        rows_with_discriminators(program, &mut out);
         if next <= offset {
             break;
         }
@@ -207,4 +198,31 @@ pub fn discriminators(dwarf: &gimli::Dwarf<Reader>, address_size: u8) -> Vec<(u6
     }
     out.sort_unstable();
     out
+}
+
+/// [`discriminators`] of one line program, sorted.
+pub fn program_discriminators(
+    program: gimli::IncompleteLineProgram<Reader>,
+) -> Vec<(u64, u64, u32)> {
+    let mut out = Vec::new();
+    rows_with_discriminators(program, &mut out);
+    out.sort_unstable();
+    out
+}
+
+/// `(start, end, discriminator)` of each row of `program` with a nonzero discriminator.
+fn rows_with_discriminators(
+    program: gimli::IncompleteLineProgram<Reader>,
+    out: &mut Vec<(u64, u64, u32)>,
+) {
+    let mut rows = program.rows();
+    let mut previous: Option<(u64, u32)> = None;
+    while let Ok(Some((_, row))) = rows.next_row() {
+        if let Some((start, disc)) = previous {
+            if disc != 0 && row.address() > start {
+                out.push((start, row.address(), disc));
+            }
+        }
+        previous = (!row.end_sequence()).then(|| (row.address(), row.discriminator() as u32));
+    }
 }

@@ -58,7 +58,7 @@ pub(crate) struct SymbolEntry {
     pub(crate) end: u64,
     pub(crate) name: String,
     /// The STT_FILE symbol that precedes it in the table, as binutils reports it.
-    pub(crate) file: Option<String>,
+    pub(crate) file: Option<std::sync::Arc<str>>,
     /// End of the section holding it: binutils names addresses past a symbol's end by the
     /// nearest symbol before them, but not across sections.
     pub(crate) section_end: u64,
@@ -108,11 +108,21 @@ fn split_version(name: &str) -> (&str, bool) {
 /// old memmove-like one, and `memcpy@@GLIBC_2.14`): those keep it. `entries` is
 /// `(name, start)`; each name is rewritten in place.
 fn unversion(entries: &mut [(&mut String, u64)]) {
-    let mut starts: std::collections::HashMap<String, Vec<u64>> = std::collections::HashMap::new();
+    // Only names a versioned name shares its base with can make it ambiguous: most files
+    // (every Rust binary) have no versioned names at all.
+    let mut starts: rustc_hash::FxHashMap<String, Vec<u64>> = entries
+        .iter()
+        .filter(|(name, _)| split_version(name).1)
+        .map(|(name, _)| (split_version(name).0.to_string(), Vec::new()))
+        .collect();
+    if starts.is_empty() {
+        return;
+    }
     for (name, start) in entries.iter() {
-        let list = starts.entry(split_version(name).0.to_string()).or_default();
-        if !list.contains(start) {
-            list.push(*start);
+        if let Some(list) = starts.get_mut(split_version(name).0) {
+            if !list.contains(start) {
+                list.push(*start);
+            }
         }
     }
     for (name, _) in entries.iter_mut() {
@@ -288,7 +298,7 @@ pub(crate) fn read_data_symbols(file: &object::File<'_>) -> Vec<DataSymbol> {
 pub(crate) fn read_symbols(file: &object::File<'_>) -> Vec<SymbolEntry> {
     use object::{Object, ObjectSection, ObjectSymbol, SymbolKind, SymbolSection};
     let mut out = Vec::new();
-    let mut current_file: Option<String> = None;
+    let mut current_file: Option<std::sync::Arc<str>> = None;
     // A stripped file keeps only .dynsym: names from there.
     let table: Vec<object::Symbol<'_, '_>> = if file.symbols().next().is_some() {
         file.symbols().collect()
@@ -302,7 +312,7 @@ pub(crate) fn read_symbols(file: &object::File<'_>) -> Vec<SymbolEntry> {
                     .name()
                     .ok()
                     .filter(|n| !n.is_empty())
-                    .map(str::to_string)
+                    .map(std::sync::Arc::from)
             }
             SymbolKind::Text if sym.address() != 0 => {
                 if let Ok(name) = sym.name() {

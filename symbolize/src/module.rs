@@ -35,6 +35,9 @@ struct Shared {
     /// `(start, end, discriminator)` of line rows with a nonzero discriminator, sorted:
     /// read from every line program on first use (only binutils's format prints them).
     discriminators: OnceLock<Vec<(u64, u64, u32)>>,
+    /// The same per line program (by its offset), read when an address of its unit is
+    /// first asked about.
+    unit_discriminators: std::sync::Mutex<rustc_hash::FxHashMap<u64, DiscriminatorTable>>,
     /// Data symbols (variables), sorted by address: read on first use.
     data_symbols: OnceLock<Vec<DataSymbol>>,
     /// PT_LOAD segments.
@@ -42,6 +45,9 @@ struct Shared {
     /// What the names come from.
     debug_info: DebugInfo,
 }
+
+/// `(start, end, discriminator)` of a line program's rows with a nonzero discriminator.
+type DiscriminatorTable = Arc<[(u64, u64, u32)]>;
 
 /// A module's line-row discriminators, read on first use; `Send` and `Sync`.
 #[derive(Clone)]
@@ -61,12 +67,18 @@ impl Discriminators {
         let table = shared
             .discriminators
             .get_or_init(|| dwarf::discriminators(&shared.dwarf, shared.address_size));
-        let i = table.partition_point(|d| d.0 <= addr);
-        i.checked_sub(1)
-            .map(|i| table[i])
-            .filter(|d| addr < d.1)
-            .map(|d| d.2)
+        discriminator_in(table, addr)
     }
+}
+
+/// The discriminator of the row of `table` (sorted `(start, end, discriminator)`) holding
+/// `addr`.
+fn discriminator_in(table: &[(u64, u64, u32)], addr: u64) -> Option<u32> {
+    let i = table.partition_point(|d| d.0 <= addr);
+    i.checked_sub(1)
+        .map(|i| table[i])
+        .filter(|d| addr < d.1)
+        .map(|d| d.2)
 }
 
 /// The frames of an address, and the DWARF error that cut them short, if one did (the
@@ -222,6 +234,7 @@ impl Module {
                 build_id: build_id.map(Arc::from),
                 symbols,
                 discriminators: OnceLock::new(),
+                unit_discriminators: Default::default(),
                 data_symbols: OnceLock::new(),
                 segments,
                 debug_info,
@@ -311,11 +324,28 @@ impl Module {
         &self.shared.path
     }
 
-    /// The discriminator of the line row holding `addr`, where nonzero. The first call
-    /// reads every line program of the module (binutils prints discriminators; profiles
-    /// do not need them, so [`Module::frames`] leaves them out).
+    /// The discriminator of the line row holding `addr`, where nonzero (binutils prints
+    /// discriminators; profiles do not need them, so [`Module::frames`] leaves them out).
+    /// Read from the line program of the unit holding `addr`, once per unit; where no
+    /// unit holds it, from every line program of the module (read once).
     pub fn discriminator(&self, addr: u64) -> Option<u32> {
-        self.discriminators().get(addr)
+        let unit = self.context.find_dwarf_and_unit(addr).skip_all_loads();
+        let Some(program) = unit.and_then(|u| u.line_program.clone()) else {
+            return self.discriminators().get(addr);
+        };
+        let key = program.header().offset().0 as u64;
+        let table = {
+            let mut cache = self.shared.unit_discriminators.lock().ok()?;
+            match cache.get(&key) {
+                Some(t) => Arc::clone(t),
+                None => {
+                    let t: DiscriminatorTable = dwarf::program_discriminators(program).into();
+                    cache.insert(key, Arc::clone(&t));
+                    t
+                }
+            }
+        };
+        discriminator_in(&table, addr)
     }
 
     /// The module's discriminator table, shareable with another thread (so it can be
@@ -508,7 +538,11 @@ impl Module {
         if out.is_empty() || out.iter().all(|f| f.function.is_none()) {
             if let Some(sym) = self.symbol_at(addr) {
                 // binutils names the file the symbol table gives, with no line.
-                let named = Frame::from_symbol(&sym.name, addr - sym.start, sym.file.clone());
+                let named = Frame::from_symbol(
+                    &sym.name,
+                    addr - sym.start,
+                    sym.file.as_deref().map(str::to_string),
+                );
                 match out.last_mut() {
                     Some(f) => {
                         f.function = named.function;
