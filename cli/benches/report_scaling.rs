@@ -74,10 +74,7 @@ fn main() {
                 }
             });
         }
-        Err(why) => skip::skip(
-            "perf",
-            format!("no source capture, nothing to measure: {why}"),
-        ),
+        Err(why) => eprintln!("scaling: no source capture, nothing to measure: {why}"),
     }
     let outcome = sparkles_bench::run_or_exit(suite, &args);
     // Per sample: the whole time over the samples, and the time each sample adds past
