@@ -157,6 +157,10 @@ fn main() {
                     b.throughput(Throughput::Bytes(bytes));
                     b.try_iter(|| perf_script(&path));
                 });
+                if !sparkles_perf_data::ZSTD {
+                    eprintln!("decode: this build reads no zstd-compressed captures (the `zstd` feature is off): no zstd cases");
+                    return;
+                }
                 let path = capture_z.clone();
                 g.case("records_zstd", move |b| -> Result<(), String> {
                     b.try_iter(|| decode_all(&path));

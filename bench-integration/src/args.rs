@@ -113,6 +113,12 @@ pub struct HarnessArgs {
     #[arg(long, value_name = "N", default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub count_iterations: u64,
 
+    /// Brackets of the counting pass: each counter is read over this many separate runs
+    /// of the case, so that every metric has a median and an interval, as timing does
+    /// (each run is a share of the pass's iterations).
+    #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub count_brackets: u32,
+
     /// Write one JSON object per case to PATH (`-` for stdout; relative to the current
     /// directory, which under cargo bench is the package's folder).
     #[arg(long, value_name = "PATH")]

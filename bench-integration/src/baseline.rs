@@ -145,21 +145,56 @@ pub fn save(path: &Path, rows: &[BenchRow], environment: &Environment) -> Result
     write_atomically(&env_path_of(path), env_json.as_bytes())
 }
 
-/// Adds a comparison to every ok row whose case has an ok row in `baseline`; returns how
-/// many rows were compared.
-pub fn compare_rows(rows: &mut [BenchRow], baseline: &Baseline) -> usize {
+/// Adds a comparison to every ok row whose case has an ok row in `baseline`: its timing,
+/// every metric both rows have, and the explanation; returns how many rows were compared.
+/// `unavailable` says why this run has no value for a metric, where it knows.
+pub fn compare_rows(
+    rows: &mut [BenchRow],
+    baseline: &Baseline,
+    unavailable: &dyn Fn(&str) -> Option<String>,
+) -> usize {
     let mut compared = 0;
     for row in rows.iter_mut().filter(|r| r.ok) {
         let Some(timing) = &row.timing else { continue };
-        let base = baseline
-            .rows
-            .iter()
-            .find(|b| b.case == row.case && b.ok)
-            .and_then(|b| b.timing.as_ref());
-        if let Some(change) = base.and_then(|b| compare(&b.samples, &timing.samples)) {
-            row.comparison = Some(change.into());
-            compared += 1;
-        }
+        let Some(base_row) = baseline.rows.iter().find(|b| b.case == row.case && b.ok) else {
+            continue;
+        };
+        let Some(change) = base_row
+            .timing
+            .as_ref()
+            .and_then(|b| compare(&b.samples, &timing.samples))
+        else {
+            continue;
+        };
+        let mut comparison: crate::record::Comparison = change.into();
+        let (metrics, missing) = crate::explain::compare_metrics(base_row, row, unavailable);
+        comparison.metrics = metrics;
+        comparison.metrics_missing = missing;
+        // Instructions and cycles: measured on both sides, or why not.
+        let has = |r: &BenchRow, id: &str| r.metrics.get(id).copied().flatten().is_some();
+        let instructions_missing = (!(has(row, "instructions") && has(base_row, "instructions")))
+            .then(|| {
+                unavailable("instructions").unwrap_or_else(|| {
+                    if has(row, "instructions") {
+                        "not measured in the baseline".to_string()
+                    } else {
+                        "not counted in this run (--perf counts them where the PMU allows)"
+                            .to_string()
+                    }
+                })
+            });
+        let movers = row
+            .profile
+            .as_ref()
+            .map(|p| p.significant_movers())
+            .unwrap_or_default();
+        comparison.explanation = Some(crate::explain::explain(
+            &comparison,
+            instructions_missing.as_deref(),
+            &movers,
+        ));
+        row.comparison = Some(comparison);
+        compared += 1;
     }
     compared
 }
@@ -181,6 +216,7 @@ mod tests {
             iterations: 10,
             timing: Timing::from_samples(samples),
             metrics: Default::default(),
+            metric_samples: Default::default(),
             comparison: None,
             counting: None,
             profile: None,
@@ -199,7 +235,7 @@ mod tests {
         assert_eq!(base.rows.len(), 2);
         assert_eq!(base.environment.as_ref(), Some(&env));
         let mut rows = vec![row("a", 100.0), row("b", 100.0), row("new", 1.0)];
-        assert_eq!(compare_rows(&mut rows, &base), 2);
+        assert_eq!(compare_rows(&mut rows, &base, &|_| None), 2);
         let a = rows[0].comparison.as_ref().unwrap();
         assert_eq!(a.verdict, Verdict::InsideTheNoise);
         let b = rows[1].comparison.as_ref().unwrap();

@@ -44,7 +44,11 @@ pub(crate) enum Command {
     /// Time `iterations` iterations with nothing else enabled.
     Sample { iterations: u64 },
     /// Run `iterations` iterations with the tiers in `plan` bracketing the body.
-    Count { iterations: u64, plan: CountPlan },
+    Count {
+        iterations: u64,
+        brackets: u32,
+        plan: CountPlan,
+    },
     /// Re-run the body under the sampler and write the capture.
     Profile(Box<ProfilePlan>),
     /// The scheduler is done with this case: the `iter` call returns.
@@ -76,6 +80,7 @@ pub(crate) enum Reply {
     /// Per-iteration values of the counting pass, and how the perf_event tiers counted.
     Counted {
         values: Vec<MetricValue>,
+        brackets: Vec<(String, Vec<f64>)>,
         report: Box<CountingReport>,
     },
     /// The profile pass's outcome.
@@ -362,19 +367,18 @@ impl Bencher {
                     Ok(elapsed) => Reply::Sampled { elapsed },
                     Err(e) => Reply::BodyFailed(e),
                 },
-                Command::Count { iterations, plan } => {
-                    let mut meter = Meter::open(&plan);
-                    match routine.run(iterations, &mut meter) {
-                        Ok(_) => {
-                            let (values, report) = meter.values(iterations);
-                            Reply::Counted {
-                                values,
-                                report: Box::new(report),
-                            }
-                        }
-                        Err(e) => Reply::BodyFailed(e),
-                    }
-                }
+                Command::Count {
+                    iterations,
+                    brackets,
+                    plan,
+                } => match count_in_brackets(routine, iterations, brackets, &plan) {
+                    Ok((values, brackets, report)) => Reply::Counted {
+                        values,
+                        brackets,
+                        report: Box::new(report),
+                    },
+                    Err(e) => Reply::BodyFailed(e),
+                },
                 Command::Profile(plan) => match profile_pass(routine, &plan) {
                     Ok(summary) => Reply::Profiled(Box::new(summary)),
                     Err(e) => Reply::BodyFailed(e),
@@ -388,6 +392,59 @@ impl Bencher {
         }
     }
 }
+
+/// The counting pass: `brackets` runs of `iterations` iterations, each counted by counters
+/// of its own. Each metric's per-iteration value per bracket, and their medians; the
+/// tiers' account of the first bracket.
+fn count_in_brackets(
+    routine: &mut dyn Routine,
+    iterations: u64,
+    brackets: u32,
+    plan: &CountPlan,
+) -> Result<Counted, String> {
+    let mut per_metric: Vec<(MetricId, Vec<f64>)> = Vec::new();
+    let mut first_report = None;
+    let mut ids: Vec<MetricId> = Vec::new();
+    for _ in 0..brackets.max(1) {
+        let mut meter = Meter::open(plan);
+        routine.run(iterations, &mut meter)?;
+        let (values, report) = meter.values(iterations);
+        first_report.get_or_insert(report);
+        for (id, value) in values {
+            if !ids.contains(&id) {
+                ids.push(id.clone());
+            }
+            match per_metric.iter_mut().find(|(i, _)| *i == id) {
+                Some((_, v)) => v.extend(value),
+                None => per_metric.push((id, value.into_iter().collect())),
+            }
+        }
+    }
+    let medians = ids
+        .into_iter()
+        .map(|id| {
+            let median = per_metric
+                .iter()
+                .find(|(i, _)| *i == id)
+                .and_then(|(_, v)| crate::stats::Summary::of(v))
+                .map(|s| s.median);
+            (id, median)
+        })
+        .collect();
+    let brackets = per_metric
+        .into_iter()
+        .filter(|(_, v)| !v.is_empty())
+        .map(|(id, v)| (id.to_string(), v))
+        .collect();
+    Ok((medians, brackets, first_report.unwrap_or_default()))
+}
+
+/// A metric's id as the tiers name it.
+type MetricId = std::borrow::Cow<'static, str>;
+
+/// What a counting pass gives: each metric's median, its value per bracket, and the
+/// tiers' account.
+type Counted = (Vec<MetricValue>, Vec<(String, Vec<f64>)>, CountingReport);
 
 /// Runs the body under the sampler for the plan's duration. A sampler that cannot start is
 /// the summary's error (the case still passes); a body that fails is the case's failure.

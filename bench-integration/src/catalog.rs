@@ -58,6 +58,17 @@ impl Catalog {
         &self.plans
     }
 
+    /// Why metric `id` is not produced on this machine, where it is not.
+    pub fn unavailable_reason(&self, id: &str) -> Option<String> {
+        self.descriptors()
+            .iter()
+            .find(|m| m.id == id)
+            .and_then(|m| match &m.availability {
+                Availability::Unavailable(why) => Some(why.clone()),
+                Availability::Available => None,
+            })
+    }
+
     /// Every descriptor, in column order.
     pub fn descriptors(&self) -> &[MetricDescriptor] {
         &self.descriptors

@@ -28,6 +28,7 @@ mod console;
 pub mod counters;
 pub mod environment;
 pub mod error;
+pub mod explain;
 pub mod metric;
 pub mod output;
 pub mod profile;
@@ -203,7 +204,7 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
     let compared = files
         .baseline
         .as_ref()
-        .map(|b| baseline::compare_rows(&mut rows, b));
+        .map(|b| baseline::compare_rows(&mut rows, b, &|id| catalog.unavailable_reason(id)));
 
     profiling::print_notes(&rows);
     console.results(&rows, &selection, args)?;
@@ -363,6 +364,7 @@ fn protocol(
         samples,
         order: args.sample_order,
         count_iterations: args.count_iterations,
+        count_brackets: args.count_brackets,
         count_plan: selection.needs_counting_pass().then(|| CountPlan {
             tier0: selection.needs(Source::Tier0),
             perf: catalog
@@ -465,7 +467,7 @@ fn row_of(report: &CaseReport, selection: &Selection) -> BenchRow {
         .flatten();
     let median = timing.as_ref().map_or(f64::NAN, |t| t.summary.median);
     let client = throughput::values(report.throughput, median);
-    let metrics = selection
+    let metrics: std::collections::BTreeMap<String, Option<f64>> = selection
         .metrics()
         .iter()
         .map(|m| {
@@ -496,6 +498,12 @@ fn row_of(report: &CaseReport, selection: &Selection) -> BenchRow {
         error: report.error.clone(),
         iterations: if report.ok { report.iterations } else { 0 },
         timing,
+        metric_samples: report
+            .counted_brackets
+            .iter()
+            .filter(|(id, _)| metrics.contains_key(id.as_str()))
+            .map(|(id, v)| (id.clone(), v.clone()))
+            .collect(),
         metrics,
         comparison: None,
         counting: report.counting.clone(),
@@ -546,6 +554,7 @@ fn smoke(cases: Vec<suite::Case>, args: &HarnessArgs, filtered_out: usize) -> Ou
             iterations: 0,
             timing: None,
             metrics: Default::default(),
+            metric_samples: Default::default(),
             comparison: None,
             counting: None,
             profile: None,

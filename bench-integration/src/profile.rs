@@ -99,6 +99,20 @@ pub struct ProfileSummary {
 }
 
 impl ProfileSummary {
+    /// The significant movers against the baseline's profile: name and change in points.
+    pub fn significant_movers(&self) -> Vec<(String, f64)> {
+        #[cfg(feature = "profile")]
+        {
+            self.movers
+                .iter()
+                .filter(|m| m.significant)
+                .map(|m| (m.name.clone(), m.change_pp))
+                .collect()
+        }
+        #[cfg(not(feature = "profile"))]
+        Vec::new()
+    }
+
     /// The lines under a profiled case's row: its hottest symbols, which memory levels
     /// and nodes served its sampled accesses, and its movers against the baseline.
     pub fn lines_under_row(&self) -> Vec<String> {

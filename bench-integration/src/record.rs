@@ -29,8 +29,13 @@ pub struct BenchRow {
     pub iterations: u64,
     /// Per-iteration timing; null when the case failed.
     pub timing: Option<Timing>,
-    /// Selected metrics by id; null where not produced.
+    /// Selected metrics by id; null where not produced. A counted metric's value is its
+    /// median over the counting pass's brackets.
     pub metrics: BTreeMap<String, Option<f64>>,
+    /// Each counted metric's per-iteration value in every bracket of the counting pass
+    /// (what `comparison.metrics` compares), by id.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub metric_samples: BTreeMap<String, Vec<f64>>,
     /// The comparison against `--baseline`, present only when one was given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comparison: Option<Comparison>,
@@ -84,6 +89,15 @@ pub struct Comparison {
     pub confidence: f64,
     /// regression, improvement, inside_the_noise or underpowered.
     pub verdict: Verdict,
+    /// Every metric both rows have, against the baseline's.
+    #[serde(default)]
+    pub metrics: Vec<crate::explain::MetricChange>,
+    /// Metrics one side lacks, with the reason.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub metrics_missing: Vec<crate::explain::MissingMetric>,
+    /// What changed and where, in one line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explanation: Option<crate::explain::Explanation>,
 }
 
 impl From<Change> for Comparison {
@@ -96,6 +110,9 @@ impl From<Change> for Comparison {
             ci_high_pct: c.ci_high_pct,
             confidence: CONFIDENCE,
             verdict: c.verdict,
+            metrics: Vec::new(),
+            metrics_missing: Vec::new(),
+            explanation: None,
         }
     }
 }
@@ -158,6 +175,7 @@ mod tests {
             iterations: 4096,
             timing: Timing::from_samples(vec![3.0, 1.0, 2.0]),
             metrics: BTreeMap::from([("io.syscr".to_string(), None)]),
+            metric_samples: BTreeMap::new(),
             comparison: None,
             counting: None,
             profile: None,

@@ -36,8 +36,10 @@ pub(crate) struct CaseReport {
     /// Per-iteration ns, in the order taken.
     pub samples: Vec<f64>,
     pub throughput: Option<Throughput>,
-    /// Values from the counting pass.
+    /// Values from the counting pass: each metric's median over the brackets.
     pub counted: Vec<MetricValue>,
+    /// Each metric's per-iteration value in every bracket, in order.
+    pub counted_brackets: Vec<(String, Vec<f64>)>,
     /// How the perf_event tiers counted, where they did.
     pub counting: Option<crate::counters::CountingReport>,
     /// The profile pass's outcome.
@@ -51,6 +53,8 @@ pub(crate) struct Protocol {
     pub samples: u32,
     pub order: SampleOrder,
     pub count_iterations: u64,
+    /// Separate runs of the counting pass, each counted on its own.
+    pub count_brackets: u32,
     /// The counting pass's tiers; `None` skips the pass.
     pub count_plan: Option<CountPlan>,
     /// The profile pass: sampling and duration, and the folder of the captures.
@@ -139,6 +143,7 @@ impl Running {
                 samples: Vec::new(),
                 throughput: None,
                 counted: Vec::new(),
+                counted_brackets: Vec::new(),
                 counting: None,
                 profile: None,
             },
@@ -241,10 +246,23 @@ impl Running {
         let Some(plan) = protocol.count_plan.clone() else {
             return;
         };
-        let iterations = self.report.iterations.clamp(1, protocol.count_iterations);
-        match self.request(Command::Count { iterations, plan }) {
-            Some(Reply::Counted { values, report }) => {
+        let brackets = protocol.count_brackets.max(1);
+        // The pass's iterations shared among its brackets, one at least each.
+        let iterations = (self.report.iterations.clamp(1, protocol.count_iterations)
+            / u64::from(brackets))
+        .max(1);
+        match self.request(Command::Count {
+            iterations,
+            brackets,
+            plan,
+        }) {
+            Some(Reply::Counted {
+                values,
+                brackets,
+                report,
+            }) => {
                 self.report.counted = values;
+                self.report.counted_brackets = brackets;
                 self.report.counting =
                     (report.perf.is_some() || report.syscalls.is_some()).then_some(*report);
             }
@@ -399,6 +417,7 @@ mod tests {
             samples: 5,
             order,
             count_iterations: 1000,
+            count_brackets: 4,
             count_plan: Some(CountPlan {
                 tier0: true,
                 ..CountPlan::default()

@@ -115,11 +115,21 @@ pub fn render(rows: &[BenchRow], metrics: &[MetricDescriptor], colour: bool) -> 
             failures.push(row);
             continue;
         };
+        // A change against the baseline: what moved with it, and where.
+        let why = row
+            .comparison
+            .as_ref()
+            .and_then(|c| c.explanation.as_ref())
+            .filter(|e| e.kind != crate::explain::Cause::None)
+            .map(|e| format!("    why: {} ({})\n", e.text, cause_label(e.kind)));
         under.push(
-            row.profile
-                .iter()
-                .flat_map(|p| p.lines_under_row())
-                .map(|l| format!("    {l}\n"))
+            why.into_iter()
+                .chain(
+                    row.profile
+                        .iter()
+                        .flat_map(|p| p.lines_under_row())
+                        .map(|l| format!("    {l}\n")),
+                )
                 .collect(),
         );
         let mut cells: Vec<Cell> = vec![
@@ -225,6 +235,27 @@ pub fn render(rows: &[BenchRow], metrics: &[MetricDescriptor], colour: bool) -> 
         }
     }
     out
+}
+
+/// A cause as the table names it.
+fn cause_label(c: crate::explain::Cause) -> &'static str {
+    use crate::explain::Cause;
+    match c {
+        Cause::MoreWork => "more work",
+        Cause::SlowerPerInstruction => "slower per instruction",
+        Cause::MoreFaults => "more faults",
+        Cause::MoreSyscalls => "more syscalls",
+        Cause::MoreIo => "more I/O",
+        Cause::MoreOffCpu => "more off-CPU time",
+        Cause::LessWork => "less work",
+        Cause::FasterPerInstruction => "faster per instruction",
+        Cause::FewerFaults => "fewer faults",
+        Cause::FewerSyscalls => "fewer syscalls",
+        Cause::LessIo => "less I/O",
+        Cause::Mixed => "mixed",
+        Cause::Unexplained => "unexplained",
+        Cause::None => "none",
+    }
 }
 
 #[cfg(test)]

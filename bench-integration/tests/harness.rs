@@ -61,7 +61,8 @@ fn bench_json_has_the_documented_layout_and_baselines_give_verdicts() {
                 "error",
                 "iterations",
                 "timing",
-                "metrics"
+                "metrics",
+                "metric_samples"
             ]
         );
         assert_eq!(row["schema"], "sparkles.bench/1");

@@ -41,6 +41,9 @@ pub mod throttle;
 pub mod topology;
 pub mod writer;
 
+/// Whether this build reads and writes zstd-compressed captures (the `zstd` feature).
+pub const ZSTD: bool = cfg!(feature = "zstd");
+
 pub use attr::Attr;
 pub use data_src::DataSource;
 pub use error::{DataError, Error};

@@ -1,0 +1,492 @@
+//! A case's change against its baseline, explained: every metric both rows have is compared
+//! as timing is (the ratio of medians over the counting pass's brackets, with a bootstrap
+//! interval), and one line names the leading cause, with its numbers, and, where both runs
+//! were profiled, where the time went.
+//!
+//! A wall-time regression whose instruction count moved with it is more work; one whose
+//! instructions stayed flat while cycles rose is the same work done slower. Where the
+//! machine has no PMU, instructions and cycles are unavailable and the line says so: it
+//! never takes a time change for more work.
+
+use serde::{Deserialize, Serialize};
+
+use crate::record::BenchRow;
+use crate::stats::{compare, Summary, Verdict, MIN_SAMPLES_FOR_VERDICT};
+
+/// One metric against the baseline's (`comparison.metrics[]`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MetricChange {
+    /// The metric's id.
+    pub id: String,
+    /// The baseline's median.
+    pub base: f64,
+    /// This run's median.
+    pub new: f64,
+    /// `(new / base - 1) * 100`; null where the baseline is 0 and this run is not.
+    pub change_pct: Option<f64>,
+    /// Lower end of the interval on `change_pct`; null when underpowered.
+    pub ci_low_pct: Option<f64>,
+    /// Upper end of the interval on `change_pct`; null when underpowered.
+    pub ci_high_pct: Option<f64>,
+    /// What the interval says.
+    pub verdict: MetricVerdict,
+}
+
+/// What the interval on a metric's change says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MetricVerdict {
+    /// The whole interval lies above zero.
+    Higher,
+    /// The whole interval lies below zero.
+    Lower,
+    /// The interval contains zero.
+    InsideTheNoise,
+    /// Too few brackets on one side (a baseline saved before brackets has one value).
+    Underpowered,
+}
+
+/// A metric one side lacks (`comparison.metrics_missing[]`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MissingMetric {
+    /// The metric's id.
+    pub id: String,
+    /// Why it cannot be compared.
+    pub reason: String,
+}
+
+/// The leading cause of a change (`comparison.explanation.kind`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cause {
+    /// Instructions per iteration moved with the time.
+    MoreWork,
+    /// Instructions flat, cycles up: IPC fell.
+    SlowerPerInstruction,
+    /// More page faults per iteration.
+    MoreFaults,
+    /// More syscalls per iteration.
+    MoreSyscalls,
+    /// More bytes read or written per iteration.
+    MoreIo,
+    /// More time off the CPU (`--profile=wall`; not measured yet).
+    MoreOffCpu,
+    /// An improvement with fewer instructions per iteration.
+    LessWork,
+    /// An improvement with instructions flat and fewer cycles: IPC rose.
+    FasterPerInstruction,
+    /// An improvement with fewer page faults.
+    FewerFaults,
+    /// An improvement with fewer syscalls.
+    FewerSyscalls,
+    /// An improvement with fewer bytes read or written.
+    LessIo,
+    /// Several of the above at once.
+    Mixed,
+    /// The time moved and no measured cause did.
+    Unexplained,
+    /// The time did not move (inside the noise, or too few samples to tell).
+    None,
+}
+
+/// One line that says what changed and where (`comparison.explanation`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Explanation {
+    /// The leading cause.
+    pub kind: Cause,
+    /// The line a person reads, with the numbers.
+    pub text: String,
+}
+
+/// The samples of `id` in `row`: its brackets where counted in brackets, else its one
+/// value (a baseline saved before brackets).
+fn samples_of(row: &BenchRow, id: &str) -> Option<Vec<f64>> {
+    match row.metric_samples.get(id) {
+        Some(v) if !v.is_empty() => Some(v.clone()),
+        _ => row.metrics.get(id).copied().flatten().map(|v| vec![v]),
+    }
+}
+
+/// `new` against `base`, as timing is compared; a zero baseline (a count that was 0) is
+/// compared by whether the new values are all above it.
+pub fn compare_metric(id: &str, base: &[f64], new: &[f64]) -> Option<MetricChange> {
+    let b = Summary::of(base)?;
+    let n = Summary::of(new)?;
+    let underpowered = base.len() < MIN_SAMPLES_FOR_VERDICT || new.len() < MIN_SAMPLES_FOR_VERDICT;
+    let change = |change_pct, lo, hi, verdict| MetricChange {
+        id: id.to_string(),
+        base: b.median,
+        new: n.median,
+        change_pct,
+        ci_low_pct: lo,
+        ci_high_pct: hi,
+        verdict,
+    };
+    if b.median <= 0.0 {
+        let verdict = if underpowered {
+            MetricVerdict::Underpowered
+        } else if n.min > b.max {
+            MetricVerdict::Higher
+        } else {
+            MetricVerdict::InsideTheNoise
+        };
+        let pct = (n.median == b.median).then_some(0.0);
+        return Some(change(pct, None, None, verdict));
+    }
+    let c = compare(base, new)?;
+    let verdict = match c.verdict {
+        Verdict::Regression => MetricVerdict::Higher,
+        Verdict::Improvement => MetricVerdict::Lower,
+        Verdict::InsideTheNoise => MetricVerdict::InsideTheNoise,
+        Verdict::Underpowered => MetricVerdict::Underpowered,
+    };
+    Some(change(
+        Some(c.delta_pct),
+        c.ci_low_pct,
+        c.ci_high_pct,
+        verdict,
+    ))
+}
+
+/// Every metric of `new` and `base` compared; those one side lacks, with why
+/// (`unavailable` tells why this run has no value for a metric, where it knows).
+pub fn compare_metrics(
+    base: &BenchRow,
+    new: &BenchRow,
+    unavailable: &dyn Fn(&str) -> Option<String>,
+) -> (Vec<MetricChange>, Vec<MissingMetric>) {
+    let mut ids: Vec<&String> = new.metrics.keys().chain(base.metrics.keys()).collect();
+    ids.sort();
+    ids.dedup();
+    let mut changes = Vec::new();
+    let mut missing = Vec::new();
+    for id in ids {
+        match (samples_of(base, id), samples_of(new, id)) {
+            (Some(b), Some(n)) => changes.extend(compare_metric(id, &b, &n)),
+            (None, None) => {}
+            (Some(_), None) => missing.push(MissingMetric {
+                id: id.clone(),
+                reason: match unavailable(id) {
+                    Some(why) => format!("not measured in this run: {why}"),
+                    None => "not measured in this run (not selected)".to_string(),
+                },
+            }),
+            (None, Some(_)) => missing.push(MissingMetric {
+                id: id.clone(),
+                reason: "not measured in the baseline".to_string(),
+            }),
+        }
+    }
+    (changes, missing)
+}
+
+/// Metrics that tell page faults, syscalls and I/O, with the smallest per-iteration
+/// change that counts as a cause (exact counts wobble by fractions where the kernel
+/// batches work).
+const FAULTS: &[&str] = &["rusage.minor_faults", "rusage.major_faults", "page-faults"];
+const SYSCALLS: &[&str] = &["syscalls", "io.syscr", "io.syscw"];
+const IO: &[&str] = &["io.rchar", "io.wchar", "io.read_bytes", "io.write_bytes"];
+
+/// A metric moved in direction `up` (true: higher) by at least `min_pct` and `min_abs`.
+fn moved(c: &MetricChange, up: bool, min_pct: f64, min_abs: f64) -> bool {
+    let direction = if up {
+        MetricVerdict::Higher
+    } else {
+        MetricVerdict::Lower
+    };
+    c.verdict == direction
+        && (c.new - c.base).abs() >= min_abs
+        && c.change_pct.is_none_or(|p| p.abs() >= min_pct)
+}
+
+fn pct(c: &MetricChange) -> String {
+    match c.change_pct {
+        Some(p) => format!("{p:+.1}%"),
+        None => format!("{} -> {}", short(c.base), short(c.new)),
+    }
+}
+
+fn short(v: f64) -> String {
+    if v.abs() >= 100.0 || v == v.trunc() {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// The explanation of `row`'s change (its `comparison` set, its metrics compared):
+/// `instructions_missing` says why instructions and cycles are unavailable, where they
+/// are; `movers` are the profile's significant movers (`name`, change in points).
+pub fn explain(
+    comparison: &crate::record::Comparison,
+    instructions_missing: Option<&str>,
+    movers: &[(String, f64)],
+) -> Explanation {
+    let metric = |id: &str| comparison.metrics.iter().find(|m| m.id == id);
+    let head = match (comparison.ci_low_pct, comparison.ci_high_pct) {
+        (Some(lo), Some(hi)) => format!(
+            "{} {:+.1}% [{lo:+.1}, {hi:+.1}]",
+            comparison.verdict.label(),
+            comparison.delta_pct
+        ),
+        _ => format!(
+            "{} {:+.1}%",
+            comparison.verdict.label(),
+            comparison.delta_pct
+        ),
+    };
+    let up = match comparison.verdict {
+        Verdict::Regression => true,
+        Verdict::Improvement => false,
+        Verdict::InsideTheNoise | Verdict::Underpowered => {
+            return Explanation {
+                kind: Cause::None,
+                text: format!("{head}: nothing to explain"),
+            }
+        }
+    };
+    let time = comparison.delta_pct.abs();
+    let mut causes: Vec<(Cause, String)> = Vec::new();
+    // Work: instructions per iteration moving with the time (a third of its change at
+    // least), else cycles moving with instructions flat.
+    match (metric("instructions"), metric("cycles")) {
+        (Some(i), cycles) if moved(i, up, (time / 3.0).max(0.5), 0.0) => {
+            let ipc = metric("ipc")
+                .map(|m| match m.verdict {
+                    MetricVerdict::InsideTheNoise => ", IPC flat".to_string(),
+                    _ => format!(", IPC {}", pct(m)),
+                })
+                .unwrap_or_default();
+            let _ = cycles;
+            causes.push((
+                if up { Cause::MoreWork } else { Cause::LessWork },
+                format!(
+                    "instructions/iter {} ({}){ipc}",
+                    pct(i),
+                    if up { "more work" } else { "less work" }
+                ),
+            ));
+        }
+        (Some(i), Some(c)) if moved(c, up, (time / 3.0).max(0.5), 0.0) => {
+            let ipc = metric("ipc")
+                .map(|m| format!("IPC {}", pct(m)))
+                .unwrap_or_else(|| "IPC".into());
+            causes.push((
+                if up {
+                    Cause::SlowerPerInstruction
+                } else {
+                    Cause::FasterPerInstruction
+                },
+                format!(
+                    "{ipc} (cycles/iter {}, instructions/iter {}: the same work {})",
+                    pct(c),
+                    match i.verdict {
+                        MetricVerdict::InsideTheNoise => "flat".to_string(),
+                        _ => pct(i),
+                    },
+                    if up { "done slower" } else { "done faster" }
+                ),
+            ));
+        }
+        _ => {}
+    }
+    for (ids, min_abs, what, more, less) in [
+        (
+            FAULTS,
+            0.5,
+            "faults/iter",
+            Cause::MoreFaults,
+            Cause::FewerFaults,
+        ),
+        (
+            SYSCALLS,
+            0.5,
+            "syscalls/iter",
+            Cause::MoreSyscalls,
+            Cause::FewerSyscalls,
+        ),
+        (IO, 64.0, "bytes/iter", Cause::MoreIo, Cause::LessIo),
+    ] {
+        if let Some(m) = ids
+            .iter()
+            .filter_map(|id| metric(id))
+            .find(|m| moved(m, up, 5.0, min_abs))
+        {
+            causes.push((
+                if up { more } else { less },
+                match m.change_pct {
+                    Some(_) => format!(
+                        "{} {what} {} ({} -> {})",
+                        m.id,
+                        pct(m),
+                        short(m.base),
+                        short(m.new)
+                    ),
+                    None => format!("{} {what} {}", m.id, pct(m)),
+                },
+            ));
+        }
+    }
+    let kind = match causes.as_slice() {
+        [] => Cause::Unexplained,
+        [(k, _)] => *k,
+        _ => Cause::Mixed,
+    };
+    let mut parts: Vec<String> = causes.into_iter().map(|(_, t)| t).collect();
+    if parts.is_empty() {
+        let clock = metric("task-clock")
+            .map(|m| format!(" (task-clock/iter {})", pct(m)))
+            .unwrap_or_default();
+        parts.push(format!("no measured cause moved{clock}"));
+    }
+    if let Some(why) = instructions_missing {
+        parts.push(format!("instructions and cycles unavailable: {why}"));
+    }
+    let mut text = format!("{head}: {}", parts.join("; "));
+    let shown: Vec<String> = movers
+        .iter()
+        .take(3)
+        .map(|(name, pp)| format!("{name} {pp:+.1} pp"))
+        .collect();
+    if !shown.is_empty() {
+        text.push_str(&format!("; where: {}", shown.join(", ")));
+    }
+    Explanation { kind, text }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::Comparison;
+
+    fn change(id: &str, base: f64, new: f64) -> MetricChange {
+        let b: Vec<f64> = (0..8)
+            .map(|i| base * (1.0 + 0.001 * f64::from(i % 3)))
+            .collect();
+        let n: Vec<f64> = (0..8)
+            .map(|i| new * (1.0 + 0.001 * f64::from(i % 3)))
+            .collect();
+        compare_metric(id, &b, &n).unwrap()
+    }
+
+    fn regression(delta: f64, metrics: Vec<MetricChange>) -> Comparison {
+        Comparison {
+            baseline_median_ns: 100.0,
+            median_ns: 100.0 + delta,
+            delta_pct: delta,
+            ci_low_pct: Some(delta - 2.0),
+            ci_high_pct: Some(delta + 2.0),
+            confidence: 0.95,
+            verdict: if delta > 0.0 {
+                Verdict::Regression
+            } else {
+                Verdict::Improvement
+            },
+            metrics,
+            metrics_missing: Vec::new(),
+            explanation: None,
+        }
+    }
+
+    #[test]
+    fn exact_counts_find_small_changes_and_zero_baselines() {
+        assert_eq!(
+            change("i", 1000.0, 1000.0).verdict,
+            MetricVerdict::InsideTheNoise
+        );
+        assert_eq!(change("i", 1000.0, 1010.0).verdict, MetricVerdict::Higher);
+        let from_zero = compare_metric("sc", &[0.0; 8], &[3.0; 8]).unwrap();
+        assert_eq!(
+            (from_zero.verdict, from_zero.change_pct),
+            (MetricVerdict::Higher, None)
+        );
+        let zero = compare_metric("sc", &[0.0; 8], &[0.0; 8]).unwrap();
+        assert_eq!(
+            (zero.verdict, zero.change_pct),
+            (MetricVerdict::InsideTheNoise, Some(0.0))
+        );
+        assert_eq!(
+            compare_metric("old", &[5.0], &[6.0; 8]).unwrap().verdict,
+            MetricVerdict::Underpowered
+        );
+    }
+
+    #[test]
+    fn each_planted_cause_is_named() {
+        let work = regression(
+            12.0,
+            vec![
+                change("instructions", 1e6, 1.12e6),
+                change("cycles", 1e6, 1.12e6),
+                change("ipc", 1.0, 1.0),
+            ],
+        );
+        let e = explain(&work, None, &[("mix_bits".into(), 9.3)]);
+        assert_eq!(e.kind, Cause::MoreWork, "{}", e.text);
+        assert!(
+            e.text
+                .contains("instructions/iter +12.0% (more work), IPC flat"),
+            "{}",
+            e.text
+        );
+        assert!(e.text.ends_with("where: mix_bits +9.3 pp"), "{}", e.text);
+
+        let slower = regression(
+            20.0,
+            vec![
+                change("instructions", 1e6, 1e6),
+                change("cycles", 1e6, 1.2e6),
+                change("ipc", 1.0, 0.83),
+            ],
+        );
+        assert_eq!(
+            explain(&slower, None, &[]).kind,
+            Cause::SlowerPerInstruction
+        );
+
+        let faults = regression(30.0, vec![change("rusage.minor_faults", 0.0, 1024.0)]);
+        let e = explain(&faults, Some("ENOENT: no PMU"), &[]);
+        assert_eq!(e.kind, Cause::MoreFaults, "{}", e.text);
+        assert!(
+            e.text
+                .contains("instructions and cycles unavailable: ENOENT"),
+            "{}",
+            e.text
+        );
+
+        let syscalls = regression(50.0, vec![change("syscalls", 2.0, 52.0)]);
+        assert_eq!(explain(&syscalls, None, &[]).kind, Cause::MoreSyscalls);
+
+        let io = regression(50.0, vec![change("io.rchar", 4096.0, 1048576.0)]);
+        assert_eq!(explain(&io, None, &[]).kind, Cause::MoreIo);
+
+        let both = regression(
+            40.0,
+            vec![
+                change("syscalls", 2.0, 52.0),
+                change("rusage.minor_faults", 1.0, 100.0),
+            ],
+        );
+        assert_eq!(explain(&both, None, &[]).kind, Cause::Mixed);
+    }
+
+    #[test]
+    fn without_a_pmu_time_alone_is_never_more_work() {
+        let clock = regression(25.0, vec![change("task-clock", 1e6, 1.25e6)]);
+        let e = explain(&clock, Some("ENOENT: no PMU for this event"), &[]);
+        assert_eq!(e.kind, Cause::Unexplained, "{}", e.text);
+        assert!(e.text.contains("task-clock/iter +25.0%"), "{}", e.text);
+        assert!(
+            e.text.contains("instructions and cycles unavailable"),
+            "{}",
+            e.text
+        );
+    }
+
+    #[test]
+    fn the_same_code_explains_nothing() {
+        let mut same = regression(0.0, vec![change("instructions", 1e6, 1e6)]);
+        same.verdict = Verdict::InsideTheNoise;
+        assert_eq!(explain(&same, None, &[]).kind, Cause::None);
+    }
+}

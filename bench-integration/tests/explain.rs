@@ -1,0 +1,164 @@
+//! Regressions explained: a suite whose second build plants one cause per case (more work,
+//! more page faults, more read syscalls), measured against its first build saved as a
+//! baseline. Each case's `comparison.explanation` names its cause; the unchanged case names
+//! none; every metric both runs have is compared. Expectations come from this machine:
+//! without a PMU, instructions and cycles are unavailable and more work must not be
+//! claimed.
+
+#![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
+
+#[path = "../benches/demo_suite/mod.rs"]
+mod demo;
+#[path = "../../testdata/support/skip.rs"]
+mod skip;
+mod support;
+
+use std::hint::black_box;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use sparkles_bench::explain::{Cause, MetricVerdict};
+use sparkles_bench::stats::Verdict;
+use sparkles_bench::Suite;
+
+use support::{run, SERIAL};
+
+/// Which build the suite is: 1 the baseline, 2 the one with the planted causes.
+static BUILD: AtomicU32 = AtomicU32::new(1);
+
+fn spin(n: u64) -> u64 {
+    let mut x = 1u64;
+    for i in 0..n {
+        x = black_box(x.wrapping_mul(6364136223846793005).wrapping_add(i));
+    }
+    x
+}
+
+fn suite() -> Suite {
+    let mut s = Suite::new("planted");
+    let second = || BUILD.load(Ordering::Relaxed) == 2;
+    s.case("work", move |b| {
+        let n = if second() { 120_000 } else { 60_000 };
+        b.iter(|| spin(n))
+    });
+    s.case("faults", move |b| {
+        let pages = if second() { 256 } else { 0 };
+        b.iter(|| {
+            // Fresh pages each iteration: each first touch is a minor fault.
+            let touched = match pages {
+                0 => 0,
+                n => demo::touch_fresh_pages(n * demo::page_size()).unwrap(),
+            };
+            spin(20_000) + touched as u64
+        })
+    });
+    s.case("syscalls", move |b| {
+        let reads = if second() { 200 } else { 0 };
+        let file = std::fs::File::open("/dev/zero").unwrap();
+        b.iter(|| {
+            use std::io::Read;
+            let mut f = &file;
+            // Empty reads: read-class syscalls that move no bytes.
+            for _ in 0..reads {
+                let _ = f.read(&mut []);
+            }
+            spin(20_000)
+        })
+    });
+    s.case("same", |b| b.iter(|| spin(40_000)));
+    s
+}
+
+#[test]
+fn each_planted_cause_is_named_and_the_same_code_explains_nothing() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !cfg!(target_os = "linux") {
+        skip::skip(
+            "kernel_edge",
+            "tier 0's fault and syscall counts are Linux's",
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().to_str().unwrap();
+    let flags = |baseline: &'static str| {
+        vec![
+            "--bench",
+            "--bench-min-time",
+            "2ms",
+            "--samples",
+            "12",
+            "--out-dir",
+            out,
+            baseline,
+            "b",
+        ]
+    };
+    BUILD.store(1, Ordering::Relaxed);
+    assert!(run(suite(), &flags("--save-baseline")).all_ok());
+    BUILD.store(2, Ordering::Relaxed);
+    let second = run(suite(), &flags("--baseline"));
+    assert!(second.all_ok());
+    let pmu = second
+        .rows
+        .iter()
+        .any(|r| r.metrics.get("instructions").copied().flatten().is_some());
+    let by = |case: &str| {
+        let row = second.rows.iter().find(|r| r.case == case).unwrap();
+        let c = row.comparison.as_ref().unwrap();
+        eprintln!(
+            "{case}: {:?}: {}",
+            c.explanation.as_ref().unwrap().kind,
+            c.explanation.as_ref().unwrap().text
+        );
+        (row, c)
+    };
+
+    // Every metric both runs have is compared, from the counting pass's brackets.
+    let (row, c) = by("faults");
+    assert!(row
+        .metric_samples
+        .get("rusage.minor_faults")
+        .is_some_and(|v| v.len() >= 6));
+    let faults = c
+        .metrics
+        .iter()
+        .find(|m| m.id == "rusage.minor_faults")
+        .unwrap();
+    assert_eq!(faults.verdict, MetricVerdict::Higher, "{faults:?}");
+    assert!(faults.new - faults.base >= 200.0, "{faults:?}");
+    assert_eq!(c.verdict, Verdict::Regression);
+    let e = c.explanation.as_ref().unwrap();
+    assert_eq!(e.kind, Cause::MoreFaults, "{}", e.text);
+
+    let (_, c) = by("syscalls");
+    assert_eq!(c.verdict, Verdict::Regression);
+    let e = c.explanation.as_ref().unwrap();
+    assert_eq!(e.kind, Cause::MoreSyscalls, "{}", e.text);
+    assert!(e.text.contains("io.syscr syscalls/iter"), "{}", e.text);
+
+    let (_, c) = by("work");
+    assert_eq!(c.verdict, Verdict::Regression);
+    let e = c.explanation.as_ref().unwrap();
+    if pmu {
+        assert_eq!(e.kind, Cause::MoreWork, "{}", e.text);
+    } else {
+        // Without instructions a slower case is never called more work, and says why.
+        assert_eq!(e.kind, Cause::Unexplained, "{}", e.text);
+        assert!(
+            e.text.contains("instructions and cycles unavailable"),
+            "{}",
+            e.text
+        );
+        assert!(
+            c.metrics_missing.is_empty() || c.metrics_missing.iter().all(|m| !m.reason.is_empty())
+        );
+    }
+
+    // The same code: no measured cause; nothing at all where the time did not move.
+    let (_, c) = by("same");
+    let e = c.explanation.as_ref().unwrap();
+    match c.verdict {
+        Verdict::InsideTheNoise | Verdict::Underpowered => assert_eq!(e.kind, Cause::None),
+        _ => assert_eq!(e.kind, Cause::Unexplained, "{}", e.text),
+    }
+}
