@@ -1,5 +1,6 @@
 //! Regressions explained: a suite whose second build plants one cause per case (more work,
-//! more page faults, more read syscalls), measured against its first build saved as a
+//! more page faults, more read syscalls, the same loads over memory instead of caches),
+//! measured against its first build saved as a
 //! baseline. Each case's `comparison.explanation` names its cause; the unchanged case names
 //! none; every metric both runs have is compared. Expectations come from this machine:
 //! without a PMU, instructions and cycles are unavailable and more work must not be
@@ -64,8 +65,36 @@ fn suite() -> Suite {
             spin(20_000)
         })
     });
+    s.case("locality", move |b| {
+        // The same loads, one after another along a random cycle: over 16 KiB (caches)
+        // in the first build, over 32 MiB (memory) in the second. The instructions are
+        // the same; the cycles are not.
+        let entries = if second() { 8 << 20 } else { 4 << 10 };
+        let next = cycle(entries);
+        let mut at = 0usize;
+        b.iter(|| {
+            for _ in 0..20_000 {
+                at = next[at] as usize;
+            }
+            black_box(at)
+        })
+    });
     s.case("same", |b| b.iter(|| spin(40_000)));
     s
+}
+
+/// `next[i]`: a single random cycle through every index (Sattolo's shuffle).
+fn cycle(n: usize) -> Vec<u32> {
+    let mut next: Vec<u32> = (0..n as u32).collect();
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    for i in (1..n).rev() {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let j = (x % i as u64) as usize;
+        next.swap(i, j);
+    }
+    next
 }
 
 #[test]
@@ -152,6 +181,16 @@ fn each_planted_cause_is_named_and_the_same_code_explains_nothing() {
         assert!(
             c.metrics_missing.is_empty() || c.metrics_missing.iter().all(|m| !m.reason.is_empty())
         );
+    }
+
+    // The same instructions with worse locality: IPC fell, where it can be told.
+    let (_, c) = by("locality");
+    let e = c.explanation.as_ref().unwrap();
+    assert_eq!(c.verdict, Verdict::Regression);
+    if pmu {
+        assert_eq!(e.kind, Cause::SlowerPerInstruction, "{}", e.text);
+    } else {
+        assert_eq!(e.kind, Cause::Unexplained, "{}", e.text);
     }
 
     // The same code: no measured cause; nothing at all where the time did not move.
