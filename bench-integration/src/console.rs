@@ -70,10 +70,10 @@ impl Console {
                 SampleOrder::RoundRobin => "round-robin",
                 SampleOrder::Blocked => "blocked",
             },
-            if protocol.count_plan.is_some() {
-                ", then one counting pass"
-            } else {
-                ""
+            match (protocol.count_plan.is_some(), protocol.count_brackets) {
+                (false, _) => String::new(),
+                (true, 1) => ", then one counting pass".to_string(),
+                (true, n) => format!(", then one counting pass in {n} brackets"),
             }
         ))
     }
