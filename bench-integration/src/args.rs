@@ -203,6 +203,12 @@ pub struct HarnessArgs {
     #[arg(long, value_name = "BYTES", default_value_t = sparkles_sampler::session::DEFAULT_STACK_BYTES)]
     pub profile_stack: u32,
 
+    /// Keep the harness's frames in profile flamegraphs and folded stacks: by default the
+    /// frames around a case's body (thread start, the bencher, the timing loop) are folded
+    /// into one root frame named after the case.
+    #[arg(long)]
+    pub profile_full_stacks: bool,
+
     /// Store profile captures as they are: by default their records are zstd-compressed,
     /// as `perf record -z` stores them (perf 6.1 and `sparkles report` read both).
     #[arg(long)]

@@ -95,6 +95,18 @@ fn profile_writes_a_capture_per_case() {
         .map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap())
         .sum();
     assert_eq!(Some(weight), json["weight"].as_u64());
+    // Rooted at the case: the harness's frames are folded into one root named after it,
+    // and the case's samples (all but a few on other threads) are under it.
+    assert!(!folded.contains("sparkles_bench::"), "{folded}");
+    let under_case: u64 = folded
+        .lines()
+        .filter(|l| l.starts_with("spin/loop;"))
+        .map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert!(
+        under_case * 10 >= weight * 9,
+        "{under_case} of {weight}:\n{folded}"
+    );
     assert_eq!(profile.top.len(), 5);
     assert!(profile
         .top

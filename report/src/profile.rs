@@ -20,7 +20,9 @@ use crate::memory::{MemoryBuilder, MemorySample};
 use crate::names::{normalize, Name, Names};
 use crate::notes::{NoNuma, Note};
 use crate::numa::{NumaBuilder, Page};
-use crate::stacks::{Interned, NamedFrame, NamedStack, StackNamer, StackOptions, Weighting};
+use crate::stacks::{
+    is_harness_frame, Interned, NamedFrame, NamedStack, StackNamer, StackOptions, Weighting,
+};
 use crate::Error;
 
 /// What a frame's code is, for colours and for reading a profile.
@@ -346,6 +348,9 @@ pub struct Builder {
     scratch_id: Vec<u32>,
     /// Per interned stack (by its namer's number): its keys and folded stack.
     prepared: Vec<Option<(Box<[Keys]>, usize)>>,
+    /// The case's name as the root of folded stacks that run through the harness (the
+    /// harness's frames folded into it); `None` keeps whole stacks.
+    root: Option<u32>,
 }
 
 impl std::fmt::Debug for Builder {
@@ -361,6 +366,15 @@ impl Builder {
     /// A new, empty profile.
     pub fn new() -> Builder {
         Builder::default()
+    }
+
+    /// A new profile whose folded stacks are rooted at `case`: in a stack that runs
+    /// through the harness, the harness's frames and everything outside them are folded
+    /// into one root frame of that name.
+    pub fn rooted_at(case: &str) -> Builder {
+        let mut b = Builder::default();
+        b.root = Some(b.labels.intern(case).id());
+        b
     }
 
     fn keys(&mut self, f: &NamedFrame) -> Keys {
@@ -434,22 +448,34 @@ impl Builder {
             return (keys, usize::MAX);
         }
         keys.extend(frames.iter().map(|f| self.keys(f)));
-        // folded: the stack by its labels' ids; its line made once.
+        // folded: the stack by its labels' ids; its line made once. Rooted at the case:
+        // the frames inside the innermost harness frame, under the case's name.
+        let (inside, root) = match self.root.and_then(|root| {
+            frames
+                .iter()
+                .position(|f| f.function.as_deref().is_some_and(is_harness_frame))
+                .map(|i| (i, root))
+        }) {
+            Some((i, root)) => (i, Some(root)),
+            None => (keys.len(), None),
+        };
         let mut id = std::mem::take(&mut self.scratch_id);
         id.clear();
         id.push(u32::from(truncated));
-        id.extend(keys.iter().map(|k| k.folded));
+        id.extend(keys[..inside].iter().map(|k| k.folded));
+        id.extend(root);
         let index = match self.stack_ids.get(id.as_slice()) {
             Some(&i) => i,
             None => {
-                let labels: Vec<&str> = keys
-                    .iter()
-                    .rev()
-                    .map(|k| self.labels.text(k.folded))
+                let labels: Vec<&str> = root
+                    .into_iter()
+                    .chain(keys[..inside].iter().rev().map(|k| k.folded))
+                    .map(|id| self.labels.text(id))
                     .collect();
                 let mut line =
                     String::with_capacity(labels.iter().map(|l| l.len() + 1).sum::<usize>() + 16);
-                if truncated {
+                // A stack cut short has no root to fold: it stays as it was unwound.
+                if truncated && root.is_none() {
                     line.push_str("[truncated];");
                 }
                 line.push_str(&labels.join(";"));
@@ -777,7 +803,7 @@ pub fn profile_capture_with(
             path: path.to_path_buf(),
         });
     }
-    let mut pass = Pass::new(&data, options)?;
+    let mut pass = Pass::new(&data, case, options)?;
     let mut records = data.records()?;
     while let Some(e) = records.next_record()? {
         pass.record(&e, &mut observe);
@@ -806,7 +832,7 @@ struct Pass<'a> {
 }
 
 impl<'a> Pass<'a> {
-    fn new(data: &'a PerfData, options: &StackOptions) -> Result<Pass<'a>, Error> {
+    fn new(data: &'a PerfData, case: &str, options: &StackOptions) -> Result<Pass<'a>, Error> {
         let chosen = chosen_events(data, options.event.as_deref())?;
         Ok(Pass {
             data,
@@ -814,7 +840,11 @@ impl<'a> Pass<'a> {
             per_event: vec![0; chosen.len()],
             chosen,
             namer: StackNamer::for_capture(data, options),
-            builder: Builder::new(),
+            builder: if options.root_at_case {
+                Builder::rooted_at(case)
+            } else {
+                Builder::new()
+            },
             memory: MemoryBuilder::new(),
             numa: numa_placement(data),
             unknown_sources: 0,

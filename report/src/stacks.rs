@@ -34,6 +34,17 @@ pub struct StackOptions {
     pub weight: Weighting,
     /// Only the samples of the event of this name; all where `None`.
     pub event: Option<String>,
+    /// Folded stacks and flamegraphs rooted at the case: the harness's frames around a
+    /// case's body (thread start, `Bencher::serve`, the timing loop) folded into one root
+    /// frame named after the case ([`is_harness_frame`]). The flat views keep every frame.
+    pub root_at_case: bool,
+}
+
+/// Whether `function` is one of the sparkles harness's own frames (or a closure in it).
+pub fn is_harness_frame(function: &str) -> bool {
+    function.starts_with("sparkles_bench::")
+        || function.starts_with("<sparkles_bench::")
+        || CASE_FRAME.contains(&function)
 }
 
 /// What a sample weighs in a profile.

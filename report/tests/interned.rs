@@ -71,3 +71,48 @@ fn interned_stacks_count_as_stacks_added_one_by_one() {
     assert_eq!(fa.text(), fb.text());
     assert!(a.functions.len() >= 7, "{:?}", a.functions);
 }
+
+/// Rooted at the case, a stack that runs through the harness keeps the frames inside the
+/// innermost harness frame under one root named after the case; other stacks stay whole.
+/// The flat views keep every frame.
+#[test]
+fn folded_stacks_are_rooted_at_the_case() {
+    let mut names = Names::new();
+    let mut f = |n: &str| frame(&mut names, n, 1, false);
+    // Innermost first: body, the user's closure, the harness, the thread's start.
+    let through_harness = vec![
+        f("demo::sieve"),
+        f("demo::suite::{{closure}}"),
+        f("<sparkles_bench::bencher::Plain<F> as sparkles_bench::bencher::Routine>::run"),
+        f("sparkles_bench::bencher::profile_pass"),
+        f("sparkles_bench::bencher::Bencher::serve"),
+        f("std::sys::thread::unix::Thread::new::thread_start"),
+        f("clone3"),
+    ];
+    let elsewhere = vec![f("poll"), f("sparkles_drain_helper"), f("clone3")];
+    let (mut rooted, mut whole) = (Builder::rooted_at("compute/sieve"), Builder::new());
+    for b in [&mut rooted, &mut whole] {
+        b.add(&through_harness, false, 3);
+        b.add(&elsewhere, false, 1);
+    }
+    let unwinding = || Unwinding::default();
+    let (rp, rf) = rooted.finish("compute/sieve", "cpu-clock", 0, unwinding());
+    let (wp, wf) = whole.finish("compute/sieve", "cpu-clock", 0, unwinding());
+    let text = rf.text();
+    assert!(
+        text.contains("compute/sieve;demo::suite::{{closure}};demo::sieve 3"),
+        "{text}"
+    );
+    assert!(
+        text.contains("clone3;sparkles_drain_helper;poll 1"),
+        "{text}"
+    );
+    assert!(!text.contains("sparkles_bench"), "{text}");
+    assert!(wf
+        .text()
+        .contains("sparkles_bench::bencher::Bencher::serve"));
+    assert_eq!(
+        rp.functions, wp.functions,
+        "the flat views keep every frame"
+    );
+}

@@ -154,6 +154,7 @@ pub(crate) fn read_capture(
     let options = match args.profile_unwind.parse() {
         Ok(unwind) => StackOptions {
             unwind,
+            root_at_case: !args.profile_full_stacks,
             ..StackOptions::default()
         },
         Err(e) => {
