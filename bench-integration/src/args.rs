@@ -203,6 +203,11 @@ pub struct HarnessArgs {
     #[arg(long, value_name = "BYTES", default_value_t = sparkles_sampler::session::DEFAULT_STACK_BYTES)]
     pub profile_stack: u32,
 
+    /// Write no run report (`target/sparkles/report/index.html`, one HTML page with every
+    /// case's timing, verdict, explanation and profile).
+    #[arg(long)]
+    pub no_report: bool,
+
     /// Keep the harness's frames in profile flamegraphs and folded stacks: by default the
     /// frames around a case's body (thread start, the bencher, the timing loop) are folded
     /// into one root frame named after the case.

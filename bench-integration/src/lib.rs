@@ -34,6 +34,7 @@ pub mod output;
 pub mod profile;
 mod profiling;
 pub mod record;
+pub mod run_report;
 mod runner;
 pub mod stats;
 mod suite;
@@ -213,6 +214,20 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
         console.comparison(&rows, base, compared)?;
     }
     files.write(&rows, &mut console)?;
+    if !args.no_report {
+        let path = run_report::path_in(&files.out_dir);
+        let page = run_report::RunReport {
+            suite: &suite_name,
+            rows: &rows,
+            baseline: files.baseline.as_ref().map(|b| b.rows.as_slice()),
+            baseline_name: args.baseline.as_deref(),
+            profile_dir: &files.out_dir.join("profile"),
+        };
+        match page.write(&path) {
+            Ok(()) => eprintln!("report: {}", path.display()),
+            Err(e) => eprintln!("report: not written: {e}"),
+        }
+    }
     Ok(Outcome {
         rows,
         saved_baseline: files.save_path,
