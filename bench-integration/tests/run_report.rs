@@ -1,0 +1,167 @@
+//! The run report in a real browser: a run saved as a baseline, then a run against it,
+//! leaves `target/sparkles/report/index.html`; Chromium, headless, renders it from
+//! `file://` with nothing fetched; the rendered page names every case and its verdict, the
+//! console shows no error, and a screenshot is left under `target/` for a person to look
+//! at. Where Chromium is absent the page is still checked as text, and the browser part
+//! says it was skipped.
+
+#![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
+
+#[path = "../../testdata/support/skip.rs"]
+mod skip;
+mod support;
+
+use std::hint::black_box;
+use std::process::Command;
+
+use sparkles_bench::Suite;
+
+use support::{run, SERIAL};
+
+fn suite() -> Suite {
+    let mut s = Suite::new("page");
+    s.case("sum/small", |b| {
+        b.iter(|| (0..black_box(2_000u64)).sum::<u64>())
+    });
+    s.case("sum/large", |b| {
+        b.iter(|| (0..black_box(20_000u64)).sum::<u64>())
+    });
+    s
+}
+
+/// `browser` run with at most a minute to finish (a browser that hangs fails the test
+/// instead of the run).
+fn browser_command(browser: &str) -> Command {
+    let mut c = Command::new("timeout");
+    c.args(["60", browser]);
+    c
+}
+
+fn chromium() -> Option<&'static str> {
+    ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|c| {
+            Command::new(c)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+}
+
+#[test]
+fn one_page_tells_the_run_and_renders_in_a_browser_with_nothing_fetched() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().to_str().unwrap();
+    let flags = |extra: [&'static str; 2]| {
+        let mut f = vec![
+            "--bench",
+            "--bench-min-time",
+            "1ms",
+            "--samples",
+            "6",
+            "--out-dir",
+            out,
+        ];
+        f.extend(extra);
+        f
+    };
+    assert!(run(suite(), &flags(["--save-baseline", "b"])).all_ok());
+    let second = run(suite(), &flags(["--baseline", "b"]));
+    assert!(second.all_ok());
+    let page_path = dir.path().join("report/index.html");
+    let page = std::fs::read_to_string(&page_path).unwrap();
+    // Self-contained: nothing is loaded from anywhere.
+    for attr in [
+        "src=\"http",
+        "href=\"http",
+        "src='http",
+        "href='http",
+        "<link",
+    ] {
+        assert!(!page.contains(attr), "the page fetches something: {attr}");
+    }
+    for row in &second.rows {
+        assert!(page.contains(&row.case), "{} is not on the page", row.case);
+        let verdict = row.comparison.as_ref().unwrap().verdict.label();
+        assert!(page.contains(verdict), "{verdict} is not on the page");
+    }
+    assert!(page.contains("<svg"), "no charts");
+    // No page left behind by --no-report.
+    let quiet = tempfile::tempdir().unwrap();
+    let q = quiet.path().to_str().unwrap();
+    assert!(run(
+        suite(),
+        &[
+            "--bench",
+            "--bench-min-time",
+            "1ms",
+            "--samples",
+            "3",
+            "--out-dir",
+            q,
+            "--no-report"
+        ]
+    )
+    .all_ok());
+    assert!(!quiet.path().join("report").exists());
+
+    let Some(browser) = chromium() else {
+        skip::skip(
+            "chromium",
+            "no chromium here: the page was checked as text only",
+        );
+        return;
+    };
+    let url = format!("file://{}", page_path.display());
+    let headless = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--enable-logging=stderr",
+        "--v=0",
+    ];
+    let dom = browser_command(browser)
+        .args(headless)
+        .arg("--dump-dom")
+        .arg(&url)
+        .output()
+        .unwrap();
+    assert!(
+        dom.status.success(),
+        "{}",
+        String::from_utf8_lossy(&dom.stderr)
+    );
+    let rendered = String::from_utf8_lossy(&dom.stdout);
+    for row in &second.rows {
+        assert!(rendered.contains(&row.case), "{} is not rendered", row.case);
+        let verdict = row.comparison.as_ref().unwrap().verdict.label();
+        assert!(rendered.contains(verdict), "{verdict} is not rendered");
+    }
+    // The console: Chromium logs page errors as `CONSOLE` lines (and uncaught ones as
+    // `Uncaught`); none may come from the page.
+    let log = String::from_utf8_lossy(&dom.stderr);
+    let page_errors: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("CONSOLE") || l.contains("Uncaught"))
+        .collect();
+    assert!(page_errors.is_empty(), "{page_errors:#?}");
+    // A screenshot for a person to look at.
+    let target = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/sparkles");
+    std::fs::create_dir_all(&target).unwrap();
+    let shot = target.join("run-report.png");
+    let status = browser_command(browser)
+        .args(headless)
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg("--window-size=1400,1800")
+        .arg(&url)
+        .output()
+        .unwrap();
+    assert!(
+        status.status.success(),
+        "{}",
+        String::from_utf8_lossy(&status.stderr)
+    );
+    assert!(std::fs::metadata(&shot).unwrap().len() > 10_000);
+    eprintln!("screenshot: {}", shot.display());
+}
