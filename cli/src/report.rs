@@ -74,6 +74,8 @@ pub enum ReportFormat {
     Svg,
     /// A gzipped profile.proto for `go tool pprof`, Pyroscope, Parca.
     Pprof,
+    /// A self-contained HTML page: the profile's views and its flamegraph.
+    Html,
 }
 
 /// `sparkles report`'s flags.
@@ -82,7 +84,8 @@ pub struct ReportArgs {
     /// The perf.data file.
     file: PathBuf,
     /// `table` (both views), `json` (`sparkles.profile/1`), `folded` (stacks for
-    /// flamegraph tools), `svg` (a flamegraph), `pprof` (gzipped profile.proto).
+    /// flamegraph tools), `svg` (a flamegraph), `pprof` (gzipped profile.proto), `html` (a
+    /// self-contained page: the views and the flamegraph).
     #[arg(long, value_enum, default_value = "table")]
     format: ReportFormat,
     /// Write here (whole, or not at all) instead of standard output.
@@ -148,6 +151,7 @@ pub fn report(args: &ReportArgs) -> Result<(), Error> {
         ReportFormat::Folded => folded.text().into_bytes(),
         ReportFormat::Svg => flame::svg(&p, &folded)?.into_bytes(),
         ReportFormat::Pprof => pprof::gzipped(&p, &folded)?,
+        ReportFormat::Html => sparkles_report::html::page(&p, &folded)?.into_bytes(),
     };
     emit(args.output.as_deref(), &bytes)
 }

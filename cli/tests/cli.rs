@@ -772,6 +772,38 @@ fn report_profiles_any_capture_in_each_format() {
     let folded = sparkles(&["report", file, "--symfs", root, "--format", "folded"]);
     assert!(String::from_utf8_lossy(&folded.stdout).contains("main;"));
 
+    // A self-contained page: the views, and the flamegraph as a data: frame.
+    let page = symfs.path().join("page.html");
+    let html = sparkles(&[
+        "report",
+        file,
+        "--symfs",
+        root,
+        "--format",
+        "html",
+        "-o",
+        page.to_str().unwrap(),
+    ]);
+    assert!(
+        html.status.success(),
+        "{}",
+        String::from_utf8_lossy(&html.stderr)
+    );
+    let text = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        text.starts_with("<!DOCTYPE html>"),
+        "{}",
+        &text[..60.min(text.len())]
+    );
+    assert!(
+        text.contains("__cos_fma") && text.contains("45 samples"),
+        "{text}"
+    );
+    assert!(text.contains("src=\"data:image/svg+xml;base64,"));
+    for fetch in ["src=\"http", "href=\"http", "<link"] {
+        assert!(!text.contains(fetch), "the page fetches something: {fetch}");
+    }
+
     // -o writes the SVG whole; a failed run leaves it as it was.
     let out = symfs.path().join("flame.svg");
     let svg = sparkles(&[

@@ -17,6 +17,7 @@
 pub mod diff;
 pub mod error;
 pub mod flame;
+pub mod html;
 pub mod memory;
 pub mod names;
 pub mod notes;
