@@ -139,7 +139,10 @@ mod tests {
         std::fs::remove_file(&path).unwrap();
         let values: std::collections::HashMap<_, _> = tier.values(4).into_iter().collect();
         if let Some(Some(rchar)) = values.get("io.rchar") {
-            assert!(*rchar >= 64.0 * 1024.0, "rchar {rchar}");
+            // The file's bytes per read, less at most a little: the bracket's own cost
+            // (its reads of /proc/self/io) is measured once and subtracted, and /proc/self/io
+            // is the whole process's, where other tests read files at the same time.
+            assert!(*rchar >= 0.99 * 64.0 * 1024.0, "rchar {rchar}");
         }
         if let Some(Some(syscr)) = values.get("io.syscr") {
             assert!(*syscr >= 1.0, "syscr {syscr}");
