@@ -404,32 +404,21 @@ fn count_in_brackets(
 ) -> Result<Counted, String> {
     let mut per_metric: Vec<(MetricId, Vec<f64>)> = Vec::new();
     let mut first_report = None;
-    let mut ids: Vec<MetricId> = Vec::new();
     for _ in 0..brackets.max(1) {
         let mut meter = Meter::open(plan);
         routine.run(iterations, &mut meter)?;
         let (values, report) = meter.values(iterations);
         first_report.get_or_insert(report);
         for (id, value) in values {
-            if !ids.contains(&id) {
-                ids.push(id.clone());
-            }
             match per_metric.iter_mut().find(|(i, _)| *i == id) {
                 Some((_, v)) => v.extend(value),
                 None => per_metric.push((id, value.into_iter().collect())),
             }
         }
     }
-    let medians = ids
-        .into_iter()
-        .map(|id| {
-            let median = per_metric
-                .iter()
-                .find(|(i, _)| *i == id)
-                .and_then(|(_, v)| crate::stats::Summary::of(v))
-                .map(|s| s.median);
-            (id, median)
-        })
+    let medians = per_metric
+        .iter()
+        .map(|(id, v)| (id.clone(), crate::stats::Summary::of(v).map(|s| s.median)))
         .collect();
     let brackets = per_metric
         .into_iter()

@@ -89,6 +89,40 @@ pub enum Cause {
     None,
 }
 
+impl Cause {
+    /// The cause in words, as the table and the run report print it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Cause::MoreWork => "more work",
+            Cause::SlowerPerInstruction => "slower per instruction",
+            Cause::MoreFaults => "more faults",
+            Cause::MoreSyscalls => "more syscalls",
+            Cause::MoreIo => "more I/O",
+            Cause::MoreOffCpu => "more off-CPU time",
+            Cause::LessWork => "less work",
+            Cause::FasterPerInstruction => "faster per instruction",
+            Cause::FewerFaults => "fewer faults",
+            Cause::FewerSyscalls => "fewer syscalls",
+            Cause::LessIo => "less I/O",
+            Cause::Mixed => "mixed",
+            Cause::Unexplained => "unexplained",
+            Cause::None => "none",
+        }
+    }
+}
+
+impl MetricVerdict {
+    /// The verdict in words.
+    pub fn label(self) -> &'static str {
+        match self {
+            MetricVerdict::Higher => "higher",
+            MetricVerdict::Lower => "lower",
+            MetricVerdict::InsideTheNoise => "inside the noise",
+            MetricVerdict::Underpowered => "underpowered",
+        }
+    }
+}
+
 /// One line that says what changed and where (`comparison.explanation`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Explanation {
@@ -250,14 +284,13 @@ pub fn explain(
     // Work: instructions per iteration moving with the time (a third of its change at
     // least), else cycles moving with instructions flat.
     match (metric("instructions"), metric("cycles")) {
-        (Some(i), cycles) if moved(i, up, (time / 3.0).max(0.5), 0.0) => {
+        (Some(i), _) if moved(i, up, (time / 3.0).max(0.5), 0.0) => {
             let ipc = metric("ipc")
                 .map(|m| match m.verdict {
                     MetricVerdict::InsideTheNoise => ", IPC flat".to_string(),
                     _ => format!(", IPC {}", pct(m)),
                 })
                 .unwrap_or_default();
-            let _ = cycles;
             causes.push((
                 if up { Cause::MoreWork } else { Cause::LessWork },
                 format!(

@@ -214,14 +214,13 @@ impl RunReport<'_> {
                     table { thead { tr { th { "self" } th { "total" } th.name { "function" } } }
                         tbody { @for h in &p.top { tr { td { (format!("{:.1}%", h.self_pct)) } td { (format!("{:.1}%", h.total_pct)) } td.name { (h.name) } } } } }
                 }
-                @if let Some(svg) = frame("flamegraph.svg") {
-                    iframe title=(format!("flamegraph of {}", row.case)) src=(svg_data_url(&svg)) {}
-                }
+                (flame_frame(format!("flamegraph of {}", row.case), frame("flamegraph.svg")))
                 (movers(p))
-                @if let Some(svg) = frame("diff.svg") {
+                @let diff = frame("diff.svg");
+                @if diff.is_some() && cfg!(feature = "profile") {
                     h3 { "Against the baseline's profile" }
-                    iframe title=(format!("differential flamegraph of {}", row.case)) src=(svg_data_url(&svg)) {}
                 }
+                (flame_frame(format!("differential flamegraph of {}", row.case), diff))
             }
         }
     }
@@ -250,7 +249,7 @@ impl RunReport<'_> {
                                         Some(m) => {
                                             td { (format!("{:.4}", m.base)) }
                                             td { (m.change_pct.map(|p| format!("{p:+.1}%")).unwrap_or_else(|| "from 0".into())) }
-                                            td.name { (metric_verdict(m.verdict)) }
+                                            td.name { (m.verdict.label()) }
                                         }
                                         None => { td {} td {} td {} }
                                     }
@@ -284,24 +283,21 @@ fn movers(_: &crate::profile::ProfileSummary) -> Markup {
     html! {}
 }
 
-/// An SVG document as a `data:` URL: shown in a frame of its own, its script runs as in
-/// the file, and nothing is fetched.
-pub fn svg_data_url(svg: &str) -> String {
-    use base64::Engine;
-    format!(
-        "data:image/svg+xml;base64,{}",
-        base64::engine::general_purpose::STANDARD.encode(svg)
-    )
+/// A flamegraph beside the case's capture, in a frame whose source is the SVG itself.
+/// Flamegraphs are drawn only where profiles are read (the `profile` feature): without
+/// it a file there is an earlier run's, and is not shown.
+#[cfg(feature = "profile")]
+fn flame_frame(title: String, svg: Option<String>) -> Markup {
+    html! {
+        @if let Some(svg) = svg {
+            iframe title=(title) src=(sparkles_report::html::svg_data_url(&svg)) {}
+        }
+    }
 }
 
-fn metric_verdict(v: crate::explain::MetricVerdict) -> &'static str {
-    use crate::explain::MetricVerdict;
-    match v {
-        MetricVerdict::Higher => "higher",
-        MetricVerdict::Lower => "lower",
-        MetricVerdict::InsideTheNoise => "inside the noise",
-        MetricVerdict::Underpowered => "underpowered",
-    }
+#[cfg(not(feature = "profile"))]
+fn flame_frame(_: String, _: Option<String>) -> Markup {
+    html! {}
 }
 
 fn ci(lo: Option<f64>, hi: Option<f64>) -> String {

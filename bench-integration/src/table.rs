@@ -121,7 +121,7 @@ pub fn render(rows: &[BenchRow], metrics: &[MetricDescriptor], colour: bool) -> 
             .as_ref()
             .and_then(|c| c.explanation.as_ref())
             .filter(|e| e.kind != crate::explain::Cause::None)
-            .map(|e| format!("    why: {} ({})\n", e.text, cause_label(e.kind)));
+            .map(|e| format!("    why: {} ({})\n", e.text, e.kind.label()));
         under.push(
             why.into_iter()
                 .chain(
@@ -235,27 +235,6 @@ pub fn render(rows: &[BenchRow], metrics: &[MetricDescriptor], colour: bool) -> 
         }
     }
     out
-}
-
-/// A cause as the table names it.
-fn cause_label(c: crate::explain::Cause) -> &'static str {
-    use crate::explain::Cause;
-    match c {
-        Cause::MoreWork => "more work",
-        Cause::SlowerPerInstruction => "slower per instruction",
-        Cause::MoreFaults => "more faults",
-        Cause::MoreSyscalls => "more syscalls",
-        Cause::MoreIo => "more I/O",
-        Cause::MoreOffCpu => "more off-CPU time",
-        Cause::LessWork => "less work",
-        Cause::FasterPerInstruction => "faster per instruction",
-        Cause::FewerFaults => "fewer faults",
-        Cause::FewerSyscalls => "fewer syscalls",
-        Cause::LessIo => "less I/O",
-        Cause::Mixed => "mixed",
-        Cause::Unexplained => "unexplained",
-        Cause::None => "none",
-    }
 }
 
 #[cfg(test)]
