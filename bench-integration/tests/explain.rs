@@ -159,11 +159,18 @@ fn each_planted_cause_is_named_and_the_same_code_explains_nothing() {
     let e = c.explanation.as_ref().unwrap();
     assert_eq!(e.kind, Cause::MoreFaults, "{}", e.text);
 
-    let (_, c) = by("syscalls");
-    assert_eq!(c.verdict, Verdict::Regression);
-    let e = c.explanation.as_ref().unwrap();
-    assert_eq!(e.kind, Cause::MoreSyscalls, "{}", e.text);
-    assert!(e.text.contains("io.syscr syscalls/iter"), "{}", e.text);
+    let (row, c) = by("syscalls");
+    if row.metrics.get("io.syscr").copied().flatten().is_none() {
+        skip::skip(
+            "proc_io",
+            "/proc/self/io gives no syscall counts here: the planted syscalls cannot be told",
+        );
+    } else {
+        assert_eq!(c.verdict, Verdict::Regression);
+        let e = c.explanation.as_ref().unwrap();
+        assert_eq!(e.kind, Cause::MoreSyscalls, "{}", e.text);
+        assert!(e.text.contains("io.syscr syscalls/iter"), "{}", e.text);
+    }
 
     let (_, c) = by("work");
     assert_eq!(c.verdict, Verdict::Regression);

@@ -12,7 +12,7 @@
 use std::io::Write;
 
 /// What a test can lack, as `SPARKLES_TEST_REQUIRE` names it.
-pub const NEEDS: [&str; 19] = [
+pub const NEEDS: [&str; 20] = [
     // perf_event_open allowed at all (not refused by paranoid 3, seccomp, or the build).
     "perf_event",
     // hardware counters and sampling (a CPU PMU).
@@ -49,6 +49,8 @@ pub const NEEDS: [&str; 19] = [
     "kernel_edge",
     // this machine's sysfs (CPU and NUMA topology) readable.
     "sysfs",
+    // /proc/self/io readable (tier 0's syscall and byte counts).
+    "proc_io",
     // the running kernel's symbols readable (/proc/kallsyms with addresses).
     "kallsyms",
 ];
