@@ -222,6 +222,11 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
             baseline: files.baseline.as_ref().map(|b| b.rows.as_slice()),
             baseline_name: args.baseline.as_deref(),
             profile_dir: &files.out_dir.join("profile"),
+            kept: &run_report::keep_cases(
+                &run_report::kept_path(&files.out_dir),
+                &suite_name,
+                &rows,
+            ),
         };
         match page.write(&path) {
             Ok(()) => eprintln!("report: {}", path.display()),

@@ -22,6 +22,58 @@ pub fn path_in(out_dir: &Path) -> std::path::PathBuf {
     out_dir.join("report").join("index.html")
 }
 
+/// A case the page keeps from an earlier run (`report/cases.json`): a run that ran some
+/// cases only (a filter, another bench target) still lists the others, marked with their
+/// run's time.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct KeptCase {
+    /// When its run ended (RFC 3339, UTC).
+    pub run_at: String,
+    /// Its suite.
+    pub suite: String,
+    /// Its row as that run wrote it.
+    pub row: BenchRow,
+}
+
+/// The store of kept cases under the output folder.
+pub fn kept_path(out_dir: &Path) -> std::path::PathBuf {
+    out_dir.join("report").join("cases.json")
+}
+
+/// Reads the kept cases at `path` (none where there is no store yet; an unreadable store
+/// is said and started afresh: it only lists earlier cases), returns those of earlier
+/// runs that this run did not run, and writes the store anew with this run's rows.
+pub fn keep_cases(path: &Path, suite: &str, rows: &[BenchRow]) -> Vec<KeptCase> {
+    let earlier: Vec<KeptCase> = match std::fs::read(path) {
+        Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or_else(|e| {
+            eprintln!(
+                "report: {}: earlier cases not listed ({e}); the store is written anew",
+                path.display()
+            );
+            Vec::new()
+        }),
+        Err(_) => Vec::new(),
+    };
+    let ran = |k: &KeptCase| k.suite == suite && rows.iter().any(|r| r.case == k.row.case);
+    let kept: Vec<KeptCase> = earlier.into_iter().filter(|k| !ran(k)).collect();
+    let run_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    let mut store = kept.clone();
+    store.extend(rows.iter().map(|row| KeptCase {
+        run_at: run_at.clone(),
+        suite: suite.to_string(),
+        row: row.clone(),
+    }));
+    match serde_json::to_vec(&store) {
+        Ok(bytes) => {
+            if let Err(e) = sparkles_perf_data::atomic_write::write_atomically(path, &bytes) {
+                eprintln!("report: {}: not written: {e}", path.display());
+            }
+        }
+        Err(e) => eprintln!("report: {}: not written: {e}", path.display()),
+    }
+    kept
+}
+
 /// What the page is made from.
 #[derive(Debug)]
 pub struct RunReport<'a> {
@@ -35,6 +87,8 @@ pub struct RunReport<'a> {
     pub baseline_name: Option<&'a str>,
     /// Where each case's profile artifacts are (`<out>/profile/<slug>/`).
     pub profile_dir: &'a Path,
+    /// Cases of earlier runs that this run did not run.
+    pub kept: &'a [KeptCase],
 }
 
 const CSS: &str = r#"
@@ -48,6 +102,7 @@ td.text { white-space: normal; min-width: 24em; max-width: 46em; }
 .regression { color: #b00020; font-weight: 600; } .improvement { color: #107c10; font-weight: 600; }
 .inside_the_noise, .underpowered { color: #6e6e73; }
 .why { color: #333; font-style: italic; }
+tr.kept td { color: #555; background: #fafafa; } p.kept { color: #555; }
 iframe { width: 100%; height: 520px; border: 1px solid #ddd; }
 .charts svg { margin-right: 1em; }
 "#;
@@ -99,10 +154,16 @@ impl RunReport<'_> {
                     p {
                         (self.rows.len()) " cases"
                         @if let Some(b) = self.baseline_name { ", compared with baseline " code { (b) } }
+                        @if !self.kept.is_empty() { "; " a href="#earlier" { (self.kept.len()) " more from earlier runs" } }
                         "."
                     }
                     (self.summary())
-                    @for row in self.rows { (self.case(row)) }
+                    @for row in self.rows { (self.case(row, None)) }
+                    @if !self.kept.is_empty() {
+                        h2 #earlier { "Cases from earlier runs" }
+                        p { "Not run this time; each as its own run left it." }
+                        @for k in self.kept { (self.case(&k.row, Some(k))) }
+                    }
                     script { (PreEscaped(SORT_JS)) }
                 }
             }
@@ -110,23 +171,32 @@ impl RunReport<'_> {
     }
 
     fn summary(&self) -> Markup {
-        let compared = self.rows.iter().any(|r| r.comparison.is_some());
-        let profiled = self.rows.iter().any(|r| r.profile.is_some());
+        let all = || self.rows.iter().chain(self.kept.iter().map(|k| &k.row));
+        let compared = all().any(|r| r.comparison.is_some());
+        let profiled = all().any(|r| r.profile.is_some());
+        let earlier = !self.kept.is_empty();
         html! {
             table.sortable #summary {
                 thead { tr {
-                    th.name { "case" } th { "median" } th { "MAD" } th { "throughput" }
+                    th.name { "case" } @if earlier { th.name { "run" } } th { "median" } th { "MAD" } th { "throughput" }
                     @if compared { th { "baseline" } th { "change" } th { "95% CI" } th.name { "verdict" } th.name { "why" } }
                     @if profiled { th.name { "top function" } th { "samples" } th { "lost" } th { "throttled" } }
                 } }
                 tbody {
-                    @for row in self.rows { (self.summary_row(row, compared, profiled)) }
+                    @for row in self.rows { (self.summary_row(row, None, compared, profiled)) }
+                    @for k in self.kept { (self.summary_row(&k.row, Some(k), compared, profiled)) }
                 }
             }
         }
     }
 
-    fn summary_row(&self, row: &BenchRow, compared: bool, profiled: bool) -> Markup {
+    fn summary_row(
+        &self,
+        row: &BenchRow,
+        kept: Option<&KeptCase>,
+        compared: bool,
+        profiled: bool,
+    ) -> Markup {
         let t = row.timing.as_ref().map(|t| &t.summary);
         let throughput = ["throughput.bytes_per_sec", "throughput.elements_per_sec"]
             .iter()
@@ -140,8 +210,11 @@ impl RunReport<'_> {
             })
             .unwrap_or_else(|| "—".into());
         html! {
-            tr {
-                td.name { a href=(format!("#{}", row.slug)) { (row.case) } }
+            tr class=[kept.map(|_| "kept")] {
+                td.name { a href=(format!("#{}", anchor(row, kept))) { (row.case) } }
+                @if !self.kept.is_empty() {
+                    td.name { (kept.map(|k| format!("{} ({})", k.run_at, k.suite)).unwrap_or_else(|| "this run".into())) }
+                }
                 @match t {
                     Some(t) => {
                         td data-v=(t.median) { (format_ns(t.median)) }
@@ -177,8 +250,9 @@ impl RunReport<'_> {
         }
     }
 
-    fn case(&self, row: &BenchRow) -> Markup {
-        let base = self.base_of(&row.case);
+    fn case(&self, row: &BenchRow, kept: Option<&KeptCase>) -> Markup {
+        // A kept case was compared (if at all) in its own run, against that run's baseline.
+        let base = kept.is_none().then(|| self.base_of(&row.case)).flatten();
         let samples = row
             .timing
             .as_ref()
@@ -190,7 +264,8 @@ impl RunReport<'_> {
         let dir = self.profile_dir.join(&row.slug);
         let frame = |name: &str| std::fs::read_to_string(dir.join(name)).ok();
         html! {
-            h2 id=(row.slug) { (row.case) }
+            h2 id=(anchor(row, kept)) { (row.case) }
+            @if let Some(k) = kept { p.kept { "From the run at " (k.run_at) ", suite " code { (k.suite) } "." } }
             @if let Some(e) = &row.error { p.regression { "failed: " (e) } }
             @if let Some(c) = &row.comparison {
                 p {
@@ -214,13 +289,19 @@ impl RunReport<'_> {
                     table { thead { tr { th { "self" } th { "total" } th.name { "function" } } }
                         tbody { @for h in &p.top { tr { td { (format!("{:.1}%", h.self_pct)) } td { (format!("{:.1}%", h.total_pct)) } td.name { (h.name) } } } } }
                 }
-                (flame_frame(format!("flamegraph of {}", row.case), frame("flamegraph.svg")))
                 (movers(p))
-                @let diff = frame("diff.svg");
-                @if diff.is_some() && cfg!(feature = "profile") {
-                    h3 { "Against the baseline's profile" }
+                (memory_sections(p))
+                // The files beside the capture are the case's latest profile: an earlier
+                // run's case shows its own numbers above, not frames that may be newer.
+                @if kept.is_none() {
+                    (top_lines(frame("profile.json")))
+                    (flame_frame(format!("flamegraph of {}", row.case), frame("flamegraph.svg")))
+                    @let diff = frame("diff.svg");
+                    @if diff.is_some() && cfg!(feature = "profile") {
+                        h3 { "Against the baseline's profile" }
+                    }
+                    (flame_frame(format!("differential flamegraph of {}", row.case), diff))
                 }
-                (flame_frame(format!("differential flamegraph of {}", row.case), diff))
             }
         }
     }
@@ -283,6 +364,46 @@ fn movers(_: &crate::profile::ProfileSummary) -> Markup {
     html! {}
 }
 
+/// The hottest source lines from the case's `profile.json` (its `lines` view).
+#[cfg(feature = "profile")]
+fn top_lines(profile_json: Option<String>) -> Markup {
+    let lines: Vec<serde_json::Value> = profile_json
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+        .and_then(|v| v.get("lines").and_then(|l| l.as_array()).cloned())
+        .unwrap_or_default();
+    let text = |v: &serde_json::Value, k: &str| match v.get(k) {
+        Some(serde_json::Value::String(s)) => s.clone(),
+        Some(serde_json::Value::Number(n)) => n.to_string(),
+        _ => "?".to_string(),
+    };
+    html! {
+        @if !lines.is_empty() {
+            table.lines { thead { tr { th { "self" } th.name { "line" } th.name { "function" } } }
+                tbody { @for l in lines.iter().take(5) { tr {
+                    td { (format!("{:.1}%", l.get("self_pct").and_then(|p| p.as_f64()).unwrap_or(0.0))) }
+                    td.name { (text(l, "file")) ":" (text(l, "line")) }
+                    td.name { (text(l, "function")) }
+                } } } }
+        }
+    }
+}
+
+#[cfg(not(feature = "profile"))]
+fn top_lines(_: Option<String>) -> Markup {
+    html! {}
+}
+
+/// The memory and NUMA sections, where the capture has them.
+#[cfg(feature = "profile")]
+fn memory_sections(p: &crate::profile::ProfileSummary) -> Markup {
+    sparkles_report::html::memory_sections(p.memory.as_ref(), p.numa.as_ref(), 5)
+}
+
+#[cfg(not(feature = "profile"))]
+fn memory_sections(_: &crate::profile::ProfileSummary) -> Markup {
+    html! {}
+}
+
 /// A flamegraph beside the case's capture, in a frame whose source is the SVG itself.
 /// Flamegraphs are drawn only where profiles are read (the `profile` feature): without
 /// it a file there is an earlier run's, and is not shown.
@@ -298,6 +419,14 @@ fn flame_frame(title: String, svg: Option<String>) -> Markup {
 #[cfg(not(feature = "profile"))]
 fn flame_frame(_: String, _: Option<String>) -> Markup {
     html! {}
+}
+
+/// A case's anchor: its slug, or for a kept case its suite's and slug.
+fn anchor(row: &BenchRow, kept: Option<&KeptCase>) -> String {
+    match kept {
+        Some(k) => format!("earlier-{}-{}", k.suite, row.slug),
+        None => row.slug.clone(),
+    }
 }
 
 fn ci(lo: Option<f64>, hi: Option<f64>) -> String {
@@ -318,14 +447,21 @@ fn verdict_class(v: Verdict) -> &'static str {
 
 type Drawn = Result<(), Box<dyn std::error::Error>>;
 
+type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
+
 /// An SVG chart of `size` drawn by `draw` (a chart that cannot be drawn is left blank).
-fn svg(draw: impl FnOnce(DrawingArea<SVGBackend<'_>, plotters::coord::Shift>) -> Drawn) -> String {
+fn svg_sized(size: (u32, u32), draw: impl FnOnce(Area<'_>) -> Drawn) -> String {
     let mut out = String::new();
     {
-        let root = SVGBackend::with_string(&mut out, (560, 220)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut out, size).into_drawing_area();
         let _ = draw(root);
     }
     out
+}
+
+/// A chart of the usual size.
+fn svg(draw: impl FnOnce(Area<'_>) -> Drawn) -> String {
+    svg_sized((560, 240), draw)
 }
 
 /// Value range of `values` with a margin.
@@ -336,17 +472,49 @@ fn range(values: impl Iterator<Item = f64>) -> std::ops::Range<f64> {
     (lo - pad)..(hi + pad)
 }
 
-/// The timing samples as points along the time axis (this run above, the baseline's
-/// below), with each median as a line.
+/// A Gaussian kernel density estimate of `values` at `points` (Silverman's bandwidth;
+/// a floor keeps identical samples from dividing by zero), scaled so its peak is 1.
+fn density(values: &[f64], points: &[f64]) -> Vec<f64> {
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    let sd = (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0).max(1.0)).sqrt();
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let q = |p: f64| sorted[((sorted.len() - 1) as f64 * p).round() as usize];
+    let iqr = (q(0.75) - q(0.25)) / 1.34;
+    let spread = if iqr > 0.0 { sd.min(iqr) } else { sd };
+    let h = (0.9 * spread * n.powf(-0.2))
+        .max(mean.abs() * 1e-4)
+        .max(1e-9);
+    let d: Vec<f64> = points
+        .iter()
+        .map(|&x| {
+            values
+                .iter()
+                .map(|v| (-0.5 * ((x - v) / h).powi(2)).exp())
+                .sum()
+        })
+        .collect();
+    let peak = d.iter().copied().fold(0.0, f64::max).max(f64::MIN_POSITIVE);
+    d.into_iter().map(|v| v / peak).collect()
+}
+
+/// The timing samples' distribution as violins along the time axis (this run above, the
+/// baseline's below), each with its raw samples as points and its median as a line.
 fn distribution_svg(samples: &[f64], base: Option<&[f64]>) -> String {
     svg(|root| {
         root.fill(&WHITE)?;
         let x = range(samples.iter().chain(base.unwrap_or(&[])).copied());
+        let points: Vec<f64> = (0..=120)
+            .map(|i| x.start + (x.end - x.start) * i as f64 / 120.0)
+            .collect();
+        let caption = if base.is_some() {
+            "per-iteration time (ns): this run (blue) above, the baseline (red) below"
+        } else {
+            "per-iteration time (ns): distribution and samples"
+        };
         let mut chart = ChartBuilder::on(&root)
-            .caption(
-                "per-iteration time (ns): this run above, the baseline below",
-                ("sans-serif", 14),
-            )
+            .caption(caption, ("sans-serif", 14))
             .margin(8)
             .x_label_area_size(28)
             .y_label_area_size(10)
@@ -356,20 +524,37 @@ fn distribution_svg(samples: &[f64], base: Option<&[f64]>) -> String {
             .disable_y_mesh()
             .disable_y_axis()
             .draw()?;
-        let jitter = |i: usize| (i.wrapping_mul(2654435761) % 1000) as f64 / 1000.0 * 0.6;
-        let series = [(samples, 1.2, BLUE)]
+        let jitter = |i: usize| ((i.wrapping_mul(2654435761) % 1000) as f64 / 1000.0 - 0.5) * 0.3;
+        let series = [(samples, 1.5, BLUE)]
             .into_iter()
-            .chain(base.map(|b| (b, 0.2, RED)));
+            .chain(base.map(|b| (b, 0.5, RED)));
         for (values, y, colour) in series {
+            if values.is_empty() {
+                continue;
+            }
+            let d = density(values, &points);
+            let outline: Vec<(f64, f64)> = points
+                .iter()
+                .zip(&d)
+                .map(|(&px, &dy)| (px, y + 0.45 * dy))
+                .chain(
+                    points
+                        .iter()
+                        .zip(&d)
+                        .rev()
+                        .map(|(&px, &dy)| (px, y - 0.45 * dy)),
+                )
+                .collect();
+            chart.draw_series([Polygon::new(outline, colour.mix(0.18).filled())])?;
             chart.draw_series(
                 values
                     .iter()
                     .enumerate()
-                    .map(|(i, &v)| Circle::new((v, y + jitter(i)), 3, colour.mix(0.6).filled())),
+                    .map(|(i, &v)| Circle::new((v, y + jitter(i)), 2, colour.mix(0.7).filled())),
             )?;
             if let Some(s) = crate::stats::Summary::of(values) {
                 chart.draw_series(LineSeries::new(
-                    [(s.median, y - 0.1), (s.median, y + 0.7)],
+                    [(s.median, y - 0.45), (s.median, y + 0.45)],
                     colour.stroke_width(2),
                 ))?;
             }
@@ -403,4 +588,149 @@ fn run_order_svg(samples: &[f64]) -> String {
         root.present()?;
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
+
+    use super::*;
+    use crate::record::{Timing, SCHEMA};
+
+    fn row(case: &str, samples: Vec<f64>) -> BenchRow {
+        BenchRow {
+            schema: SCHEMA.to_string(),
+            case: case.to_string(),
+            slug: case.replace('/', "_"),
+            ok: true,
+            error: None,
+            iterations: 100,
+            timing: Timing::from_samples(samples),
+            metrics: Default::default(),
+            metric_samples: Default::default(),
+            comparison: None,
+            counting: None,
+            profile: None,
+        }
+    }
+
+    fn page(rows: &[BenchRow], kept: &[KeptCase]) -> String {
+        RunReport {
+            suite: "s",
+            rows,
+            baseline: None,
+            baseline_name: None,
+            profile_dir: Path::new("/nonexistent"),
+            kept,
+        }
+        .page()
+        .into_string()
+    }
+
+    #[test]
+    fn a_run_keeps_the_cases_it_did_not_run_with_their_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = kept_path(dir.path());
+        let (a, b) = (row("a", vec![1.0, 2.0]), row("b", vec![3.0, 4.0]));
+        assert!(keep_cases(&store, "s", &[a.clone(), b.clone()]).is_empty());
+        // Only `a` runs: `b` is kept from the first run.
+        let kept = keep_cases(&store, "s", std::slice::from_ref(&a));
+        assert_eq!(kept.len(), 1);
+        assert_eq!(kept[0].row, b);
+        assert!(kept[0].run_at.ends_with('Z'), "{}", kept[0].run_at);
+        // Another suite's run lists both of the first suite's latest cases.
+        let other = keep_cases(&store, "t", &[row("a", vec![5.0, 6.0])]);
+        let names: Vec<_> = other
+            .iter()
+            .map(|k| (k.suite.as_str(), k.row.case.as_str()))
+            .collect();
+        assert_eq!(names, [("s", "b"), ("s", "a")]);
+        let html = page(&[row("c", vec![1.0, 1.5, 2.0])], &other);
+        assert!(html.contains("Cases from earlier runs"));
+        assert!(html.contains(&format!("{} (s)", other[0].run_at)));
+        assert!(html.contains("id=\"earlier-s-b\""));
+        // A store that cannot be read is started afresh (and said), never an error.
+        std::fs::write(&store, b"{not json").unwrap();
+        assert!(keep_cases(&store, "s", &[a]).is_empty());
+        let again: Vec<KeptCase> = serde_json::from_slice(&std::fs::read(&store).unwrap()).unwrap();
+        assert_eq!(again.len(), 1);
+    }
+
+    #[test]
+    fn density_peaks_where_the_samples_are() {
+        let values = [10.0, 10.5, 11.0, 10.2, 30.0];
+        let points: Vec<f64> = (0..=40).map(f64::from).collect();
+        let d = density(&values, &points);
+        let peak = d
+            .iter()
+            .copied()
+            .enumerate()
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .unwrap();
+        assert!((9..=11).contains(&peak.0), "peak at {}", peak.0);
+        assert!((peak.1 - 1.0).abs() < 1e-12);
+        assert!(d[30] > d[20], "the outlier has its own bump");
+        // Identical samples neither divide by zero nor vanish.
+        let flat = density(&[5.0; 4], &[4.0, 5.0, 6.0]);
+        assert!(flat.iter().all(|v| v.is_finite()) && flat[1] == 1.0);
+    }
+
+    #[cfg(feature = "profile")]
+    #[test]
+    fn memory_levels_and_numa_placement_are_drawn_where_the_capture_has_them() {
+        let memory: sparkles_report::memory::Memory = serde_json::from_value(serde_json::json!({
+            "samples": 10, "weight_total": 500, "weight": "latency (WEIGHT)",
+            "levels": [
+                {"level": "L1 hit", "samples": 7, "share": 0.7, "weight_total": 70,
+                 "weight_mean": 10.0, "weight_p90": 12, "weight_share": 0.14},
+                {"level": "Remote node, same socket RAM hit", "samples": 3, "share": 0.3,
+                 "weight_total": 430, "weight_mean": 143.3, "weight_p90": 200, "weight_share": 0.86}],
+            "code": [{"function": "chase", "file": "demo.rs", "line": 42, "module": "demo",
+                      "samples": 9, "weight_total": 480, "weight_mean": 53.3, "share": 0.9,
+                      "top_level": "L1 hit"}],
+            "data_objects": [], "ops": [], "tlb": [], "snoop": [],
+            "locked": 0, "remote": 3, "hitm": 0, "without_address": 0
+        }))
+        .unwrap();
+        let numa: sparkles_report::numa::Numa = serde_json::from_value(serde_json::json!({
+            "source": "phys_addr",
+            "nodes": [{"node": 0, "cpus": "0-1", "memory_kb": null, "distances": [10, 21]},
+                      {"node": 1, "cpus": "2-3", "memory_kb": null, "distances": [21, 10]}],
+            "matrix": [{"cpu_node": 0, "mem_node": 0, "samples": 613, "weight_total": 0},
+                       {"cpu_node": 0, "mem_node": 1, "samples": 287, "weight_total": 0}],
+            "local_share": 0.681, "samples": 900, "unplaced": {"no data address": 4},
+            "code": [], "data_objects": [], "remote_code": [], "remote_data": []
+        }))
+        .unwrap();
+        let mut r = row("mem", vec![1.0, 2.0, 3.0]);
+        r.profile = Some(crate::profile::ProfileSummary {
+            event: "ibs_op".into(),
+            samples: 10,
+            memory: Some(memory),
+            numa: Some(numa),
+            ..Default::default()
+        });
+        let html = page(&[r], &[]);
+        for needed in [
+            "Memory levels",
+            "<td class=\"name\">L1 hit</td>",
+            "Remote node, same socket RAM hit",
+            "86.0%",
+            "chase",
+            "demo.rs",
+            "NUMA placement",
+            "68.1% on the CPU",
+            "CPU ↓ memory →",
+            "4 unplaced: no data address",
+            ">613</td>",
+            ">287</td>",
+        ] {
+            assert!(html.contains(needed), "the page lacks {needed:?}");
+        }
+        // Without memory samples neither section appears.
+        let mut plain = row("plain", vec![1.0, 2.0]);
+        plain.profile = Some(Default::default());
+        let html = page(&[plain], &[]);
+        assert!(!html.contains("Memory levels") && !html.contains("NUMA placement"));
+    }
 }

@@ -942,6 +942,34 @@ fn report_json_has_the_pinned_memory_section() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("memory: 14 samples"), "{text}");
     assert!(text.contains("LFB/MAB hit"), "{text}");
+    // And the page: the levels with their bars, the heaviest code.
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("mem.html");
+    let out = sparkles(&[
+        "report",
+        "--format",
+        "html",
+        "-o",
+        page.to_str().unwrap(),
+        file.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("Memory levels"), "no memory section");
+    assert!(html.contains("<td class=\"name\">LFB/MAB hit</td><td>5</td>"));
+    let code = m["code"][0]["function"].as_str().unwrap();
+    assert!(
+        html.contains(code),
+        "the heaviest code {code} is not on the page"
+    );
+    assert!(
+        !html.contains("NUMA placement"),
+        "no node is known for these samples"
+    );
 }
 
 #[test]

@@ -6,6 +6,8 @@
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 
 use crate::error::Error;
+use crate::memory::{CodeRow, DataRow, Memory};
+use crate::numa::Numa;
 use crate::profile::{Entry, Folded, Profile};
 
 const CSS: &str = r#"
@@ -70,8 +72,108 @@ pub fn page(p: &Profile, folded: &Folded) -> Result<String, Error> {
                 iframe title=(format!("flamegraph of {}", p.case)) src=(svg_data_url(&svg)) {}
                 (view("Functions (inlined frames their own)", &p.functions, 25))
                 (view("Symbols (as perf report --no-children)", &p.symbols, 25))
+                (memory_sections(p.memory.as_ref(), p.numa.as_ref(), 15))
             }
         }
     };
     Ok(markup.into_string())
+}
+
+/// A horizontal bar `share` (0–1) of the cell wide, in `colour`.
+fn bar(share: f64, colour: &str) -> Markup {
+    let width = (share.clamp(0.0, 1.0) * 100.0).max(0.3);
+    html! {
+        div style=(format!("height: .55em; width: {width:.1}%; background: {colour}; margin: 1px 0")) {}
+    }
+}
+
+/// The memory sections of a profile whose samples carry a data source (which level served
+/// the sampled accesses: each level's share of the samples and of their weight as bars;
+/// the heaviest code and data), and its NUMA placement (samples by CPU node and memory
+/// node as a shaded grid, local on the diagonal; the code and data behind the remote
+/// accesses). `rows` code and data rows each. Nothing where the capture has neither.
+pub fn memory_sections(memory: Option<&Memory>, numa: Option<&Numa>, rows: usize) -> Markup {
+    html! {
+        @if let Some(m) = memory {
+            h3 { "Memory levels" }
+            p { (m.samples) " samples carry a data source; weight: " (m.weight)
+                "; remote " (m.remote) ", HITM " (m.hitm) ", locked " (m.locked) "." }
+            table.levels {
+                thead { tr {
+                    th.name { "level" } th { "samples" } th { "share" } th { "weight share" }
+                    th { "mean weight" } th { "p90" }
+                    th.name style="width: 22em" { "share of samples (blue), of weight (orange)" }
+                } }
+                tbody { @for l in &m.levels { tr {
+                    td.name { (l.level) } td { (l.samples) }
+                    td { (format!("{:.1}%", l.share * 100.0)) }
+                    td { (format!("{:.1}%", l.weight_share * 100.0)) }
+                    td { (format!("{:.1}", l.weight_mean)) } td { (l.weight_p90) }
+                    td.name { (bar(l.share, "#3367d6")) (bar(l.weight_share, "#e6781e")) }
+                } } }
+            }
+            (code_and_data(&m.code, &m.data_objects, rows))
+        }
+        @if let Some(n) = numa {
+            h3 { "NUMA placement" }
+            p { (n.samples) " samples placed (" (n.source) "); "
+                (format!("{:.1}%", n.local_share * 100.0)) " on the CPU's own node"
+                @for (why, count) in &n.unplaced { "; " (count) " unplaced: " (why) } "." }
+            (numa_grid(n))
+            @if !n.remote_code.is_empty() || !n.remote_data.is_empty() {
+                p { "Behind the remote accesses:" }
+                (code_and_data(&n.remote_code, &n.remote_data, rows))
+            }
+        }
+    }
+}
+
+fn code_and_data(code: &[CodeRow], data: &[DataRow], rows: usize) -> Markup {
+    html! {
+        @if !code.is_empty() {
+            table { thead { tr { th { "samples" } th { "weight" } th.name { "code" } th.name { "where" } } }
+                tbody { @for c in code.iter().take(rows) { tr {
+                    td { (c.samples) } td { (c.weight_total) } td.name { (c.function) }
+                    td.name { (c.file.as_deref().unwrap_or("")) @if let Some(l) = c.line { ":" (l) } }
+                } } } }
+        }
+        @if !data.is_empty() {
+            table { thead { tr { th { "samples" } th { "weight" } th.name { "data" } th.name { "kind" } } }
+                tbody { @for d in data.iter().take(rows) { tr {
+                    td { (d.samples) } td { (d.weight_total) } td.name { (d.name) } td.name { (d.kind) }
+                } } } }
+        }
+    }
+}
+
+/// Samples by (CPU node, memory node): darker is more; local accesses on the diagonal.
+fn numa_grid(n: &Numa) -> Markup {
+    let nodes: std::collections::BTreeSet<u32> = n
+        .matrix
+        .iter()
+        .flat_map(|c| [c.cpu_node, c.mem_node])
+        .chain(n.nodes.iter().map(|r| r.node))
+        .collect();
+    let most = n.matrix.iter().map(|c| c.samples).max().unwrap_or(1).max(1) as f64;
+    let cell = |cpu: u32, mem: u32| {
+        n.matrix
+            .iter()
+            .find(|c| c.cpu_node == cpu && c.mem_node == mem)
+            .map_or(0, |c| c.samples)
+    };
+    html! {
+        table.numa {
+            caption { "samples by the node of the CPU (rows) and of the memory (columns)" }
+            thead { tr { th { "CPU ↓ memory →" } @for m in &nodes { th { "node " (m) } } } }
+            tbody { @for c in &nodes { tr {
+                th { "node " (c) }
+                @for m in &nodes {
+                    @let samples = cell(*c, *m);
+                    @let alpha = if samples == 0 { 0.0 } else { 0.12 + 0.6 * samples as f64 / most };
+                    td style=(format!("min-width: 5em; text-align: center; background: rgba(0, 90, 200, {alpha:.2}){}",
+                        if c == m { "; font-weight: 600" } else { "" })) { (samples) }
+                }
+            } } }
+        }
+    }
 }
