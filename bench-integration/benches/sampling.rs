@@ -48,6 +48,9 @@ fn config_with(compact: bool, compression: Compression, stack: u32) -> Option<Sa
         compression,
         stream_to: None,
         memory: None,
+        context_switches: false,
+        raw: false,
+        tracing_data: None,
     })
 }
 

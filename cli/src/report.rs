@@ -104,6 +104,11 @@ pub struct ReportArgs {
     /// several.
     #[arg(long, value_name = "NAME")]
     event: Option<String>,
+    /// The wall-clock profile of a capture with switch records (`sparkles record
+    /// --off-cpu`): every stack weighed in nanoseconds of thread time, waits under
+    /// `[off-cpu: REASON]` frames.
+    #[arg(long)]
+    wall: bool,
     /// How stacks are found and named.
     #[command(flatten)]
     stack_args: StackArgs,
@@ -116,14 +121,31 @@ fn case_of(file: &Path) -> String {
         .unwrap_or_default()
 }
 
-/// The profile of `file`, its errors said in the words of the flags behind them.
-fn profile_of(file: &Path, options: &StackOptions) -> Result<(Profile, Folded), Error> {
-    profile::profile_capture(file, &case_of(file), options).map_err(|e| match e {
-        sparkles_report::Error::NoWeight { .. } => Error::usage("--weight latency", e.to_string()),
-        sparkles_report::Error::NoSuchEvent { ref wanted, .. } => {
-            Error::usage(format!("--event {wanted}"), e.to_string())
-        }
-        other => other.into(),
+/// The profile of `file` (with `wall`, its wall-clock profile), its errors said in the
+/// words of the flags behind them.
+fn profile_of(file: &Path, options: &StackOptions, wall: bool) -> Result<(Profile, Folded), Error> {
+    let p = profile::profiles_of_capture(file, &case_of(file), options, |_| {}).map_err(
+        |e| match e {
+            sparkles_report::Error::NoWeight { .. } => {
+                Error::usage("--weight latency", e.to_string())
+            }
+            sparkles_report::Error::NoSuchEvent { ref wanted, .. } => {
+                Error::usage(format!("--event {wanted}"), e.to_string())
+            }
+            other => other.into(),
+        },
+    )?;
+    if !wall {
+        return Ok((p.profile, p.folded));
+    }
+    p.wall.ok_or_else(|| {
+        Error::usage(
+            "--wall",
+            format!(
+                "{} has no switch records: record it with `sparkles record --off-cpu` (or the harness's --profile=wall)",
+                file.display()
+            ),
+        )
     })
 }
 
@@ -143,7 +165,7 @@ pub fn report(args: &ReportArgs) -> Result<(), Error> {
         WeightArg::Latency => Weighting::Latency,
         WeightArg::Samples => Weighting::Samples,
     };
-    let (p, folded) = profile_of(&args.file, &options)?;
+    let (p, folded) = profile_of(&args.file, &options, args.wall)?;
     // Everything is made before anything is written.
     let bytes = match args.format {
         ReportFormat::Table => profile::table(&p, args.top).into_bytes(),
@@ -198,17 +220,21 @@ pub struct DiffArgs {
     /// Rows in the table.
     #[arg(long, default_value_t = 20)]
     top: usize,
+    /// Compare the wall-clock profiles of perf.data files with switch records
+    /// (`sparkles record --off-cpu`): where the time went, waiting included.
+    #[arg(long)]
+    wall: bool,
 }
 
 /// A profile and its folded stacks from a perf.data file or a profile.json (with the
 /// folded.txt beside it, when there is one).
-fn load_profile(path: &Path) -> Result<(Profile, Option<Folded>), Error> {
+fn load_profile(path: &Path, wall: bool) -> Result<(Profile, Option<Folded>), Error> {
     let bytes = std::fs::read(path).map_err(|source| Error::Io {
         path: path.to_path_buf(),
         source,
     })?;
     if bytes.starts_with(b"PERFILE2") {
-        let (p, f) = profile_of(path, &StackOptions::default())?;
+        let (p, f) = profile_of(path, &StackOptions::default(), wall)?;
         return Ok((p, Some(f)));
     }
     let p: Profile = serde_json::from_slice(&bytes).map_err(|e| {
@@ -227,8 +253,8 @@ fn load_profile(path: &Path) -> Result<(Profile, Option<Folded>), Error> {
 
 /// `sparkles diff`.
 pub fn diff(args: &DiffArgs) -> Result<(), Error> {
-    let (b, bf) = load_profile(&args.base)?;
-    let (n, nf) = load_profile(&args.new)?;
+    let (b, bf) = load_profile(&args.base, args.wall)?;
+    let (n, nf) = load_profile(&args.new, args.wall)?;
     let d = diff::diff(&format!("{} -> {}", b.case, n.case), &b, &n);
     // The table says what weakens the comparison first; JSON carries it, and so does
     // standard error, where a reader of the JSON or SVG sees it.

@@ -221,6 +221,8 @@ pub struct Features {
     pub clock_data: Option<ClockData>,
     /// BUILD_ID.
     pub build_ids: Vec<BuildIdEntry>,
+    /// TRACING_DATA: the formats of the capture's tracepoints.
+    pub tracing_data: Option<crate::tracing::TracingData>,
     /// Every feature present, by name.
     pub present: Vec<String>,
     /// Features present and not parsed (skipped by size).
@@ -270,6 +272,9 @@ impl Features {
                 })
             }
             id::TOTAL_MEM => self.total_mem_kb = Some(c.u64("total_mem")?),
+            id::TRACING_DATA => {
+                self.tracing_data = Some(crate::tracing::TracingData::parse(data, offset)?)
+            }
             id::CMDLINE => self.cmdline = Some(strings(&mut c, "cmdline")?),
             id::CLOCKID => self.clockid_res_ns = Some(c.u64("clockid resolution")?),
             id::CLOCK_DATA => {

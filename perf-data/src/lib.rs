@@ -39,6 +39,7 @@ pub mod script;
 pub mod synth;
 pub mod throttle;
 pub mod topology;
+pub mod tracing;
 pub mod writer;
 
 /// Whether this build reads and writes zstd-compressed captures (the `zstd` feature).

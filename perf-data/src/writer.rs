@@ -327,6 +327,9 @@ pub struct CaptureWriter {
     pub compact_stacks: bool,
     /// How the records are stored (set before [`CaptureWriter::stream_to`]).
     pub compression: Compression,
+    /// The TRACING_DATA feature: the formats of the capture's tracepoints
+    /// ([`crate::tracing::encode`]), where it has any.
+    pub tracing_data: Option<Vec<u8>>,
     format: Option<SampleFormat>,
     /// Set by [`CaptureWriter::stream_to`]: records go to the file a chunk at a time.
     stream: Option<Stream>,
@@ -349,6 +352,7 @@ impl Clone for CaptureWriter {
             stack_bytes_saved: self.stack_bytes_saved,
             compact_stacks: self.compact_stacks,
             compression: self.compression,
+            tracing_data: self.tracing_data.clone(),
             format: self.format,
             stream: None,
             compressor: None,
@@ -522,6 +526,9 @@ impl CaptureWriter {
             build.extend_from_slice(&e);
         }
         out.push((feat::BUILD_ID, build));
+        if let Some(t) = &self.tracing_data {
+            out.push((feat::TRACING_DATA, t.clone()));
+        }
         for (id, s) in [
             (feat::HOSTNAME, &h.hostname),
             (feat::OSRELEASE, &h.osrelease),

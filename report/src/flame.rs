@@ -13,6 +13,7 @@ fn colour(kind: Kind) -> inferno::flamegraph::color::Color {
         Kind::Library => (225, 205, 70),
         Kind::Kernel => (220, 80, 70),
         Kind::Unknown => (170, 170, 170),
+        Kind::OffCpu => (150, 110, 220),
     };
     inferno::flamegraph::color::Color { r, g, b }
 }
@@ -33,16 +34,22 @@ pub fn svg(profile: &Profile, folded: &Folded) -> Result<String, Error> {
         match profile.weighting.as_str() {
             "period" => String::new(),
             "latency" => ", weighted by access latency".into(),
+            "wall" => match &profile.offcpu {
+                Some(o) => format!(", wall clock: {}", o.summary()),
+                None => ", wall clock".into(),
+            },
             other => format!(", weighted by {other}"),
         }
     );
     options.subtitle = Some(format!(
-        "user code blue, std orange, libraries yellow, kernel red; unwinding {} ({:.1}% truncated)",
+        "user code blue, std orange, libraries yellow, kernel red{}; unwinding {} ({:.1}% truncated)",
+        if profile.weighting == "wall" { ", waiting purple" } else { "" },
         profile.unwinding.mode, profile.unwinding.truncated_pct
     ));
     options.count_name = match profile.weighting.as_str() {
         "latency" => "cycles of latency".into(),
         "samples" => "samples".into(),
+        "wall" => "ns".into(),
         _ => "weight".into(),
     };
     options.palette_map = Some(&mut palette);

@@ -22,6 +22,7 @@ pub mod memory;
 pub mod names;
 pub mod notes;
 pub mod numa;
+pub mod offcpu;
 pub mod pprof;
 pub mod profile;
 pub mod stacks;

@@ -14,12 +14,14 @@ use sparkles_perf_data::attr::sample_type as st;
 use sparkles_perf_data::pages::PageNodes;
 use sparkles_perf_data::sample::Weight;
 use sparkles_perf_data::topology::Topology;
+use sparkles_perf_data::tracing::EventFormat;
 use sparkles_perf_data::{DataSource, Event, PerfData, Record, Sample};
 
 use crate::memory::{MemoryBuilder, MemorySample};
 use crate::names::{normalize, Name, Names};
 use crate::notes::{NoNuma, Note};
 use crate::numa::{NumaBuilder, Page};
+use crate::offcpu::{self, OffCpuBuilder};
 use crate::stacks::{
     is_harness_frame, Interned, NamedFrame, NamedStack, StackNamer, StackOptions, Weighting,
 };
@@ -39,13 +41,19 @@ pub enum Kind {
     Kernel,
     /// Nothing named it.
     Unknown,
+    /// Waiting, in a wall-clock profile: `[off-cpu: REASON]` and `[last on-CPU stack]`.
+    #[serde(rename = "off-cpu")]
+    OffCpu,
 }
 
 /// Which kind a named frame is.
 pub fn kind_of(f: &NamedFrame) -> Kind {
     let module = f.module.as_deref().unwrap_or("");
     let name = f.function.as_deref().unwrap_or("");
-    if module.starts_with("[kernel") || name == "[kernel]" {
+    if f.module.is_none() && (name.starts_with("[off-cpu: ") || name == crate::offcpu::LAST_ON_CPU)
+    {
+        Kind::OffCpu
+    } else if module.starts_with("[kernel") || name == "[kernel]" {
         Kind::Kernel
     } else if f.function.is_none() {
         Kind::Unknown
@@ -189,6 +197,10 @@ pub struct Profile {
     /// present when the memory node can be told (see [`crate::numa`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub numa: Option<crate::numa::Numa>,
+    /// Where the sampled threads waited, and why: present when the capture has switch
+    /// records (`sparkles record --off-cpu`, `--profile=wall`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offcpu: Option<crate::offcpu::OffCpu>,
 }
 
 fn period() -> String {
@@ -692,6 +704,7 @@ impl Builder {
             weighting: period(),
             memory: None,
             numa: None,
+            offcpu: None,
         };
         (profile, folded)
     }
@@ -790,8 +803,32 @@ pub fn profile_capture_with(
     path: &Path,
     case: &str,
     options: &StackOptions,
-    mut observe: impl FnMut(&NamedStack),
+    observe: impl FnMut(&NamedStack),
 ) -> Result<(Profile, Folded), Error> {
+    let p = profiles_of_capture(path, case, options, observe)?;
+    Ok((p.profile, p.folded))
+}
+
+/// A capture's profiles: on-CPU, and where it has switch records the wall-clock one.
+#[derive(Debug)]
+pub struct Profiles {
+    /// The on-CPU profile (with its `offcpu` section where there are switch records).
+    pub profile: Profile,
+    /// Its folded stacks.
+    pub folded: Folded,
+    /// The wall-clock profile: every stack weighed in nanoseconds of thread time, waits
+    /// under `[off-cpu: REASON]` frames ([`crate::offcpu`]).
+    pub wall: Option<(Profile, Folded)>,
+}
+
+/// Unwinds, names and aggregates every sample of a capture, and its waits where it has
+/// switch records.
+pub fn profiles_of_capture(
+    path: &Path,
+    case: &str,
+    options: &StackOptions,
+    mut observe: impl FnMut(&NamedStack),
+) -> Result<Profiles, Error> {
     let data = PerfData::open(path)?;
     if options.weight == Weighting::Latency
         && !data
@@ -811,6 +848,25 @@ pub fn profile_capture_with(
     Ok(pass.finish(case, options))
 }
 
+/// The capture's `sched:sched_switch` event: its attr's index and format, where it has
+/// one (by its TRACING_DATA format's id, else by its name).
+fn sched_switch_event(data: &PerfData) -> Option<(usize, Option<EventFormat>)> {
+    let tracing = data.features.tracing_data.as_ref();
+    data.attrs.iter().enumerate().find_map(|(i, a)| {
+        if a.attr.type_ != PERF_TYPE_TRACEPOINT {
+            return None;
+        }
+        let format = tracing
+            .and_then(|t| t.event(a.attr.config))
+            .filter(|f| f.system == "sched" && f.name == "sched_switch")
+            .cloned();
+        (format.is_some() || a.name.as_deref() == Some("sched:sched_switch")).then_some((i, format))
+    })
+}
+
+/// `perf_event_attr.type` of a tracepoint.
+const PERF_TYPE_TRACEPOINT: u32 = 2;
+
 /// One pass over a capture's records: every sample named, weighed and added to the
 /// profile, and to the memory and NUMA sections where it carries what they need.
 struct Pass<'a> {
@@ -829,11 +885,22 @@ struct Pass<'a> {
     lost_records: u64,
     lost_samples: u64,
     throttling: sparkles_perf_data::throttle::Throttling,
+    /// Off-CPU accounting, where the capture has switch records.
+    offcpu: Option<OffCpuBuilder>,
+    /// The `sched:sched_switch` event: its index and format (for `prev_state`).
+    sched_switch: Option<(usize, Option<EventFormat>)>,
+    /// The wall-clock profile's builder (rooted like the on-CPU one).
+    wall: Option<Builder>,
 }
 
 impl<'a> Pass<'a> {
     fn new(data: &'a PerfData, case: &str, options: &StackOptions) -> Result<Pass<'a>, Error> {
         let chosen = chosen_events(data, options.event.as_deref())?;
+        let switches = data
+            .attrs
+            .iter()
+            .any(|a| a.attr.flags & sparkles_perf_data::attr::flag::CONTEXT_SWITCH != 0);
+        let sched_switch = sched_switch_event(data);
         Ok(Pass {
             data,
             weighting: options.weight,
@@ -851,6 +918,21 @@ impl<'a> Pass<'a> {
             lost_records: 0,
             lost_samples: 0,
             throttling: Default::default(),
+            offcpu: switches.then(|| {
+                OffCpuBuilder::new(if sched_switch.is_some() {
+                    offcpu::SOURCE_SCHED_SWITCH
+                } else {
+                    offcpu::SOURCE_SWITCH_RECORDS
+                })
+            }),
+            wall: switches.then(|| {
+                if options.root_at_case {
+                    Builder::rooted_at(case)
+                } else {
+                    Builder::new()
+                }
+            }),
+            sched_switch,
         })
     }
 
@@ -862,6 +944,22 @@ impl<'a> Pass<'a> {
         match &e.record {
             Record::Sample(s) => {
                 let event = e.attr.unwrap_or(0);
+                if let Some((index, format)) = &self.sched_switch {
+                    // A switch-out, not time on a CPU: where the thread blocked.
+                    if *index == event {
+                        if let (Some(off), Some(tid), Some(time)) =
+                            (self.offcpu.as_mut(), s.tid, s.time)
+                        {
+                            let stack = self.namer.interned_stack(s);
+                            let state = format
+                                .as_ref()
+                                .zip(s.raw)
+                                .and_then(|(f, raw)| f.read("prev_state", raw));
+                            off.switch_sample(tid, time, &stack.stack, state);
+                        }
+                        return;
+                    }
+                }
                 if !self.chosen.get(event).copied().unwrap_or(true) {
                     return;
                 }
@@ -870,7 +968,30 @@ impl<'a> Pass<'a> {
                 }
                 let stack = self.namer.interned_stack(s);
                 observe(&stack.stack);
+                if let (Some(off), Some(tid), Some(time)) = (self.offcpu.as_mut(), s.tid, s.time) {
+                    off.on_cpu_sample(
+                        tid,
+                        time,
+                        stack.id,
+                        &stack.stack,
+                        s.period.unwrap_or(1).max(1),
+                    );
+                }
                 self.sample(s, &stack);
+            }
+            Record::Switch { out, preempt, .. } => {
+                if let (Some(off), Some(tid), Some(time)) = (
+                    self.offcpu.as_mut(),
+                    e.sample_id.as_ref().and_then(|i| i.tid),
+                    e.time,
+                ) {
+                    off.switch(tid, time, *out, *preempt);
+                }
+            }
+            Record::Exit(task) => {
+                if let Some(off) = self.offcpu.as_mut() {
+                    off.exit(task.tid, task.time);
+                }
             }
             Record::Lost { lost: n, .. } => self.lost_records += n,
             Record::LostSamples { lost: n, .. } => self.lost_samples += n,
@@ -953,7 +1074,7 @@ impl<'a> Pass<'a> {
 
     /// The profile: its views, its event named by the events that sampled, its memory
     /// and NUMA sections, and every note.
-    fn finish(self, case: &str, options: &StackOptions) -> (Profile, Folded) {
+    fn finish(mut self, case: &str, options: &StackOptions) -> Profiles {
         let data = self.data;
         let stats = self.namer.unwind_stats();
         let unwinding = Unwinding {
@@ -983,7 +1104,42 @@ impl<'a> Pass<'a> {
             (None, true) => event_name(data),
         };
         let lost = self.lost_records + self.lost_samples;
+        let wall_unwinding = unwinding.clone();
         let (mut profile, folded) = self.builder.finish(case, &event, lost, unwinding);
+        let mut wall = None;
+        if let (Some(mut off), Some(mut builder)) = (self.offcpu.take(), self.wall.take()) {
+            let section = off.finish();
+            // Samples and waits in time order, so that the wall profile's blocks are
+            // stretches of time as the on-CPU profile's are.
+            let (mut i, mut j) = (0, 0);
+            while i < off.on_samples.len() || j < off.waits.len() {
+                let sample_first = match (off.on_samples.get(i), off.waits.get(j)) {
+                    (Some(s), Some(w)) => s.time <= w.time,
+                    (Some(_), None) => true,
+                    _ => false,
+                };
+                if sample_first {
+                    let s = off.on_samples[i];
+                    i += 1;
+                    if let Some(stack) = off.stacks.get(&s.id) {
+                        let ns = off.on_cpu_ns(&s);
+                        builder.add_interned(s.id, &stack.frames, stack.truncated.is_some(), ns);
+                    }
+                } else {
+                    let w = &off.waits[j];
+                    j += 1;
+                    let frames = OffCpuBuilder::wait_frames(&mut self.namer, w);
+                    let truncated = w.stack.as_ref().is_some_and(|s| s.truncated.is_some());
+                    builder.add(&frames, truncated, w.ns);
+                }
+            }
+            let wall_event = format!("{event} + off-CPU ({})", section.source);
+            let (mut p, f) = builder.finish(case, &wall_event, lost, wall_unwinding);
+            p.weighting = "wall".into();
+            p.offcpu = Some(section.clone());
+            profile.offcpu = Some(section);
+            wall = Some((p, f));
+        }
         profile.lost_records = self.lost_records;
         profile.lost_samples = self.lost_samples;
         profile.throttled = self.throttling.finish();
@@ -1012,7 +1168,17 @@ impl<'a> Pass<'a> {
         }
         notes.extend(self.namer.unavailable());
         profile.notes = notes.iter().map(ToString::to_string).collect();
-        (profile, folded)
+        if let Some((w, _)) = wall.as_mut() {
+            w.notes = profile.notes.clone();
+            w.lost_records = profile.lost_records;
+            w.lost_samples = profile.lost_samples;
+            w.throttled = profile.throttled;
+        }
+        Profiles {
+            profile,
+            folded,
+            wall,
+        }
     }
 }
 
@@ -1055,6 +1221,9 @@ pub fn table(p: &Profile, n: usize) -> String {
                 l.self_pct, l.file, l.line, l.function
             ));
         }
+    }
+    if let Some(o) = &p.offcpu {
+        out.push_str(&crate::offcpu::table(o, n));
     }
     if let Some(m) = &p.memory {
         out.push_str(&crate::memory::table(m, n));

@@ -363,6 +363,12 @@ impl StackNamer {
         self.symbolizer.data_object(&self.space, pid, addr)
     }
 
+    /// `text` in the namer's string table: a frame of the report's own
+    /// (`[off-cpu: sleep]`) keys like any other.
+    pub fn intern(&mut self, text: &str) -> Name {
+        self.names.intern(text)
+    }
+
     /// The unwinder's counts.
     pub fn unwind_stats(&self) -> &sparkles_unwind::Stats {
         self.unwinder.stats()

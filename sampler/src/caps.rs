@@ -478,6 +478,9 @@ pub fn memory_probe(resolver: &EventResolver, system: &System) -> Attempt {
         compression: Compression::Off,
         stream_to: None,
         memory: None,
+        context_switches: false,
+        raw: false,
+        tracing_data: None,
     };
     plan.apply(&mut config);
     // The probe samples its own loads: no page-table queries.

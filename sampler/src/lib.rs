@@ -23,6 +23,7 @@ pub mod events;
 pub mod host;
 pub mod mem_events;
 pub mod numa;
+pub mod off_cpu;
 pub mod open;
 pub mod proc_synth;
 pub mod session;

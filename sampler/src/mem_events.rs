@@ -392,7 +392,12 @@ pub fn sampled_events(
                         .map(|c| c as usize)
                         .collect()
                 });
-            crate::session::SampledEvent { attr, leader, cpus }
+            crate::session::SampledEvent {
+                attr,
+                leader,
+                cpus,
+                period: None,
+            }
         })
         .collect()
 }

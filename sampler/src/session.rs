@@ -73,6 +73,9 @@ pub struct SampledEvent {
     /// The CPUs its PMU counts on (a hybrid machine's `cpu_core` or `cpu_atom`); `None`:
     /// every CPU.
     pub cpus: Option<Vec<usize>>,
+    /// A sample every this many events, whatever the session's rate (a tracepoint
+    /// sampled at each hit: 1).
+    pub period: Option<u64>,
 }
 
 impl SampledEvent {
@@ -91,6 +94,7 @@ impl From<EventAttr> for SampledEvent {
             attr,
             leader: None,
             cpus: None,
+            period: None,
         }
     }
 }
@@ -118,6 +122,15 @@ pub struct SamplingConfig {
     pub stream_to: Option<PathBuf>,
     /// Memory sampling: data addresses and what goes with them.
     pub memory: Option<MemorySampling>,
+    /// Off-CPU capture: SWITCH records of every sampled thread (`context_switch`), so a
+    /// report can tell when each thread ran and waited.
+    pub context_switches: bool,
+    /// Samples carry their RAW tracepoint data (a `sched:sched_switch` event's
+    /// `prev_state`); every event then has the field, so that all share one layout.
+    pub raw: bool,
+    /// The TRACING_DATA feature for the capture's tracepoints
+    /// ([`sparkles_perf_data::tracing::encode`]).
+    pub tracing_data: Option<Vec<u8>>,
 }
 
 /// What memory sampling adds to a profile's sampling.
@@ -424,6 +437,7 @@ impl SamplingConfig {
             | st::CPU
             | st::CALLCHAIN
             | st::IDENTIFIER
+            | if self.raw { st::RAW } else { 0 }
             | self.memory.map_or(0, |m| m.sample_type);
         let base = base & !self.memory.map_or(0, |m| m.without);
         match self.call_graph {
@@ -447,19 +461,23 @@ impl SamplingConfig {
         precise: u8,
         inherit: bool,
         tracking: bool,
+        period: Option<u64>,
     ) -> Attr {
-        let mode = match self.rate {
-            Rate::Period(p) => OpenMode::Sampling { period: p },
-            Rate::Frequency(_) => OpenMode::Sampling { period: 1 },
+        let mode = match (period, self.rate) {
+            (Some(p), _) | (None, Rate::Period(p)) => OpenMode::Sampling { period: p },
+            (None, Rate::Frequency(_)) => OpenMode::Sampling { period: 1 },
         };
         let mut a = kernel_attr(attr, precise, mode);
-        if let Rate::Frequency(hz) = self.rate {
+        if let (None, Rate::Frequency(hz)) = (period, self.rate) {
             a.flags |= flag::FREQ;
             a.sample_period_or_freq = hz;
         }
         a.flags |= flag::SAMPLE_ID_ALL;
         if tracking {
             a.flags |= flag::MMAP | flag::MMAP2 | flag::COMM | flag::COMM_EXEC | flag::TASK;
+            if self.context_switches {
+                a.flags |= flag::CONTEXT_SWITCH;
+            }
         }
         if inherit {
             a.flags |= flag::INHERIT;
@@ -561,6 +579,7 @@ impl Session {
         let (mut writer, tracking) = events_writer(&config, &opened);
         writer.compact_stacks = config.compact_stacks;
         writer.compression = config.compression;
+        writer.tracing_data = config.tracing_data.clone();
         writer.host = crate::host::probe();
         writer.cmdline = std::env::args().collect();
         if let Some(path) = &config.stream_to {
@@ -838,6 +857,8 @@ struct EventState {
     tracks: bool,
     /// Why it could not be opened where first tried: it is left out of the session.
     refused: Option<String>,
+    /// Its own period, where it has one ([`SampledEvent::period`]).
+    period: Option<u64>,
 }
 
 /// Opening a session's events on each of its tasks (and CPUs): per task, the first event
@@ -913,6 +934,7 @@ impl Opening {
                 leader_ids: Vec::new(),
                 tracks: false,
                 refused: None,
+                period: e.period,
             })
             .collect();
         Opening {
@@ -974,6 +996,7 @@ impl Opening {
                 }
             };
             let tracking = ring.is_none();
+            let period = event.period;
             let opened = open_retrying(
                 &mut state.attr,
                 &mut state.precise,
@@ -981,7 +1004,8 @@ impl Opening {
                 &mut self.restrictions,
                 system,
                 |a, precise| {
-                    let attr = config.sampling_attr(map_bytes, a, precise, inherit, tracking);
+                    let attr =
+                        config.sampling_attr(map_bytes, a, precise, inherit, tracking, period);
                     Counter::open(&attr, target, leader.as_mut())
                 },
             );
@@ -1087,7 +1111,7 @@ fn events_writer(config: &SamplingConfig, opened: &[EventState]) -> (CaptureWrit
             .filter(|_| !state.leader_ids.is_empty())
         {
             written.push(WrittenEvent {
-                attr: stored_attr(l, 0, config, Role::Counting),
+                attr: stored_attr(l, 0, None, config, Role::Counting),
                 ids: state.leader_ids.clone(),
                 name: l.name.clone(),
             });
@@ -1099,7 +1123,7 @@ fn events_writer(config: &SamplingConfig, opened: &[EventState]) -> (CaptureWrit
             Role::Sampling
         };
         written.push(WrittenEvent {
-            attr: stored_attr(&state.attr, state.precise, config, role),
+            attr: stored_attr(&state.attr, state.precise, state.period, config, role),
             ids: state.ids.clone(),
             name: state.attr.name.clone(),
         });
@@ -1122,7 +1146,13 @@ enum Role {
 }
 
 /// The attr as the capture stores it: the event plus the sampling fields.
-fn stored_attr(e: &EventAttr, precise: u8, config: &SamplingConfig, role: Role) -> Attr {
+fn stored_attr(
+    e: &EventAttr,
+    precise: u8,
+    period: Option<u64>,
+    config: &SamplingConfig,
+    role: Role,
+) -> Attr {
     let tracking = role == Role::Tracking;
     let counting = role == Role::Counting;
     let mut flags =
@@ -1138,9 +1168,10 @@ fn stored_attr(e: &EventAttr, precise: u8, config: &SamplingConfig, role: Role) 
         (e.exclude_guest, flag::EXCLUDE_GUEST),
         (e.exclude_host, flag::EXCLUDE_HOST),
         (
-            !counting && matches!(config.rate, Rate::Frequency(_)),
+            !counting && period.is_none() && matches!(config.rate, Rate::Frequency(_)),
             flag::FREQ,
         ),
+        (tracking && config.context_switches, flag::CONTEXT_SWITCH),
         (
             tracking
                 && (config.memory.is_some() || matches!(config.call_graph, CallGraph::Dwarf(_))),
@@ -1159,10 +1190,11 @@ fn stored_attr(e: &EventAttr, precise: u8, config: &SamplingConfig, role: Role) 
         type_: e.type_,
         size: 128,
         config: e.config,
-        sample_period_or_freq: match (role, config.rate) {
-            (Role::Counting, _) => 0,
-            (_, Rate::Frequency(hz)) => hz,
-            (_, Rate::Period(p)) => p,
+        sample_period_or_freq: match (role, period, config.rate) {
+            (Role::Counting, _, _) => 0,
+            (_, Some(p), _) => p,
+            (_, None, Rate::Frequency(hz)) => hz,
+            (_, None, Rate::Period(p)) => p,
         },
         sample_type: config.sample_type(),
         flags,

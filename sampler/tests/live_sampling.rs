@@ -52,6 +52,9 @@ fn config(stack: u32) -> SamplingConfig {
         compression: Compression::default(),
         stream_to: None,
         memory: None,
+        context_switches: false,
+        raw: false,
+        tracing_data: None,
     }
 }
 
@@ -297,6 +300,7 @@ fn several_events_share_one_ring_buffer_and_the_capture_names_each() {
             attr: named("page-faults"),
             leader: Some(named("dummy")),
             cpus: None,
+            period: None,
         },
         named("cpu-clock").into(),
     ];

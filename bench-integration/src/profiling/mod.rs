@@ -84,6 +84,9 @@ pub(crate) fn sampling(args: &HarnessArgs) -> Result<(SamplingConfig, String), E
         // Each case's pass streams to its own capture (the bencher sets the path).
         stream_to: None,
         memory: None,
+        context_switches: false,
+        raw: false,
+        tracing_data: None,
     };
     if !memory {
         return Ok((config, note));

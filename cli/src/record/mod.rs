@@ -70,6 +70,12 @@ pub struct RecordArgs {
     /// written to OUTPUT.pages.json.
     #[arg(long)]
     mem: bool,
+    /// Capture off-CPU time too: every sampled thread's context switches, and where the
+    /// kernel allows it a `sched:sched_switch` sample (stack and state) at each
+    /// switch-out; `sparkles report` then accounts for the whole wall time (its
+    /// `offcpu` section, `--wall` for the wall-clock flamegraph).
+    #[arg(long)]
+    off_cpu: bool,
     /// The command to run and sample.
     #[arg(last = true)]
     command: Vec<String>,
@@ -151,6 +157,15 @@ fn sampling(args: &RecordArgs, system: &System) -> Result<(SamplingConfig, Strin
         // chunk, however long the record.
         stream_to: Some(args.output.clone()),
         memory: None,
+        context_switches: false,
+        raw: false,
+        tracing_data: None,
+    };
+    let note = if args.off_cpu {
+        let source = sparkles_sampler::off_cpu::add_off_cpu(&mut config, &resolver);
+        format!("{note}\n{source}")
+    } else {
+        note
     };
     if !args.mem {
         return Ok((config, note));

@@ -1,0 +1,235 @@
+//! Off-CPU profiles as a user takes them: `sparkles record --off-cpu` of programs whose
+//! waits are known (testdata/report/waits.c), then `sparkles report`. What the capture
+//! can say depends on the machine: with `sched:sched_switch` (root, tracefs) each wait
+//! has its blocking stack and state, and the tests check the function and line it is
+//! charged to; with switch records only they check the shares.
+
+#![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
+
+#[path = "../../testdata/support/skip.rs"]
+mod skip;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn sparkles(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sparkles"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// waits.c built into `dir`, or `None`, saying why.
+fn waits_program(dir: &Path) -> Option<PathBuf> {
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testdata/report/waits.c");
+    let out = dir.join("waits");
+    match Command::new("gcc")
+        .args(["-O1", "-g", "-fno-omit-frame-pointer", "-pthread", "-o"])
+        .arg(&out)
+        .arg(&src)
+        .output()
+    {
+        Ok(o) if o.status.success() => Some(out),
+        other => {
+            skip::skip("gcc", format!("gcc could not build waits.c: {other:?}"));
+            None
+        }
+    }
+}
+
+/// `sparkles record --off-cpu` of `waits MODE`, then its profile's JSON; `None` where the
+/// kernel refuses sampling (said).
+fn record(dir: &Path, program: &Path, mode: &str) -> Option<(PathBuf, Value)> {
+    let capture = dir.join(format!("{mode}.perf.data"));
+    let out = sparkles(&[
+        "record",
+        "--off-cpu",
+        "-o",
+        capture.to_str().unwrap(),
+        "--",
+        program.to_str().unwrap(),
+        mode,
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() {
+        if ["perf_event", "EACCES", "EPERM", "seccomp"]
+            .iter()
+            .any(|k| err.contains(k))
+        {
+            skip::skip(
+                "perf_event",
+                format!("the kernel refuses sampling here: {err}"),
+            );
+            return None;
+        }
+        panic!("sparkles record --off-cpu failed: {err}");
+    }
+    assert!(err.contains("off-CPU:"), "the source is said: {err}");
+    let report = sparkles(&["report", "--format", "json", capture.to_str().unwrap()]);
+    assert!(
+        report.status.success(),
+        "{}",
+        String::from_utf8_lossy(&report.stderr)
+    );
+    Some((capture, serde_json::from_slice(&report.stdout).unwrap()))
+}
+
+fn share_of(section: &Value, reason: &str) -> f64 {
+    section["reasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["reason"] == reason)
+        .map_or(0.0, |r| r["share"].as_f64().unwrap())
+}
+
+#[test]
+fn a_known_split_of_spinning_and_sleeping_is_measured() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(program) = waits_program(dir.path()) else {
+        return;
+    };
+    let Some((capture, p)) = record(dir.path(), &program, "split") else {
+        return;
+    };
+    let o = &p["offcpu"];
+    for key in [
+        "source",
+        "on_cpu_seconds",
+        "off_cpu_seconds",
+        "reasons",
+        "functions",
+    ] {
+        assert!(!o[key].is_null(), "offcpu.{key} missing: {o}");
+    }
+    let on = o["on_cpu_seconds"].as_f64().unwrap();
+    let off = o["off_cpu_seconds"].as_f64().unwrap();
+    // 100 rounds of 10 ms: about a second of the thread's time.
+    assert!((0.9..1.4).contains(&(on + off)), "{on} + {off} s");
+    // Asleep 40% of the time. Time preempted is off-CPU too, but not the program's
+    // choice: it is what a busy machine adds, and is told apart.
+    let waiting = off / (on + off) - share_of(o, "preempted");
+    eprintln!(
+        "off-CPU {off:.3} s of {:.3} s; waiting {waiting:.3}; {o}",
+        on + off
+    );
+    assert!(
+        (waiting - 0.40).abs() < 0.03,
+        "waiting share {waiting}: {o}"
+    );
+    if o["source"] == "sched_switch" {
+        assert!((share_of(o, "sleep") - 0.40).abs() < 0.03, "{o}");
+        let top = &o["functions"][0];
+        assert_eq!(top["name"], "sleep_ms", "{o}");
+        assert!(top["file"].as_str().unwrap().ends_with("waits.c"), "{top}");
+        let call = &o["syscalls"][0]["syscall"];
+        assert!(
+            call == "nanosleep" || call == "clock_nanosleep",
+            "{call}: {o}"
+        );
+    } else {
+        assert_eq!(o["source"], "switch_records");
+        assert!((share_of(o, "blocked") - 0.40).abs() < 0.03, "{o}");
+    }
+    // The on-CPU profile is the spinning: the switch samples are not in it.
+    assert_eq!(p["functions"][0]["name"], "spin_us", "{p}");
+    assert!(!p["event"].as_str().unwrap().contains("sched_switch"));
+
+    // The wall-clock flamegraph hangs the sleep under its own frame.
+    let svg = dir.path().join("wall.svg");
+    let out = sparkles(&[
+        "report",
+        "--wall",
+        "--format",
+        "svg",
+        "-o",
+        svg.to_str().unwrap(),
+        capture.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&svg).unwrap();
+    let reason = if o["source"] == "sched_switch" {
+        "sleep"
+    } else {
+        "blocked"
+    };
+    assert!(
+        text.contains(&format!("[off-cpu: {reason}]")),
+        "no wait frame"
+    );
+    assert!(text.contains("wall clock"));
+    // And the table says the shares.
+    let out = sparkles(&["report", capture.to_str().unwrap()]);
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        table.contains("off-CPU") && table.contains("waiting in"),
+        "{table}"
+    );
+
+    // perf 6.1 reads the capture, the tracepoint's fields included.
+    if let Ok(out) = Command::new("perf")
+        .args(["script", "--show-switch-events", "-i"])
+        .arg(&capture)
+        .output()
+    {
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(text.contains("PERF_RECORD_SWITCH"), "no switch records");
+        if o["source"] == "sched_switch" {
+            assert!(text.contains("prev_state=S"), "no decoded sched_switch");
+        }
+    }
+}
+
+#[test]
+fn threads_waiting_for_a_lock_are_charged_to_its_call_site() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(program) = waits_program(dir.path()) else {
+        return;
+    };
+    let Some((_, p)) = record(dir.path(), &program, "lock") else {
+        return;
+    };
+    let o = &p["offcpu"];
+    let on = o["on_cpu_seconds"].as_f64().unwrap();
+    let off = o["off_cpu_seconds"].as_f64().unwrap();
+    // Four threads on one lock held 1 ms at a time: each waits most of its time.
+    assert!(off / (on + off) > 0.5, "{o}");
+    if o["source"] != "sched_switch" {
+        skip::skip(
+            "tracefs",
+            "sched:sched_switch is not sampled here: blocking stacks not checked",
+        );
+        return;
+    }
+    let source = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testdata/report/waits.c"),
+    )
+    .unwrap();
+    let line = source
+        .lines()
+        .position(|l| l.contains("the lock's call site"))
+        .unwrap()
+        + 1;
+    let top = &o["functions"][0];
+    assert_eq!(top["name"], "take_lock", "{o}");
+    assert_eq!(top["line"], line, "{top}");
+    assert!(
+        o["syscalls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["syscall"] == "futex"),
+        "{o}"
+    );
+}
