@@ -11,6 +11,13 @@
 //!   `perf record -F 4000 --call-graph dwarf,16384 -t TID` (with `-z`) samples it (needs
 //!   perf).
 //!
+//! - `sampling/pingpong_plain`, `sampling/pingpong_sampled`, `sampling/pingpong_offcpu`:
+//!   100 channel round trips with a helper thread (the demo's `sync/channel_pingpong`),
+//!   alone, sampled, and sampled with off-CPU capture (`--profile=wall`: switch records
+//!   and, where allowed, a `sched:sched_switch` sample with its stack at each switch-out).
+//!   Their difference over the switch-outs of an iteration is what off-CPU capture costs
+//!   per context switch.
+//!
 //! The slowdowns (median over `plain`) are printed as ratios, and so are the capture
 //! sizes of one second of sampling with and without stack compaction and compression. Cases run in
 //! blocked order: a session attaches to every thread of the process, so no other case
@@ -135,6 +142,36 @@ fn interrupt(child: &mut std::process::Child) {
     let _ = child.kill();
 }
 
+/// The ping-pong timed while a session samples both of its threads, with off-CPU capture
+/// where `off_cpu`.
+fn sampled_pingpong(b: &mut sparkles_bench::Bencher, off_cpu: bool) -> Result<(), String> {
+    let echo = demo::Echo::start();
+    let path = scratch(if off_cpu { "offcpu" } else { "pingpong" });
+    let mut config = SamplingConfig {
+        stream_to: Some(path.clone()),
+        ..config_with(true, Compression::default(), DEFAULT_STACK_BYTES)
+            .ok_or("no event resolves here")?
+    };
+    if off_cpu {
+        let resolver = EventResolver::live().map_err(|e| e.to_string())?;
+        let source = sparkles_sampler::off_cpu::add_off_cpu(&mut config, &resolver);
+        eprintln!("sampling/pingpong_offcpu: {source}");
+    }
+    let session = Session::start(&config, Target::CurrentThread, &System::probe())
+        .map_err(|e| e.to_string())?;
+    b.iter(|| echo.ping(std::hint::black_box(demo::HANDOFFS)));
+    let mut capture = session.finish();
+    let written = capture.writer.write(&path).map_err(|e| e.to_string())?;
+    let _ = std::fs::remove_file(&path);
+    eprintln!(
+        "sampling/pingpong: {} samples, {:.1} MB of records stored in {:.1} MB",
+        capture.samples,
+        written.record_bytes as f64 / 1e6,
+        written.bytes as f64 / 1e6
+    );
+    Ok(())
+}
+
 fn body() -> usize {
     demo::sieve(std::hint::black_box(1 << 18))
 }
@@ -178,6 +215,14 @@ fn main() {
             });
             g.case("sparkles_8k", |b| sampled(b, Compression::default(), 8192));
         }
+        g.case("pingpong_plain", |b| {
+            let echo = demo::Echo::start();
+            b.iter(|| echo.ping(std::hint::black_box(demo::HANDOFFS)));
+        });
+        if refused.is_none() {
+            g.case("pingpong_sampled", |b| sampled_pingpong(b, false));
+            g.case("pingpong_offcpu", |b| sampled_pingpong(b, true));
+        }
         if Command::new("perf").arg("--version").output().is_ok() {
             g.case("perf_record", |b| perf_sampled(b, &[]));
             g.case("perf_record_z", |b| perf_sampled(b, &["-z"]));
@@ -203,6 +248,22 @@ fn main() {
                 }
             }
         }
+    }
+    if let (Some(sampled), Some(off)) = (
+        median("sampling/pingpong_sampled"),
+        median("sampling/pingpong_offcpu"),
+    ) {
+        // Each round trip switches each thread out once.
+        let switches = 2.0 * demo::HANDOFFS as f64;
+        println!(
+            "off-CPU capture: {:+.0} ns per context switch ({:.1} µs per round trip sampled, {:.1} µs with off-CPU capture{})",
+            (off - sampled) / switches,
+            sampled / demo::HANDOFFS as f64 / 1e3,
+            off / demo::HANDOFFS as f64 / 1e3,
+            median("sampling/pingpong_plain")
+                .map(|p| format!(", {:.1} µs alone", p / demo::HANDOFFS as f64 / 1e3))
+                .unwrap_or_default()
+        );
     }
     if args.bench && !args.list {
         let sizes = [

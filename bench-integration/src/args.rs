@@ -176,8 +176,10 @@ pub struct HarnessArgs {
 
     /// Profile each case after timing and counting: its body re-runs under the sampler
     /// and the capture goes to target/sparkles/profile/<slug>/capture.perf.data.
-    /// `--profile=mem` (precise memory sampling) is a later addition. Use the `=` form:
-    /// a bare word after --profile is a case filter.
+    /// `--profile=wall` also captures where the case's threads wait (context switches,
+    /// and `sched:sched_switch` stacks where allowed): profile.json's `offcpu` section,
+    /// flamegraph-wall.svg, the hot-function diff on wall time. `--profile=mem` samples
+    /// memory accesses. Use the `=` form: a bare word after --profile is a case filter.
     #[arg(long, value_name = "KIND", num_args = 0..=1, require_equals = true, default_missing_value = "cpu")]
     pub profile: Option<String>,
 

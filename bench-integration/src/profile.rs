@@ -96,6 +96,11 @@ pub struct ProfileSummary {
     #[cfg(feature = "profile")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub numa: Option<sparkles_report::numa::Numa>,
+    /// With `--profile=wall`: the case's threads' time on and off CPU, by reason (the
+    /// keys of profile.json's `offcpu` section, without `functions`).
+    #[cfg(feature = "profile")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offcpu: Option<sparkles_report::offcpu::OffCpuRow>,
 }
 
 impl ProfileSummary {
@@ -129,7 +134,15 @@ impl ProfileSummary {
             .collect();
         #[cfg(feature = "profile")]
         {
-            lines.extend([self.memory_line(), self.numa_line()].into_iter().flatten());
+            lines.extend(
+                [
+                    self.offcpu.as_ref().map(|o| o.line()),
+                    self.memory_line(),
+                    self.numa_line(),
+                ]
+                .into_iter()
+                .flatten(),
+            );
             lines.extend(self.movers.iter().map(|m| {
                 format!(
                     "{:>+5.1}pp {} ({:.1}% -> {:.1}%)  {}",

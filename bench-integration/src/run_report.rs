@@ -293,9 +293,15 @@ impl RunReport<'_> {
                 (memory_sections(p))
                 // The files beside the capture are the case's latest profile: an earlier
                 // run's case shows its own numbers above, not frames that may be newer.
+                (offcpu_line(p))
                 @if kept.is_none() {
                     (top_lines(frame("profile.json")))
                     (flame_frame(format!("flamegraph of {}", row.case), frame("flamegraph.svg")))
+                    @let wall = frame("flamegraph-wall.svg").filter(|_| has_offcpu(p));
+                    @if wall.is_some() {
+                        h3 { "Wall clock: on and off CPU" }
+                    }
+                    (flame_frame(format!("wall-clock flamegraph of {}", row.case), wall))
                     @let diff = frame("diff.svg");
                     @if diff.is_some() && cfg!(feature = "profile") {
                         h3 { "Against the baseline's profile" }
@@ -362,6 +368,33 @@ fn movers(p: &crate::profile::ProfileSummary) -> Markup {
 #[cfg(not(feature = "profile"))]
 fn movers(_: &crate::profile::ProfileSummary) -> Markup {
     html! {}
+}
+
+/// Where a `--profile=wall` case's threads waited: the shares and the longest wait.
+#[cfg(feature = "profile")]
+fn offcpu_line(p: &crate::profile::ProfileSummary) -> Markup {
+    html! {
+        @if let Some(o) = &p.offcpu { p.offcpu { (o.line()) } }
+    }
+}
+
+#[cfg(not(feature = "profile"))]
+fn offcpu_line(_: &crate::profile::ProfileSummary) -> Markup {
+    html! {}
+}
+
+/// Whether this run's profile of the case has an off-CPU section (so that a wall-clock
+/// flamegraph beside its capture is this run's, not an earlier `--profile=wall` run's).
+fn has_offcpu(p: &crate::profile::ProfileSummary) -> bool {
+    #[cfg(feature = "profile")]
+    {
+        p.offcpu.is_some()
+    }
+    #[cfg(not(feature = "profile"))]
+    {
+        let _ = p;
+        false
+    }
 }
 
 /// The hottest source lines from the case's `profile.json` (its `lines` view).

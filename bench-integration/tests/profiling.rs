@@ -305,3 +305,111 @@ fn profile_mem_places_first_touched_pages_on_their_nodes() {
     assert_eq!(p.numa.as_ref().unwrap().samples, numa.samples);
     assert!(profile.numa_line().unwrap().starts_with("numa ("));
 }
+
+#[inline(never)]
+fn spin_for(d: std::time::Duration) {
+    let start = std::time::Instant::now();
+    while start.elapsed() < d {
+        std::hint::black_box(start.elapsed());
+    }
+}
+
+#[inline(never)]
+fn sleep_for(d: std::time::Duration) -> u32 {
+    std::thread::sleep(d);
+    // Work after the call: a tail call would leave no frame of this function.
+    std::hint::black_box(7)
+}
+
+/// `--profile=wall` of a case that spins 6 ms and sleeps 4 ms: the row's `offcpu` says
+/// 40% of its thread's time was spent waiting (not counting time preempted, which a
+/// busy machine adds), the wall-clock flamegraph hangs the sleep under its own frame, and
+/// a wall baseline gives a wall diff.
+#[test]
+fn a_wall_profile_accounts_for_the_time_a_case_waits() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let suite = || {
+        let mut suite = Suite::new("wall");
+        suite.case("spin_then_sleep", |b| {
+            b.iter(|| {
+                spin_for(std::time::Duration::from_millis(6));
+                sleep_for(std::time::Duration::from_millis(4));
+            })
+        });
+        suite
+    };
+    let flags = |extra: &'static str, name: &'static str| {
+        vec![
+            "--bench",
+            "--bench-min-time",
+            "1ms",
+            "--samples",
+            "3",
+            "--profile=wall",
+            "--profile-time",
+            "1s",
+            "--profile-event",
+            "cpu-clock",
+            "--out-dir",
+            dir.path().to_str().unwrap(),
+            extra,
+            name,
+        ]
+    };
+    let first = run(suite(), &flags("--save-baseline", "w"));
+    let p = first.rows[0].profile.as_ref().unwrap();
+    if let Some(e) = &p.error {
+        skip::skip(
+            "perf_event",
+            format!("the sampler could not start here: {e}"),
+        );
+        return;
+    }
+    let o = p
+        .offcpu
+        .as_ref()
+        .expect("a wall profile has an offcpu section");
+    let share = |reason: &str| {
+        o.reasons
+            .iter()
+            .find(|r| r.reason == reason)
+            .map_or(0.0, |r| r.share)
+    };
+    let waiting = o.off_cpu_share - share("preempted");
+    eprintln!("{}", o.line());
+    // thread::sleep overshoots by its timer slack (50 µs a sleep, about 0.5 points).
+    assert!((waiting - 0.40).abs() < 0.04, "{o:?}");
+    assert!(
+        (0.9..1.2).contains(&(o.on_cpu_seconds + o.off_cpu_seconds)),
+        "{o:?}"
+    );
+    if o.source == "sched_switch" {
+        assert!(
+            o.top_wait.as_deref().unwrap_or("").ends_with("sleep_for"),
+            "{o:?}"
+        );
+    }
+    let case = dir.path().join("profile/spin_then_sleep");
+    let wall = std::fs::read_to_string(case.join("flamegraph-wall.svg")).unwrap();
+    assert!(wall.contains("[off-cpu: "), "no wait frame");
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(case.join("profile.json")).unwrap()).unwrap();
+    assert_eq!(json["offcpu"]["source"], o.source.as_str());
+    assert!(json["offcpu"]["functions"].is_array());
+    // The row carries the section without its functions.
+    let row = serde_json::to_value(&first.rows[0]).unwrap();
+    assert!(row["profile"]["offcpu"]["functions"].is_null());
+    assert!(dir
+        .path()
+        .join("baselines/w/profile/spin_then_sleep/profile-wall.json")
+        .is_file());
+    // Against the wall baseline: the diff is of wall profiles (waits are rows in it).
+    let second = run(suite(), &flags("--baseline", "w"));
+    let p = second.rows[0].profile.as_ref().unwrap();
+    assert!(!p.movers.is_empty(), "{p:?}");
+    let diff: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(case.join("diff.json")).unwrap()).unwrap();
+    let text = diff.to_string();
+    assert!(text.contains("[off-cpu: "), "{text}");
+}

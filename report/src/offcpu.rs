@@ -103,6 +103,69 @@ pub struct OffCpu {
     pub threads: u64,
 }
 
+/// The section without its functions: what a bench row's `profile.offcpu` carries.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OffCpuRow {
+    /// `sched_switch` or `switch_records`.
+    pub source: String,
+    /// Thread-seconds on a CPU.
+    pub on_cpu_seconds: f64,
+    /// Thread-seconds waiting.
+    pub off_cpu_seconds: f64,
+    /// `off / (on + off)`.
+    pub off_cpu_share: f64,
+    /// By reason, longest first.
+    pub reasons: Vec<ReasonRow>,
+    /// By syscall, where known, longest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub syscalls: Vec<SyscallRow>,
+    /// The function waited in longest, where there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_wait: Option<String>,
+}
+
+impl From<&OffCpu> for OffCpuRow {
+    fn from(o: &OffCpu) -> OffCpuRow {
+        OffCpuRow {
+            source: o.source.clone(),
+            on_cpu_seconds: o.on_cpu_seconds,
+            off_cpu_seconds: o.off_cpu_seconds,
+            off_cpu_share: o.off_cpu_share,
+            reasons: o.reasons.clone(),
+            syscalls: o.syscalls.iter().take(5).cloned().collect(),
+            top_wait: o.functions.first().map(|f| f.name.clone()),
+        }
+    }
+}
+
+impl OffCpuRow {
+    /// The line under a bench row: `off-CPU 41.2% of 1.02 s thread time: sleep 40.1%, …;
+    /// longest in sleep_ms (clock_nanosleep)`.
+    pub fn line(&self) -> String {
+        let reasons: Vec<String> = self
+            .reasons
+            .iter()
+            .take(3)
+            .map(|r| format!("{} {:.1}%", r.reason, r.share * 100.0))
+            .collect();
+        let mut line = format!(
+            "off-CPU {:.1}% of {:.3} s thread time",
+            self.off_cpu_share * 100.0,
+            self.on_cpu_seconds + self.off_cpu_seconds
+        );
+        if !reasons.is_empty() {
+            line.push_str(&format!(": {}", reasons.join(", ")));
+        }
+        if let Some(f) = &self.top_wait {
+            line.push_str(&format!("; longest in {f}"));
+            if let Some(c) = self.syscalls.first() {
+                line.push_str(&format!(" ({})", c.syscall));
+            }
+        }
+        line
+    }
+}
+
 /// Functions kept in the section.
 pub const FUNCTIONS: usize = 50;
 

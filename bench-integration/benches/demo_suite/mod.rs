@@ -11,6 +11,8 @@
 //! | `pages/touch/4MiB` | minor page faults: maps fresh memory and touches every page |
 //! | `io/read_file/1MiB` | read syscalls over a file in the page cache |
 //! | `compute/sieve/1M` | a tight arithmetic loop |
+//! | `sync/mutex_handoff/100` | waiting: a token handed 100 times to another thread and back through a mutex and condvar |
+//! | `sync/channel_pingpong/100` | waiting: 100 round trips over a pair of channels to another thread |
 
 #![allow(dead_code)]
 
@@ -194,6 +196,120 @@ impl Drop for TempFile {
     }
 }
 
+/// Hand-offs (or round trips) per iteration of the waiting cases.
+pub const HANDOFFS: u64 = 100;
+
+/// A token handed between two threads through one mutex and condvar: the caller writes
+/// an odd number and waits for the helper thread to make it even.
+pub struct Handoff {
+    shared: std::sync::Arc<(std::sync::Mutex<u64>, std::sync::Condvar)>,
+    helper: Option<std::thread::JoinHandle<()>>,
+}
+
+/// The value that stops the helper.
+const STOP: u64 = u64::MAX;
+
+impl Handoff {
+    /// Starts the helper thread.
+    pub fn start() -> Handoff {
+        let shared = std::sync::Arc::new((std::sync::Mutex::new(0u64), std::sync::Condvar::new()));
+        let theirs = shared.clone();
+        let helper = std::thread::spawn(move || {
+            let (lock, cond) = &*theirs;
+            let mut v = lock.lock().unwrap_or_else(|e| e.into_inner());
+            loop {
+                while *v % 2 == 0 {
+                    v = cond.wait(v).unwrap_or_else(|e| e.into_inner());
+                }
+                if *v == STOP {
+                    return;
+                }
+                *v += 1;
+                cond.notify_one();
+            }
+        });
+        Handoff {
+            shared,
+            helper: Some(helper),
+        }
+    }
+
+    /// Hands the token over and waits for it back, `times` times.
+    #[inline(never)]
+    pub fn hand(&self, times: u64) -> u64 {
+        let (lock, cond) = &*self.shared;
+        let mut v = lock.lock().unwrap_or_else(|e| e.into_inner());
+        for _ in 0..times {
+            *v += 1;
+            cond.notify_one();
+            while *v % 2 == 1 {
+                v = cond.wait(v).unwrap_or_else(|e| e.into_inner());
+            }
+        }
+        *v
+    }
+}
+
+impl Drop for Handoff {
+    fn drop(&mut self) {
+        let (lock, cond) = &*self.shared;
+        *lock.lock().unwrap_or_else(|e| e.into_inner()) = STOP;
+        cond.notify_one();
+        if let Some(h) = self.helper.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// A helper thread that echoes every number it receives, plus one.
+pub struct Echo {
+    to: Option<std::sync::mpsc::Sender<u64>>,
+    from: std::sync::mpsc::Receiver<u64>,
+    helper: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Echo {
+    /// Starts the helper thread.
+    pub fn start() -> Echo {
+        let (to, theirs) = std::sync::mpsc::channel::<u64>();
+        let (back, from) = std::sync::mpsc::channel::<u64>();
+        let helper = std::thread::spawn(move || {
+            for n in theirs {
+                if back.send(n + 1).is_err() {
+                    return;
+                }
+            }
+        });
+        Echo {
+            to: Some(to),
+            from,
+            helper: Some(helper),
+        }
+    }
+
+    /// `times` round trips.
+    #[inline(never)]
+    pub fn ping(&self, times: u64) -> u64 {
+        let mut n = 0;
+        for _ in 0..times {
+            if let Some(to) = &self.to {
+                let _ = to.send(n);
+            }
+            n = self.from.recv().unwrap_or(n);
+        }
+        n
+    }
+}
+
+impl Drop for Echo {
+    fn drop(&mut self) {
+        drop(self.to.take());
+        if let Some(h) = self.helper.take() {
+            let _ = h.join();
+        }
+    }
+}
+
 /// The demo suite.
 pub fn suite() -> Suite {
     let mut suite = Suite::new("demo");
@@ -254,6 +370,18 @@ pub fn suite() -> Suite {
     });
     suite.case("compute/sieve/1M", |b| {
         b.iter(|| sieve(black_box(SIEVE_LIMIT)));
+    });
+    suite.group("sync", |g| {
+        g.case("mutex_handoff/100", |b| {
+            let handoff = Handoff::start();
+            b.throughput(Throughput::Elements(HANDOFFS));
+            b.iter(|| handoff.hand(black_box(HANDOFFS)));
+        });
+        g.case("channel_pingpong/100", |b| {
+            let echo = Echo::start();
+            b.throughput(Throughput::Elements(HANDOFFS));
+            b.iter(|| echo.ping(black_box(HANDOFFS)));
+        });
     });
     suite
 }

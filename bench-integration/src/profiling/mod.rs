@@ -39,14 +39,15 @@ pub(crate) fn read_captures(
 /// The sampling a `--profile` run uses: the event asked for, else the default chain.
 /// With the line saying which event it samples, and why.
 pub(crate) fn sampling(args: &HarnessArgs) -> Result<(SamplingConfig, String), Error> {
-    let memory = match args.profile.as_deref() {
-        Some("cpu") => false,
-        Some("mem") => true,
+    let (memory, wall) = match args.profile.as_deref() {
+        Some("cpu") => (false, false),
+        Some("mem") => (true, false),
+        Some("wall") => (false, true),
         other => {
             return Err(Error::Usage {
                 flag: "--profile",
                 message: format!(
-                    "'{}' is not a profile kind: use --profile (CPU sampling) or --profile=mem (memory: precise memory events, else first-touch placement)",
+                    "'{}' is not a profile kind: use --profile (CPU sampling), --profile=wall (CPU sampling and where the case's threads wait) or --profile=mem (memory: precise memory events, else first-touch placement)",
                     other.unwrap_or_default()
                 ),
             })
@@ -88,6 +89,10 @@ pub(crate) fn sampling(args: &HarnessArgs) -> Result<(SamplingConfig, String), E
         raw: false,
         tracing_data: None,
     };
+    if wall {
+        let source = sparkles_sampler::off_cpu::add_off_cpu(&mut config, &resolver);
+        return Ok((config, format!("{note}\n{source}")));
+    }
     if !memory {
         return Ok((config, note));
     }

@@ -32,8 +32,11 @@ enum ArtifactError {
         path: std::path::PathBuf,
         source: serde_json::Error,
     },
-    #[error("{} is absent (save the baseline with --profile)", path.display())]
-    NoBaselineProfile { path: std::path::PathBuf },
+    #[error("{} is absent (save the baseline with {kind})", path.display())]
+    NoBaselineProfile {
+        path: std::path::PathBuf,
+        kind: &'static str,
+    },
 }
 
 /// Pretty JSON written whole to `path`.
@@ -66,9 +69,12 @@ pub(crate) fn read_captures(
         let Some(capture) = p.capture.clone().map(std::path::PathBuf::from) else {
             continue;
         };
-        let Some((profile, folded)) = read_capture(&case, &capture, p, args, event_note) else {
+        let Some((on_cpu, wall)) = read_capture(&case, &capture, p, args, event_note) else {
             continue;
         };
+        // A wall profile is what its run compares: where the time went, waits included.
+        let is_wall = wall.is_some();
+        let (profile, folded) = wall.unwrap_or(on_cpu);
         let dir = capture.parent().unwrap_or(Path::new("."));
         let slug = dir
             .file_name()
@@ -82,13 +88,13 @@ pub(crate) fn read_captures(
                 .join(&slug)
         };
         if let Some(save) = save_path {
-            if let Err(e) = save_with_baseline(dir, &beside(save), &folded) {
+            if let Err(e) = save_with_baseline(dir, &beside(save), &folded, is_wall) {
                 p.notes
                     .push(format!("profile not saved with the baseline: {e}"));
             }
         }
         if let Some(base) = baseline {
-            match diff_against(&case, &beside(&base.path), &profile, &folded, dir) {
+            match diff_against(&case, &beside(&base.path), &profile, &folded, dir, is_wall) {
                 Ok((movers, warnings)) => {
                     p.movers = movers;
                     p.notes
@@ -100,14 +106,30 @@ pub(crate) fn read_captures(
     }
 }
 
-/// Copies a case's profile.json and folded stacks from `dir` into `keep`, beside a
-/// baseline being saved.
-fn save_with_baseline(dir: &Path, keep: &Path, folded: &Folded) -> Result<(), ArtifactError> {
-    let from = dir.join("profile.json");
+/// The names of a profile's JSON and folded stacks beside its capture: the on-CPU
+/// profile's, or the wall-clock one's.
+fn artifact_names(wall: bool) -> (&'static str, &'static str) {
+    if wall {
+        ("profile-wall.json", "folded-wall.txt")
+    } else {
+        ("profile.json", "folded.txt")
+    }
+}
+
+/// Copies a case's profile JSON and folded stacks (the wall-clock ones where `wall`)
+/// from `dir` into `keep`, beside a baseline being saved.
+fn save_with_baseline(
+    dir: &Path,
+    keep: &Path,
+    folded: &Folded,
+    wall: bool,
+) -> Result<(), ArtifactError> {
+    let (json_name, folded_name) = artifact_names(wall);
+    let from = dir.join(json_name);
     let json = std::fs::read(&from).map_err(|source| ArtifactError::Read { path: from, source })?;
-    sparkles_perf_data::atomic_write::write_atomically(&keep.join("profile.json"), &json)?;
+    sparkles_perf_data::atomic_write::write_atomically(&keep.join(json_name), &json)?;
     sparkles_perf_data::atomic_write::write_atomically(
-        &keep.join("folded.txt"),
+        &keep.join(folded_name),
         folded.text().as_bytes(),
     )?;
     Ok(())
@@ -122,10 +144,15 @@ fn diff_against(
     profile: &Profile,
     folded: &Folded,
     dir: &Path,
+    wall: bool,
 ) -> Result<(Vec<Mover>, Vec<String>), ArtifactError> {
-    let base_json = from.join("profile.json");
+    let (json_name, folded_name) = artifact_names(wall);
+    let base_json = from.join(json_name);
     let Ok(bytes) = std::fs::read(&base_json) else {
-        return Err(ArtifactError::NoBaselineProfile { path: base_json });
+        return Err(ArtifactError::NoBaselineProfile {
+            path: base_json,
+            kind: if wall { "--profile=wall" } else { "--profile" },
+        });
     };
     let base: Profile = serde_json::from_slice(&bytes).map_err(|source| ArtifactError::Json {
         path: base_json,
@@ -133,7 +160,7 @@ fn diff_against(
     })?;
     let d = diff::diff(case, &base, profile);
     write_json(&dir.join("diff.json"), &d)?;
-    let base_folded = from.join("folded.txt");
+    let base_folded = from.join(folded_name);
     let text = std::fs::read_to_string(&base_folded).map_err(|source| ArtifactError::Read {
         path: base_folded,
         source,
@@ -150,7 +177,7 @@ pub(crate) fn read_capture(
     summary: &mut ProfileSummary,
     args: &HarnessArgs,
     event_note: &str,
-) -> Option<(Profile, Folded)> {
+) -> Option<ReadProfiles> {
     let options = match args.profile_unwind.parse() {
         Ok(unwind) => StackOptions {
             unwind,
@@ -165,14 +192,17 @@ pub(crate) fn read_capture(
         }
     };
     let mut unwind = UnwindSummary::default();
-    let (mut p, folded) =
-        match report::profile_capture_with(capture, case, &options, |s| unwind.add(s)) {
-            Ok(done) => done,
-            Err(e) => {
-                summary.notes.push(format!("no profile: {e}"));
-                return None;
-            }
-        };
+    let report::Profiles {
+        profile: mut p,
+        folded,
+        wall,
+    } = match report::profiles_of_capture(capture, case, &options, |s| unwind.add(s)) {
+        Ok(done) => done,
+        Err(e) => {
+            summary.notes.push(format!("no profile: {e}"));
+            return None;
+        }
+    };
     p.event_note = Some(event_note.to_string()).filter(|n| !n.is_empty());
     summary.unwind = Some(unwind);
     // Under the row: the hottest symbols (what perf report lists first), whose names are
@@ -200,26 +230,43 @@ pub(crate) fn read_capture(
         n.remote_data.truncate(5);
         n
     });
+    summary.offcpu = p.offcpu.as_ref().map(Into::into);
     let dir = capture.parent().unwrap_or(Path::new("."));
-    if let Err(e) = write_artifacts(dir, &p, &folded) {
+    let mut written = write_artifacts(dir, &p, &folded, false);
+    if let Some((w, wf)) = &wall {
+        written = written.and_then(|()| write_artifacts(dir, w, wf, true));
+    }
+    if let Err(e) = written {
         summary
             .notes
             .push(format!("profile artifacts not written: {e}"));
     }
-    Some((p, folded))
+    Some(((p, folded), wall))
 }
 
-/// profile.json, folded.txt and flamegraph.svg in `dir`.
-fn write_artifacts(dir: &Path, p: &Profile, folded: &Folded) -> Result<(), ArtifactError> {
-    write_json(&dir.join("profile.json"), p)?;
+/// A case's on-CPU profile, and its wall-clock one where the capture has switch records.
+pub(crate) type ReadProfiles = ((Profile, Folded), Option<(Profile, Folded)>);
+
+/// profile.json, folded.txt and flamegraph.svg in `dir`; for the wall-clock profile
+/// profile-wall.json, folded-wall.txt and flamegraph-wall.svg.
+fn write_artifacts(
+    dir: &Path,
+    p: &Profile,
+    folded: &Folded,
+    wall: bool,
+) -> Result<(), ArtifactError> {
+    let (json_name, folded_name) = artifact_names(wall);
+    write_json(&dir.join(json_name), p)?;
     sparkles_perf_data::atomic_write::write_atomically(
-        &dir.join("folded.txt"),
+        &dir.join(folded_name),
         folded.text().as_bytes(),
     )?;
     let svg = sparkles_report::flame::svg(p, folded)?;
-    sparkles_perf_data::atomic_write::write_atomically(
-        &dir.join("flamegraph.svg"),
-        svg.as_bytes(),
-    )?;
+    let svg_name = if wall {
+        "flamegraph-wall.svg"
+    } else {
+        "flamegraph.svg"
+    };
+    sparkles_perf_data::atomic_write::write_atomically(&dir.join(svg_name), svg.as_bytes())?;
     Ok(())
 }
