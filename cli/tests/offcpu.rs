@@ -168,7 +168,8 @@ fn a_known_split_of_spinning_and_sleeping_is_measured() {
     let out = sparkles(&["report", capture.to_str().unwrap()]);
     let table = String::from_utf8_lossy(&out.stdout);
     assert!(
-        table.contains("off-CPU") && table.contains("waiting in"),
+        table.contains("off-CPU")
+            && (table.contains("waiting in") || table.contains("waiting after")),
         "{table}"
     );
 

@@ -180,6 +180,31 @@ pub fn write_text<W: Write>(out: &mut W, e: &Event<'_>) -> io::Result<()> {
             t.pid as i32, t.tid as i32, t.ppid as i32, t.ptid as i32
         )?,
         Record::Lost { lost, .. } | Record::LostSamples { lost } => write!(out, " {lost} lost")?,
+        Record::Switch {
+            out: away,
+            preempt,
+            next_prev,
+        } => {
+            let tid = e.sample_id.as_ref().and_then(|i| i.tid);
+            write!(
+                out,
+                " {}{}",
+                if *away { "OUT" } else { "IN" },
+                if *preempt { " preempt" } else { "" }
+            )?;
+            if let Some(tid) = tid {
+                write!(out, " tid {}", tid as i32)?;
+            }
+            if let Some((pid, tid)) = next_prev {
+                write!(
+                    out,
+                    " {} {}/{}",
+                    if *away { "next" } else { "prev" },
+                    *pid as i32,
+                    *tid as i32
+                )?;
+            }
+        }
         Record::Other { type_, body } => write!(out, " type {type_}, {} bytes", body.len())?,
         _ => {}
     }

@@ -157,7 +157,11 @@ impl OffCpuRow {
             line.push_str(&format!(": {}", reasons.join(", ")));
         }
         if let Some(f) = &self.top_wait {
-            line.push_str(&format!("; longest in {f}"));
+            if self.source == SOURCE_SWITCH_RECORDS {
+                line.push_str(&format!("; longest after {f} (its last on-CPU stack)"));
+            } else {
+                line.push_str(&format!("; longest in {f}"));
+            }
             if let Some(c) = self.syscalls.first() {
                 line.push_str(&format!(" ({})", c.syscall));
             }
@@ -542,7 +546,12 @@ pub fn table(o: &OffCpu, n: usize) -> String {
         out.push_str(&format!("in syscalls: {}\n", calls.join(", ")));
     }
     if !o.functions.is_empty() {
-        out.push_str(&format!("{:>7} {:>9}  waiting in\n", "share", "seconds"));
+        let heading = if o.source == SOURCE_SWITCH_RECORDS {
+            "waiting after (the thread's last on-CPU stack: where it blocked is not known)"
+        } else {
+            "waiting in"
+        };
+        out.push_str(&format!("{:>7} {:>9}  {heading}\n", "share", "seconds"));
         for f in o.functions.iter().take(n) {
             let at = match (&f.file, f.line) {
                 (Some(file), Some(line)) => format!("  {file}:{line}"),
