@@ -76,6 +76,10 @@ pub enum ReportFormat {
     Pprof,
     /// A self-contained HTML page: the profile's views and its flamegraph.
     Html,
+    /// speedscope's file format: a sampled profile per thread.
+    Speedscope,
+    /// The Firefox Profiler's processed format (gzipped when OUT ends in `.gz`).
+    Firefox,
 }
 
 /// `sparkles report`'s flags.
@@ -85,7 +89,8 @@ pub struct ReportArgs {
     file: PathBuf,
     /// `table` (both views), `json` (`sparkles.profile/1`), `folded` (stacks for
     /// flamegraph tools), `svg` (a flamegraph), `pprof` (gzipped profile.proto), `html` (a
-    /// self-contained page: the views and the flamegraph).
+    /// self-contained page: the views and the flamegraph), `speedscope` (speedscope's file
+    /// format), `firefox` (the Firefox Profiler's; gzipped when OUT ends in `.gz`).
     #[arg(long, value_enum, default_value = "table")]
     format: ReportFormat,
     /// Write here (whole, or not at all) instead of standard output.
@@ -165,6 +170,19 @@ pub fn report(args: &ReportArgs) -> Result<(), Error> {
         WeightArg::Latency => Weighting::Latency,
         WeightArg::Samples => Weighting::Samples,
     };
+    if matches!(
+        args.format,
+        ReportFormat::Speedscope | ReportFormat::Firefox
+    ) {
+        if args.wall {
+            return Err(Error::usage(
+                "--wall",
+                "the speedscope and Firefox exports are of the on-CPU samples on their time line: leave out --wall",
+            ));
+        }
+        let bytes = export(&args.file, &options, args.format, args.output.as_deref())?;
+        return emit(args.output.as_deref(), &bytes);
+    }
     let (p, folded) = profile_of(&args.file, &options, args.wall)?;
     // Everything is made before anything is written.
     let bytes = match args.format {
@@ -174,8 +192,42 @@ pub fn report(args: &ReportArgs) -> Result<(), Error> {
         ReportFormat::Svg => flame::svg(&p, &folded)?.into_bytes(),
         ReportFormat::Pprof => pprof::gzipped(&p, &folded)?,
         ReportFormat::Html => sparkles_report::html::page(&p, &folded)?.into_bytes(),
+        ReportFormat::Speedscope | ReportFormat::Firefox => unreachable!("exported above"),
     };
     emit(args.output.as_deref(), &bytes)
+}
+
+/// A capture as speedscope's or the Firefox Profiler's file; Firefox's gzipped when the
+/// output's name ends in `.gz`.
+pub fn export(
+    file: &Path,
+    options: &StackOptions,
+    format: ReportFormat,
+    output: Option<&Path>,
+) -> Result<Vec<u8>, Error> {
+    use sparkles_report::export;
+    let timeline =
+        export::Timeline::of_capture(file, &case_of(file), options).map_err(|e| match e {
+            sparkles_report::Error::NoSuchEvent { ref wanted, .. } => {
+                Error::usage(format!("--event {wanted}"), e.to_string())
+            }
+            other => other.into(),
+        })?;
+    if timeline.samples() == 0 {
+        return Err(sparkles_report::Error::Empty.into());
+    }
+    Ok(match format {
+        ReportFormat::Speedscope => export::speedscope(&timeline)?,
+        _ => {
+            let modified = std::fs::metadata(file).and_then(|m| m.modified()).ok();
+            let json = export::firefox(&timeline, modified)?;
+            if output.is_some_and(|o| o.extension().is_some_and(|e| e == "gz")) {
+                export::gzip(&json)?
+            } else {
+                json
+            }
+        }
+    })
 }
 
 /// Writes a command's output: to OUT whole (or not at all), else to standard output (a

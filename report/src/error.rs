@@ -42,4 +42,12 @@ pub enum Error {
         /// Why.
         source: std::io::Error,
     },
+    /// An export (speedscope, Firefox Profiler) could not be encoded.
+    #[error("{what} export: {reason}")]
+    Export {
+        /// Which export.
+        what: &'static str,
+        /// Why.
+        reason: String,
+    },
 }

@@ -16,6 +16,7 @@
 
 pub mod diff;
 pub mod error;
+pub mod export;
 pub mod flame;
 pub mod html;
 pub mod memory;

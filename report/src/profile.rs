@@ -711,7 +711,7 @@ impl Builder {
 }
 
 /// An event's name: its EVENT_DESC name, else its attr's type and config.
-fn attr_name(a: &sparkles_perf_data::AttrEntry) -> String {
+pub(crate) fn attr_name(a: &sparkles_perf_data::AttrEntry) -> String {
     match &a.name {
         Some(n) if !n.is_empty() => n.clone(),
         _ => format!("type {} config {:#x}", a.attr.type_, a.attr.config),
@@ -736,7 +736,7 @@ pub fn event_name(data: &PerfData) -> String {
 
 /// Which of a capture's events a report takes samples from: the one `event` names, else
 /// every one.
-fn chosen_events(data: &PerfData, event: Option<&str>) -> Result<Vec<bool>, Error> {
+pub(crate) fn chosen_events(data: &PerfData, event: Option<&str>) -> Result<Vec<bool>, Error> {
     let Some(wanted) = event else {
         return Ok(vec![true; data.attrs.len().max(1)]);
     };
@@ -850,7 +850,7 @@ pub fn profiles_of_capture(
 
 /// The capture's `sched:sched_switch` event: its attr's index and format, where it has
 /// one (by its TRACING_DATA format's id, else by its name).
-fn sched_switch_event(data: &PerfData) -> Option<(usize, Option<EventFormat>)> {
+pub(crate) fn sched_switch_event(data: &PerfData) -> Option<(usize, Option<EventFormat>)> {
     let tracing = data.features.tracing_data.as_ref();
     data.attrs.iter().enumerate().find_map(|(i, a)| {
         if a.attr.type_ != PERF_TYPE_TRACEPOINT {

@@ -12,7 +12,7 @@
 use std::io::Write;
 
 /// What a test can lack, as `SPARKLES_TEST_REQUIRE` names it.
-pub const NEEDS: [&str; 20] = [
+pub const NEEDS: [&str; 22] = [
     // perf_event_open allowed at all (not refused by paranoid 3, seccomp, or the build).
     "perf_event",
     // hardware counters and sampling (a CPU PMU).
@@ -53,6 +53,10 @@ pub const NEEDS: [&str; 20] = [
     "proc_io",
     // the running kernel's symbols readable (/proc/kallsyms with addresses).
     "kallsyms",
+    // a headless Chromium (the run report's and the speedscope export's browser tests).
+    "chromium",
+    // npm able to fetch packages (speedscope's schema and app, a JSON-schema validator).
+    "npm",
 ];
 
 /// Whether `SPARKLES_TEST_REQUIRE` lists `need`.
