@@ -6,6 +6,25 @@ use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
 
+/// A viewer's file format for `--profile-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ViewerFormat {
+    /// speedscope's file format (profile.speedscope.json).
+    Speedscope,
+    /// The Firefox Profiler's processed format, gzipped (profile.firefox.json.gz).
+    Firefox,
+}
+
+impl ViewerFormat {
+    /// The file it is written to beside a capture.
+    pub fn file_name(self) -> &'static str {
+        match self {
+            ViewerFormat::Speedscope => "profile.speedscope.json",
+            ViewerFormat::Firefox => "profile.firefox.json.gz",
+        }
+    }
+}
+
 /// The order the timing pass takes its samples in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
 pub enum SampleOrder {
@@ -215,6 +234,12 @@ pub struct HarnessArgs {
     /// into one root frame named after the case.
     #[arg(long)]
     pub profile_full_stacks: bool,
+
+    /// Also write each case's profile for interactive viewers, beside its capture: a
+    /// comma list of `speedscope` (profile.speedscope.json, for speedscope) and `firefox`
+    /// (profile.firefox.json.gz, for the Firefox Profiler).
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_enum)]
+    pub profile_format: Vec<ViewerFormat>,
 
     /// Store profile captures as they are: by default their records are zstd-compressed,
     /// as `perf record -z` stores them (perf 6.1 and `sparkles report` read both).

@@ -47,6 +47,8 @@ fn profile_writes_a_capture_per_case() {
             &profile_time,
             "--profile-event",
             "cpu-clock",
+            "--profile-format",
+            "speedscope,firefox",
             "--out-dir",
             dir.path().to_str().unwrap(),
         ],
@@ -97,7 +99,14 @@ fn profile_writes_a_capture_per_case() {
     assert_eq!(Some(weight), json["weight"].as_u64());
     // Rooted at the case: the harness's frames are folded into one root named after it,
     // and the case's samples (all but a few on other threads) are under it.
-    assert!(!folded.contains("sparkles_bench::"), "{folded}");
+    // (A sample in harness code the loop calls, `drop_in_place<sparkles_bench::…>`, is
+    // under the case like any other.)
+    assert!(
+        !folded
+            .lines()
+            .any(|l| l.split(';').any(|f| f.starts_with("sparkles_bench::"))),
+        "{folded}"
+    );
     let under_case: u64 = folded
         .lines()
         .filter(|l| l.starts_with("spin/loop;"))
@@ -112,6 +121,33 @@ fn profile_writes_a_capture_per_case() {
         .top
         .windows(2)
         .all(|w| w[0].self_pct >= w[1].self_pct));
+    // --profile-format: the viewers' files beside the capture, every sample in them.
+    let speedscope: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("profile.speedscope.json")).unwrap())
+            .unwrap();
+    let in_speedscope: usize = speedscope["profiles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["samples"].as_array().unwrap().len())
+        .sum();
+    assert_eq!(in_speedscope as u64, profile.samples);
+    // Rooted at the case, as the flamegraph is.
+    assert!(speedscope["shared"]["frames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| f["name"] == "spin/loop"));
+    let gz = std::fs::File::open(dir.join("profile.firefox.json.gz")).unwrap();
+    let firefox: serde_json::Value =
+        serde_json::from_reader(flate2::read::GzDecoder::new(gz)).unwrap();
+    let in_firefox: u64 = firefox["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["samples"]["length"].as_u64().unwrap())
+        .sum();
+    assert_eq!(in_firefox, profile.samples);
 }
 
 #[test]

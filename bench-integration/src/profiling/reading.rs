@@ -241,7 +241,43 @@ pub(crate) fn read_capture(
             .notes
             .push(format!("profile artifacts not written: {e}"));
     }
+    if let Err(e) = write_viewer_files(capture, case, &options, &args.profile_format) {
+        summary
+            .notes
+            .push(format!("--profile-format files not written: {e}"));
+    }
     Some(((p, folded), wall))
+}
+
+/// The `--profile-format` files beside a capture: its samples on their time line, for
+/// speedscope and the Firefox Profiler.
+fn write_viewer_files(
+    capture: &Path,
+    case: &str,
+    options: &StackOptions,
+    formats: &[crate::args::ViewerFormat],
+) -> Result<(), ArtifactError> {
+    use crate::args::ViewerFormat;
+    use sparkles_report::export;
+    if formats.is_empty() {
+        return Ok(());
+    }
+    let timeline = export::Timeline::of_capture(capture, case, options)?;
+    if timeline.samples() == 0 {
+        return Err(sparkles_report::Error::Empty.into());
+    }
+    let dir = capture.parent().unwrap_or(Path::new("."));
+    for &format in formats {
+        let bytes = match format {
+            ViewerFormat::Speedscope => export::speedscope(&timeline)?,
+            ViewerFormat::Firefox => {
+                let modified = std::fs::metadata(capture).and_then(|m| m.modified()).ok();
+                export::gzip(&export::firefox(&timeline, modified)?)?
+            }
+        };
+        sparkles_perf_data::atomic_write::write_atomically(&dir.join(format.file_name()), &bytes)?;
+    }
+    Ok(())
 }
 
 /// A case's on-CPU profile, and its wall-clock one where the capture has switch records.
