@@ -40,11 +40,13 @@ pub struct StackOptions {
     pub root_at_case: bool,
 }
 
-/// Whether `function` is one of the sparkles harness's own frames (or a closure in it).
+/// Whether `function` is one of a harness's own frames (or a closure in it): the sparkles
+/// harness's, or criterion's (whose `Bencher::iter` calls a benchmark's routine, for
+/// sparkles-criterion's profiles).
 pub fn is_harness_frame(function: &str) -> bool {
-    function.starts_with("sparkles_bench::")
-        || function.starts_with("<sparkles_bench::")
-        || CASE_FRAME.contains(&function)
+    ["sparkles_bench::", "criterion::"].iter().any(|p| {
+        function.starts_with(p) || function.strip_prefix('<').is_some_and(|f| f.starts_with(p))
+    }) || CASE_FRAME.contains(&function)
 }
 
 /// What a sample weighs in a profile.
