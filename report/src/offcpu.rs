@@ -439,7 +439,7 @@ impl OffCpuBuilder {
                 *e.2.entry(line).or_default() += w.ns;
             }
         }
-        let mut reasons: Vec<ReasonRow> = reasons
+        let reasons: Vec<ReasonRow> = longest_first(reasons)
             .into_iter()
             .map(|(reason, ns)| ReasonRow {
                 reason: reason.to_string(),
@@ -447,12 +447,7 @@ impl OffCpuBuilder {
                 share: ns as f64 / all,
             })
             .collect();
-        reasons.sort_by(|a, b| {
-            b.seconds
-                .total_cmp(&a.seconds)
-                .then(a.reason.cmp(&b.reason))
-        });
-        let mut syscalls: Vec<SyscallRow> = syscalls
+        let syscalls: Vec<SyscallRow> = longest_first(syscalls)
             .into_iter()
             .map(|(syscall, ns)| SyscallRow {
                 syscall,
@@ -460,11 +455,6 @@ impl OffCpuBuilder {
                 share: ns as f64 / all,
             })
             .collect();
-        syscalls.sort_by(|a, b| {
-            b.seconds
-                .total_cmp(&a.seconds)
-                .then(a.syscall.cmp(&b.syscall))
-        });
         let mut functions: Vec<WaitFunction> = functions
             .into_iter()
             .map(|(name, (f, ns, lines))| WaitFunction {
@@ -566,6 +556,13 @@ pub fn table(o: &OffCpu, n: usize) -> String {
         }
     }
     out
+}
+
+/// Time per key, longest first (ties by key).
+fn longest_first<K: Ord>(by: FxHashMap<K, u64>) -> Vec<(K, u64)> {
+    let mut rows: Vec<(K, u64)> = by.into_iter().collect();
+    rows.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    rows
 }
 
 fn pseudo_frame(namer: &mut StackNamer, name: &str) -> NamedFrame {
