@@ -1230,3 +1230,88 @@ fn as_an_unprivileged_user_record_samples_user_mode_or_names_the_setting() {
         _ => assert!(out.status.success(), "{err}"),
     }
 }
+
+/// Discriminators as binutils prints them, from DWARF 5 and DWARF 4 line tables, for
+/// every byte of the program's functions and of `_start` (which no unit covers: its
+/// discriminators come from the module's whole line table), in one batch (named on
+/// every core) and one address at a time.
+#[test]
+fn addr2line_prints_binutils_discriminators() {
+    let Some(gnu) = sparkles_symbolize::binutils::gnu_addr2line() else {
+        skip::skip("binutils", "binutils addr2line is not installed");
+        return;
+    };
+    let src =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testdata/symbolize/discriminators.c");
+    let tmp = tempfile::tempdir().unwrap();
+    for dwarf in ["-gdwarf-5", "-gdwarf-4"] {
+        let bin = tmp.path().join(format!("disc{dwarf}"));
+        match Command::new("gcc")
+            .args(["-O2", "-fno-inline", dwarf, "-o"])
+            .arg(&bin)
+            .arg(&src)
+            .status()
+        {
+            Ok(s) if s.success() => {}
+            other => {
+                skip::skip(
+                    "gcc",
+                    format!("gcc could not build {}: {other:?}", src.display()),
+                );
+                return;
+            }
+        }
+        let bytes = std::fs::read(&bin).unwrap();
+        use object::{Object, ObjectSymbol};
+        let file = object::File::parse(&*bytes).unwrap();
+        let addrs: Vec<String> = file
+            .symbols()
+            .filter(|s| matches!(s.name(), Ok("f" | "main" | "_start")))
+            .flat_map(|s| (s.address()..s.address() + s.size().max(16)).map(|a| format!("{a:#x}")))
+            .collect();
+        assert!(addrs.len() > 100, "{}", addrs.len());
+        let exe = bin.to_str().unwrap();
+        // Repeated until the batch is large enough to be named on every core.
+        let repeats = 1200usize.div_ceil(addrs.len());
+        let input = vec![addrs.join("\n"); repeats].join("\n") + "\n";
+        let run = |program: &std::path::Path, args: &[&str]| {
+            use std::io::Write;
+            let mut child = Command::new(program)
+                .args(args)
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(input.as_bytes())
+                .unwrap();
+            String::from_utf8(child.wait_with_output().unwrap().stdout).unwrap()
+        };
+        let theirs = run(&gnu, &["-e", exe, "-a", "-f"]);
+        assert!(
+            theirs.contains("(discriminator "),
+            "gcc {dwarf} wrote no discriminator: the test shows nothing"
+        );
+        let ours = run(
+            std::path::Path::new(env!("CARGO_BIN_EXE_sparkles")),
+            &["addr2line", "-e", exe, "-a", "-f"],
+        );
+        assert_eq!(ours, theirs, "{dwarf}");
+        // One at a time (arguments, a batch of one each).
+        for a in addrs.iter().step_by(7) {
+            let one = sparkles(&["addr2line", "-e", exe, "-a", "-f", a]);
+            let gnu_one = Command::new(&gnu)
+                .args(["-e", exe, "-a", "-f", a])
+                .output()
+                .unwrap();
+            assert_eq!(
+                String::from_utf8_lossy(&one.stdout),
+                String::from_utf8_lossy(&gnu_one.stdout),
+                "{dwarf} {a}"
+            );
+        }
+    }
+}

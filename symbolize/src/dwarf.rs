@@ -172,11 +172,22 @@ pub fn split_unit(
 /// `.debug_line`, program after program, with no `.debug_info` parsing, since only rows
 /// are wanted.
 pub fn discriminators(dwarf: &gimli::Dwarf<Reader>, address_size: u8) -> Vec<(u64, u64, u32)> {
+    use gimli::Reader as _;
     let data = dwarf.debug_line.reader().clone();
+    let bytes = data.to_slice().ok();
     let len = data.len();
     let mut out = Vec::new();
     let mut offset = 0usize;
     while offset < len {
+        // Programs that set no discriminator are stepped over from their raw header,
+        // without parsing their file tables.
+        if let Some((next, false)) = bytes.as_deref().and_then(|b| raw_program(b, offset)) {
+            if next <= offset {
+                break;
+            }
+            offset = next;
+            continue;
+        }
         let Ok(program) =
             dwarf
                 .debug_line
@@ -200,6 +211,50 @@ pub fn discriminators(dwarf: &gimli::Dwarf<Reader>, address_size: u8) -> Vec<(u6
     out
 }
 
+/// The line program at `offset` of `.debug_line` read from its raw header (versions 2 to
+/// 5): where the next one starts, and whether its opcodes set a discriminator; `None`
+/// where the header is not one this reads.
+fn raw_program(section: &[u8], offset: usize) -> Option<(usize, bool)> {
+    let b = section.get(offset..)?;
+    let u16_at = |at: usize| Some(u16::from_le_bytes(b.get(at..at + 2)?.try_into().ok()?));
+    let u32_at = |at: usize| Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?));
+    let u64_at = |at: usize| Some(u64::from_le_bytes(b.get(at..at + 8)?.try_into().ok()?));
+    let (unit_length, mut at, offset_size): (usize, usize, usize) = match u32_at(0)? {
+        0xffff_ffff => (usize::try_from(u64_at(4)?).ok()?, 12, 8),
+        n if n < 0xffff_fff0 => (n as usize, 4, 4),
+        _ => return None,
+    };
+    let end = at.checked_add(unit_length)?;
+    let version = u16_at(at)?;
+    at += 2;
+    if !(2..=5).contains(&version) {
+        return None;
+    }
+    if version >= 5 {
+        at += 2; // address_size, segment_selector_size
+    }
+    let header_length = if offset_size == 8 {
+        usize::try_from(u64_at(at)?).ok()?
+    } else {
+        u32_at(at)? as usize
+    };
+    at += offset_size;
+    let program_start = at.checked_add(header_length)?;
+    at += 1; // minimum_instruction_length
+    if version >= 4 {
+        at += 1; // maximum_operations_per_instruction
+    }
+    at += 3; // default_is_stmt, line_base, line_range
+    let opcode_base = *b.get(at)?;
+    at += 1;
+    let counts = b.get(at..at + usize::from(opcode_base.checked_sub(1)?))?;
+    let opcodes = b.get(program_start..end)?;
+    Some((
+        offset + end,
+        sets_discriminators(opcodes, opcode_base, counts),
+    ))
+}
+
 /// [`discriminators`] of one line program, sorted.
 pub fn program_discriminators(
     program: gimli::IncompleteLineProgram<Reader>,
@@ -210,11 +265,83 @@ pub fn program_discriminators(
     out
 }
 
+/// Whether a line program's opcodes set a discriminator (`DW_LNE_set_discriminator`),
+/// found by stepping over the opcodes without running the row state machine: special
+/// opcodes are one byte, standard ones are skipped by their operand counts
+/// (`standard_opcode_lengths`, each a ULEB128; `DW_LNS_fixed_advance_pc` a u16), extended
+/// ones by their length. Most programs set none (rustc emits none), and need not be
+/// decoded. An opcode stream it cannot step through is taken to have some.
+fn sets_discriminators(opcodes: &[u8], opcode_base: u8, operand_counts: &[u8]) -> bool {
+    const DW_LNS_FIXED_ADVANCE_PC: u8 = 9;
+    const DW_LNE_SET_DISCRIMINATOR: u8 = 4;
+    fn uleb(bytes: &[u8], at: &mut usize) -> Option<u64> {
+        let mut value = 0u64;
+        let mut shift = 0;
+        loop {
+            let b = *bytes.get(*at)?;
+            *at += 1;
+            if shift < 64 {
+                value |= u64::from(b & 0x7f) << shift;
+            }
+            if b & 0x80 == 0 {
+                return Some(value);
+            }
+            shift += 7;
+        }
+    }
+    let mut at = 0usize;
+    while at < opcodes.len() {
+        let op = opcodes[at];
+        at += 1;
+        if op >= opcode_base {
+            continue;
+        }
+        if op == 0 {
+            let Some(len) = uleb(opcodes, &mut at) else {
+                return true;
+            };
+            let Some(&sub) = opcodes.get(at) else {
+                return true;
+            };
+            if sub == DW_LNE_SET_DISCRIMINATOR {
+                return true;
+            }
+            let Some(next) = usize::try_from(len).ok().and_then(|l| at.checked_add(l)) else {
+                return true;
+            };
+            at = next;
+        } else if op == DW_LNS_FIXED_ADVANCE_PC {
+            at += 2;
+        } else {
+            let count = operand_counts
+                .get(usize::from(op) - 1)
+                .copied()
+                .unwrap_or(0);
+            for _ in 0..count {
+                if uleb(opcodes, &mut at).is_none() {
+                    return true;
+                }
+            }
+        }
+    }
+    false
+}
+
 /// `(start, end, discriminator)` of each row of `program` with a nonzero discriminator.
 fn rows_with_discriminators(
     program: gimli::IncompleteLineProgram<Reader>,
     out: &mut Vec<(u64, u64, u32)>,
 ) {
+    use gimli::Reader as _;
+    let header = program.header();
+    if let (Ok(opcodes), Ok(counts)) = (
+        header.raw_program_buf().to_slice(),
+        header.standard_opcode_lengths().to_slice(),
+    ) {
+        if !sets_discriminators(&opcodes, header.opcode_base(), &counts) {
+            return;
+        }
+    }
     let mut rows = program.rows();
     let mut previous: Option<(u64, u32)> = None;
     while let Ok(Some((_, row))) = rows.next_row() {
@@ -224,5 +351,30 @@ fn rows_with_discriminators(
             }
         }
         previous = (!row.end_sequence()).then(|| (row.address(), row.discriminator() as u32));
+    }
+}
+
+#[cfg(test)]
+mod discriminator_scan_tests {
+    use super::sets_discriminators;
+
+    /// DWARF 4's standard opcode operand counts (opcode_base 13).
+    const COUNTS: [u8; 12] = [0, 1, 1, 1, 1, 0, 0, 0, 1, 0, 0, 1];
+
+    #[test]
+    fn opcodes_are_stepped_over_not_pattern_matched() {
+        // set_address 0x...0000, then set_file 5 (bytes `00 00 04 05` look like a
+        // set_discriminator to a byte search), advance_pc 3, copy, a special opcode,
+        // fixed_advance_pc 0x0400, end_sequence: no discriminator.
+        let mut program = vec![0x00, 0x09, 0x02, 0x50, 0x34, 0x12, 0, 0, 0, 0, 0];
+        program.extend([0x04, 0x05, 0x02, 0x03, 0x01, 0x20, 0x09, 0x00, 0x04]);
+        program.extend([0x00, 0x01, 0x01]);
+        assert!(!sets_discriminators(&program, 13, &COUNTS));
+        // The same with a set_discriminator 7 before the copy.
+        let mut with = program.clone();
+        with.splice(15..15, [0x00, 0x02, 0x04, 0x07]);
+        assert!(sets_discriminators(&with, 13, &COUNTS));
+        // Cut short inside an operand: taken to have some (decoded, never skipped wrongly).
+        assert!(sets_discriminators(&[0x02, 0x80], 13, &COUNTS));
     }
 }

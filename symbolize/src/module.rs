@@ -91,6 +91,47 @@ pub struct Lookup {
     pub error: Option<Error>,
 }
 
+/// Files at least this large read their symbol table on another thread while their DWARF
+/// is loaded.
+const PARALLEL_OPEN_BYTES: usize = 8 << 20;
+
+/// A module's symbol table, read or being read.
+enum Symbols<'scope> {
+    Read(Vec<crate::elf::SymbolEntry>),
+    Reading(std::thread::ScopedJoinHandle<'scope, Vec<crate::elf::SymbolEntry>>),
+}
+
+/// A module's shared part, sent to another thread to make a worker there
+/// ([`Module::worker_seed`]).
+#[derive(Clone)]
+pub struct WorkerSeed(Arc<Shared>);
+
+impl std::fmt::Debug for WorkerSeed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("WorkerSeed")
+            .field(&self.0.dwarf_path)
+            .finish()
+    }
+}
+
+impl WorkerSeed {
+    /// A reader of the module with its own addr2line context.
+    pub fn worker(self) -> Result<Module, Error> {
+        let context =
+            addr2line::Context::from_arc_dwarf(Arc::clone(&self.0.dwarf)).map_err(|source| {
+                Error::Dwarf {
+                    path: self.0.dwarf_path.clone(),
+                    addr: None,
+                    source,
+                }
+            })?;
+        Ok(Module {
+            context,
+            shared: self.0,
+        })
+    }
+}
+
 /// An ELF module's symbolization data: its tables and DWARF, shared by every worker that
 /// names addresses in it, and this worker's addr2line context.
 pub struct Module {
@@ -139,15 +180,36 @@ impl Module {
         image: Arc<FileBytes>,
         paths: Option<&SearchPaths>,
     ) -> Result<Module, Error> {
-        use object::Object;
         let file = object::File::parse(&**image).map_err(|source| Error::NotObject {
             path: path.clone(),
             source,
         })?;
-        let build_id = build_id_of(&file);
-        let mut debug_info = debug_info_of(&file);
-        let mut symbols = read_symbols(&file);
-        let segments = read_segments(&file);
+        // A large file's symbol table is read on another thread while its DWARF is
+        // loaded here (each was a third of opening a 90 MB binary).
+        std::thread::scope(|scope| {
+            let symbols = if image.len() >= PARALLEL_OPEN_BYTES {
+                let file = &file;
+                Symbols::Reading(scope.spawn(move || read_symbols(file)))
+            } else {
+                Symbols::Read(read_symbols(&file))
+            };
+            Module::from_parsed(path, &image, &file, symbols, paths)
+        })
+    }
+
+    fn from_parsed(
+        path: PathBuf,
+        image: &Arc<FileBytes>,
+        file: &object::File<'_>,
+        symbols: Symbols<'_>,
+        paths: Option<&SearchPaths>,
+    ) -> Result<Module, Error> {
+        use object::Object;
+        let image = Arc::clone(image);
+        let build_id = build_id_of(file);
+        let mut debug_info = debug_info_of(file);
+        let mut symbols = Some(symbols);
+        let segments = read_segments(file);
         let mut debug: Option<(PathBuf, Arc<FileBytes>)> = None;
         if let Some(paths) = paths.filter(|_| debug_info != DebugInfo::Dwarf) {
             // What strip took (the full symbol table and the line tables) is in a
@@ -193,7 +255,9 @@ impl Module {
                 // its local functions and the names perf gives.
                 let has_symtab = linked.symbols().next().is_some();
                 if has_symtab {
-                    symbols = read_symbols(&linked);
+                    // The file's own table is not wanted: a thread reading it is joined
+                    // at the scope's end and its table dropped.
+                    symbols = Some(Symbols::Read(read_symbols(&linked)));
                 }
                 if debug_info_of(&linked) == DebugInfo::Dwarf {
                     debug_info = kind;
@@ -221,6 +285,11 @@ impl Module {
         let context =
             addr2line::Context::from_arc_dwarf(Arc::clone(&dwarf)).map_err(dwarf_error)?;
         let package = paths.and_then(|_| dwarf::package(&dwarf_path));
+        let symbols = match symbols {
+            Some(Symbols::Read(s)) => s,
+            Some(Symbols::Reading(handle)) => handle.join().unwrap_or_default(),
+            None => Default::default(),
+        };
         Ok(Module {
             context,
             shared: Arc::new(Shared {
@@ -246,17 +315,13 @@ impl Module {
     /// the DWARF, and keeps its own addr2line context (whose lazily parsed units are not
     /// shared across threads).
     pub fn worker(&self) -> Result<Module, Error> {
-        let context = addr2line::Context::from_arc_dwarf(Arc::clone(&self.shared.dwarf)).map_err(
-            |source| Error::Dwarf {
-                path: self.shared.dwarf_path.clone(),
-                addr: None,
-                source,
-            },
-        )?;
-        Ok(Module {
-            context,
-            shared: Arc::clone(&self.shared),
-        })
+        self.worker_seed().worker()
+    }
+
+    /// What makes a [`Module::worker`] on another thread (sendable where the module,
+    /// whose context is not, is not): the worker's context is then parsed there.
+    pub fn worker_seed(&self) -> WorkerSeed {
+        WorkerSeed(Arc::clone(&self.shared))
     }
 
     /// The module file's bytes, shared (mapped once; the unwinder reads its unwind
@@ -330,7 +395,7 @@ impl Module {
     /// unit holds it, from every line program of the module (read once).
     pub fn discriminator(&self, addr: u64) -> Option<u32> {
         let unit = self.context.find_dwarf_and_unit(addr).skip_all_loads();
-        let Some(program) = unit.and_then(|u| u.line_program.clone()) else {
+        let Some(program) = unit.and_then(|u| u.line_program.as_ref()) else {
             return self.discriminators().get(addr);
         };
         let key = program.header().offset().0 as u64;
@@ -339,7 +404,9 @@ impl Module {
             match cache.get(&key) {
                 Some(t) => Arc::clone(t),
                 None => {
-                    let t: DiscriminatorTable = dwarf::program_discriminators(program).into();
+                    // The program is cloned (its header's tables) only the first time.
+                    let t: DiscriminatorTable =
+                        dwarf::program_discriminators(program.clone()).into();
                     cache.insert(key, Arc::clone(&t));
                     t
                 }
