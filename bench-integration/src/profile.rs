@@ -50,8 +50,12 @@ pub struct ProfileSummary {
     pub capture: Option<String>,
     /// The event sampled.
     pub event: String,
-    /// Samples.
+    /// Samples (on-CPU: with `--profile=wall`, the `sched:sched_switch` samples taken at
+    /// each switch-out are counted apart, in `switch_samples`).
     pub samples: u64,
+    /// With `--profile=wall`: the `sched:sched_switch` samples of the capture.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub switch_samples: u64,
     /// Records the ring buffers dropped.
     pub lost: u64,
     /// Samples the kernel dropped.
@@ -101,6 +105,10 @@ pub struct ProfileSummary {
     #[cfg(feature = "profile")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offcpu: Option<sparkles_report::offcpu::OffCpuRow>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl ProfileSummary {

@@ -425,7 +425,15 @@ fn a_wall_profile_accounts_for_the_time_a_case_waits() {
             o.top_wait.as_deref().unwrap_or("").ends_with("sleep_for"),
             "{o:?}"
         );
+        // The switch-outs are counted apart from the samples of time on a CPU.
+        assert!(p.switch_samples > 0, "{p:?}");
     }
+    let capture = dir.path().join("profile/spin_then_sleep/capture.perf.data");
+    let stats = sparkles_perf_data::PerfData::open(&capture)
+        .unwrap()
+        .for_each_record(|_| Ok::<(), sparkles_perf_data::Error>(()))
+        .unwrap();
+    assert_eq!(stats.samples, p.samples + p.switch_samples);
     let case = dir.path().join("profile/spin_then_sleep");
     let wall = std::fs::read_to_string(case.join("flamegraph-wall.svg")).unwrap();
     assert!(wall.contains("[off-cpu: "), "no wait frame");

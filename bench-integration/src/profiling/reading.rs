@@ -231,6 +231,11 @@ pub(crate) fn read_capture(
         n
     });
     summary.offcpu = p.offcpu.as_ref().map(Into::into);
+    if p.offcpu.is_some() {
+        // The capture's samples less the switch-outs: the samples of time on a CPU.
+        summary.switch_samples = summary.samples.saturating_sub(p.samples);
+        summary.samples = p.samples;
+    }
     let dir = capture.parent().unwrap_or(Path::new("."));
     let mut written = write_artifacts(dir, &p, &folded, false);
     if let Some((w, wf)) = &wall {
