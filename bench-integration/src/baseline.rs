@@ -202,25 +202,10 @@ pub fn compare_rows(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{Timing, SCHEMA};
     use crate::stats::Verdict;
 
     fn row(case: &str, center: f64) -> BenchRow {
-        let samples = (0..12).map(|i| center + (i % 3) as f64).collect();
-        BenchRow {
-            schema: SCHEMA.to_string(),
-            case: case.to_string(),
-            slug: crate::suite::slug(case),
-            ok: true,
-            error: None,
-            iterations: 10,
-            timing: Timing::from_samples(samples),
-            metrics: Default::default(),
-            metric_samples: Default::default(),
-            comparison: None,
-            counting: None,
-            profile: None,
-        }
+        crate::record::ok_row(case, (0..12).map(|i| center + (i % 3) as f64).collect())
     }
 
     #[test]

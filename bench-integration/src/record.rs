@@ -161,6 +161,25 @@ pub fn parse_json_lines(text: &str, path: &Path) -> Result<Vec<BenchRow>, Error>
     Ok(rows)
 }
 
+/// An ok row of `case` with these timing samples (tests of the modules that read rows).
+#[cfg(test)]
+pub(crate) fn ok_row(case: &str, samples: Vec<f64>) -> BenchRow {
+    BenchRow {
+        schema: SCHEMA.to_string(),
+        case: case.to_string(),
+        slug: crate::suite::slug(case),
+        ok: true,
+        error: None,
+        iterations: 10,
+        timing: Timing::from_samples(samples),
+        metrics: BTreeMap::new(),
+        metric_samples: BTreeMap::new(),
+        comparison: None,
+        counting: None,
+        profile: None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

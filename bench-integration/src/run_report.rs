@@ -628,23 +628,9 @@ mod tests {
     #![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
 
     use super::*;
-    use crate::record::{Timing, SCHEMA};
 
     fn row(case: &str, samples: Vec<f64>) -> BenchRow {
-        BenchRow {
-            schema: SCHEMA.to_string(),
-            case: case.to_string(),
-            slug: case.replace('/', "_"),
-            ok: true,
-            error: None,
-            iterations: 100,
-            timing: Timing::from_samples(samples),
-            metrics: Default::default(),
-            metric_samples: Default::default(),
-            comparison: None,
-            counting: None,
-            profile: None,
-        }
+        crate::record::ok_row(case, samples)
     }
 
     fn page(rows: &[BenchRow], kept: &[KeptCase]) -> String {

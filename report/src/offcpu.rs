@@ -142,12 +142,7 @@ impl OffCpuRow {
     /// The line under a bench row: `off-CPU 41.2% of 1.02 s thread time: sleep 40.1%, …;
     /// longest in sleep_ms (clock_nanosleep)`.
     pub fn line(&self) -> String {
-        let reasons: Vec<String> = self
-            .reasons
-            .iter()
-            .take(3)
-            .map(|r| format!("{} {:.1}%", r.reason, r.share * 100.0))
-            .collect();
+        let reasons = leading_reasons(&self.reasons);
         let mut line = format!(
             "off-CPU {:.1}% of {:.3} s thread time",
             self.off_cpu_share * 100.0,
@@ -168,6 +163,15 @@ impl OffCpuRow {
         }
         line
     }
+}
+
+/// The three leading reasons with their shares: `sleep 40.1%`.
+fn leading_reasons(reasons: &[ReasonRow]) -> Vec<String> {
+    reasons
+        .iter()
+        .take(3)
+        .map(|r| format!("{} {:.1}%", r.reason, r.share * 100.0))
+        .collect()
 }
 
 /// Functions kept in the section.
@@ -505,12 +509,7 @@ impl OffCpuBuilder {
 impl OffCpu {
     /// One line: the shares of thread time on and off CPU, and the leading reasons.
     pub fn summary(&self) -> String {
-        let reasons: Vec<String> = self
-            .reasons
-            .iter()
-            .take(3)
-            .map(|r| format!("{} {:.1}%", r.reason, r.share * 100.0))
-            .collect();
+        let reasons = leading_reasons(&self.reasons);
         format!(
             "off-CPU {:.1}% of {:.3} s thread time (on-CPU {:.3} s, {} waits{}{})",
             self.off_cpu_share * 100.0,
