@@ -234,3 +234,55 @@ fn threads_waiting_for_a_lock_are_charged_to_its_call_site() {
         "{o}"
     );
 }
+
+/// A capture perf recorded of `sched:sched_switch` alone (no switch records) is profiled as
+/// any other: its samples are its profile, not switch-outs; and perf's TRACING_DATA is
+/// read (the tracepoint's format, with `prev_state` where the kernel put it).
+#[test]
+fn perfs_own_sched_switch_capture_is_a_plain_profile() {
+    let dir = tempfile::tempdir().unwrap();
+    let capture = dir.path().join("perf-switch.data");
+    let recorded = Command::new("perf")
+        .args(["record", "-q", "-e", "sched:sched_switch", "-o"])
+        .arg(&capture)
+        .args(["--", "sleep", "0.05"])
+        .output();
+    match recorded {
+        Ok(o) if o.status.success() && capture.exists() => {}
+        other => {
+            // No perf at all, or a perf refused the tracepoint (tracefs not readable).
+            let has_perf = Command::new("perf")
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success());
+            skip::skip(
+                if has_perf { "tracefs" } else { "perf" },
+                format!("perf record -e sched:sched_switch: {other:?}"),
+            );
+            return;
+        }
+    }
+    let header = sparkles(&["script", "--header", capture.to_str().unwrap()]);
+    let h: Value = serde_json::from_slice(&header.stdout).unwrap();
+    assert_eq!(h["feature_problems"], serde_json::json!([]), "{h}");
+    let format = &h["features"]["tracing_data"]["events"][0];
+    assert_eq!(format["name"], "sched_switch", "{h}");
+    assert_eq!(format["id"], h["attrs"][0]["attr"]["config"], "{h}");
+    assert!(format["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| f["name"] == "prev_state"));
+    let report = sparkles(&["report", "--format", "json", capture.to_str().unwrap()]);
+    assert!(
+        report.status.success(),
+        "{}",
+        String::from_utf8_lossy(&report.stderr)
+    );
+    let p: Value = serde_json::from_slice(&report.stdout).unwrap();
+    assert!(p["samples"].as_u64().unwrap() > 0, "{p}");
+    assert!(
+        p["offcpu"].is_null(),
+        "no switch records: no off-CPU section"
+    );
+}

@@ -203,7 +203,14 @@ impl Timeline {
     pub fn of_capture(path: &Path, case: &str, options: &StackOptions) -> Result<Timeline, Error> {
         let data = PerfData::open(path)?;
         let chosen = chosen_events(&data, options.event.as_deref())?;
-        let switch = sched_switch_event(&data).map(|(i, _)| i);
+        // Switch-outs, not time on a CPU, in an off-CPU capture (one with switch records).
+        let switches = data
+            .attrs
+            .iter()
+            .any(|a| a.attr.flags & sparkles_perf_data::attr::flag::CONTEXT_SWITCH != 0);
+        let switch = sched_switch_event(&data)
+            .filter(|_| switches)
+            .map(|(i, _)| i);
         let clock = data
             .attrs
             .iter()

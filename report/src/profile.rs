@@ -900,7 +900,9 @@ impl<'a> Pass<'a> {
             .attrs
             .iter()
             .any(|a| a.attr.flags & sparkles_perf_data::attr::flag::CONTEXT_SWITCH != 0);
-        let sched_switch = sched_switch_event(data);
+        // Its samples are switch-outs only in an off-CPU capture (with switch records); a
+        // capture of `perf record -e sched:sched_switch` alone is profiled as any other.
+        let sched_switch = sched_switch_event(data).filter(|_| switches);
         Ok(Pass {
             data,
             weighting: options.weight,
