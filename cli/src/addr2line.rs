@@ -68,15 +68,21 @@ pub fn addr2line(args: &Addr2lineArgs) -> Result<(), Error> {
     let mut answer = |batch: &[&str],
                       out: &mut std::io::BufWriter<std::io::StdoutLock<'_>>|
      -> Result<(), Error> {
-        let addrs = batch
-            .iter()
-            .map(|t| {
-                let t = t.trim();
-                // binutils reads every address as hex, with or without 0x.
-                u64::from_str_radix(t.trim_start_matches("0x").trim_start_matches("0X"), 16)
-                    .map_err(|_| Error::Input(format!("'{t}' is not a hex address")))
-            })
-            .collect::<Result<Vec<u64>, Error>>()?;
+        // The addresses up to the first that is not one: those are answered, then the
+        // error ends the command (as it would have one address at a time).
+        let mut addrs = Vec::with_capacity(batch.len());
+        let mut bad = None;
+        for t in batch {
+            let t = t.trim();
+            // binutils reads every address as hex, with or without 0x.
+            match u64::from_str_radix(t.trim_start_matches("0x").trim_start_matches("0X"), 16) {
+                Ok(a) => addrs.push(a),
+                Err(_) => {
+                    bad = Some(Error::Input(format!("'{t}' is not a hex address")));
+                    break;
+                }
+            }
+        }
         for (addr, found) in addrs.iter().zip(namer.name(&addrs)) {
             if let Some(e) = found.error {
                 eprintln!("sparkles addr2line: {e}: named from the symbol table");
@@ -85,7 +91,14 @@ pub fn addr2line(args: &Addr2lineArgs) -> Result<(), Error> {
             binutils::format_into(&mut text, *addr, &found.frames, &options);
             out.write_all(text.as_bytes()).map_err(Error::Output)?;
         }
-        Ok(())
+        match bad {
+            Some(e) => {
+                // What was answered is written before the error ends the command.
+                out.flush().map_err(Error::Output)?;
+                Err(e)
+            }
+            None => Ok(()),
+        }
     };
     // A reader that went away (`| head`) ends the output, not the command.
     let written = |r: Result<(), Error>| match r {

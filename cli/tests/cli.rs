@@ -574,10 +574,11 @@ fn addr2line_stands_in_for_binutils() {
     writeln!(child.stdin.take().unwrap(), "{main:x}").unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("main\n"));
-    // Bad input: named, non-zero.
-    let bad = sparkles(&["addr2line", "-e", exe, "0xzz"]);
+    // Bad input: named, non-zero; what came before it is answered.
+    let bad = sparkles(&["addr2line", "-e", exe, "-f", &format!("{main:#x}"), "0xzz"]);
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("'0xzz' is not a hex address"));
+    assert!(String::from_utf8_lossy(&bad.stdout).starts_with("main\n"));
     let missing = sparkles(&["addr2line", "-e", "/nonexistent/prog", "0x10"]);
     assert!(!missing.status.success());
     assert!(String::from_utf8_lossy(&missing.stderr).contains("/nonexistent/prog"));
