@@ -68,6 +68,17 @@ fn section(
     bytes: &Arc<FileBytes>,
     name: Option<&str>,
 ) -> Result<Reader, gimli::Error> {
+    section_cached(file, bytes, name, None)
+}
+
+/// [`section`], a compressed one kept in the cache of inflated sections under the file's
+/// `build_id` ([`crate::cache`]).
+fn section_cached(
+    file: &object::File<'_>,
+    bytes: &Arc<FileBytes>,
+    name: Option<&str>,
+    build_id: Option<&[u8]>,
+) -> Result<Reader, gimli::Error> {
     use object::{Object, ObjectSection};
     let endian = endian_of(file);
     let empty = || Reader::new(Section::empty(), endian);
@@ -87,11 +98,26 @@ fn section(
             bytes: Arc::clone(bytes),
             range,
         },
-        None => match s.uncompressed_data() {
-            Ok(data) => Section::whole(data.into_owned()),
-            // A section that cannot be read gives no DWARF from it, as if absent.
-            Err(_) => return Ok(empty()),
-        },
+        None => {
+            let size = s.compressed_file_range().map_or(0, |r| r.uncompressed_size);
+            let name = name.unwrap_or_default();
+            match build_id.and_then(|id| crate::cache::read(id, name, size)) {
+                Some(kept) => Section {
+                    range: 0..kept.len(),
+                    bytes: kept,
+                },
+                None => match s.uncompressed_data() {
+                    Ok(data) => {
+                        if let Some(id) = build_id {
+                            crate::cache::write(id, name, &data);
+                        }
+                        Section::whole(data.into_owned())
+                    }
+                    // A section that cannot be read gives no DWARF from it, as if absent.
+                    Err(_) => return Ok(empty()),
+                },
+            }
+        }
     };
     Ok(Reader::new(data, endian))
 }
@@ -112,8 +138,15 @@ pub fn load(
                 | gimli::SectionId::DebugTypes
         )
     };
-    let mut dwarf =
-        gimli::Dwarf::load(|id| section(file, bytes, Some(id.name()).filter(|_| needed(id))))?;
+    let build_id = crate::elf::build_id_of(file);
+    let mut dwarf = gimli::Dwarf::load(|id| {
+        section_cached(
+            file,
+            bytes,
+            Some(id.name()).filter(|_| needed(id)),
+            build_id.as_deref(),
+        )
+    })?;
     dwarf.populate_abbreviations_cache(gimli::AbbreviationsCacheStrategy::Duplicates);
     Ok(dwarf)
 }

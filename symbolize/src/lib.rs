@@ -16,6 +16,7 @@
 
 pub mod address_space;
 pub mod binutils;
+mod cache;
 pub mod demangle;
 pub mod dwarf;
 pub mod elf;

@@ -1,0 +1,97 @@
+//! A cache of inflated debug sections, by build id. A distribution's debug file (Debian's
+//! libc6-dbg) stores its DWARF zlib-compressed, and inflating it was most of the time a
+//! small report took. The first reader of such a section inflates it and writes it to
+//! `DIR/<build id in hex>/<section name>` (whole or not at all); later readers map that
+//! file instead. A build id names the file's content, so an entry is never stale; its
+//! length is checked against the section's uncompressed size all the same.
+//!
+//! `DIR` is `$SPARKLES_CACHE_DIR`, else `$XDG_CACHE_HOME/sparkles/debug`, else
+//! `~/.cache/sparkles/debug` (as perf keeps `~/.debug`); `SPARKLES_CACHE_DIR=off` (or
+//! empty) turns it off. A cache that cannot be read or written is passed by: it only
+//! saves time, and a section is then inflated as before.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::elf::{map_file, FileBytes};
+
+/// Sections smaller than this are inflated each time: not worth a file.
+const MIN_BYTES: u64 = 256 << 10;
+
+/// The cache folder, or `None` where it is turned off or no home is known.
+fn dir() -> Option<PathBuf> {
+    match std::env::var_os("SPARKLES_CACHE_DIR") {
+        Some(d) if d.is_empty() || d == "off" => None,
+        Some(d) => Some(PathBuf::from(d)),
+        None => {
+            let base = std::env::var_os("XDG_CACHE_HOME")
+                .filter(|d| !d.is_empty())
+                .map(PathBuf::from)
+                .or_else(|| {
+                    std::env::var_os("HOME")
+                        .filter(|d| !d.is_empty())
+                        .map(|h| PathBuf::from(h).join(".cache"))
+                })?;
+            Some(base.join("sparkles").join("debug"))
+        }
+    }
+}
+
+fn entry(build_id: &[u8], section: &str) -> Option<PathBuf> {
+    let id: String = build_id.iter().map(|b| format!("{b:02x}")).collect();
+    // A section name is `.debug_info` and the like: nothing that leaves the folder.
+    if id.is_empty() || section.contains('/') {
+        return None;
+    }
+    Some(dir()?.join(id).join(section))
+}
+
+/// The inflated `section` of the file with `build_id`, where the cache has it at its size.
+pub(crate) fn read(build_id: &[u8], section: &str, size: u64) -> Option<Arc<FileBytes>> {
+    if size < MIN_BYTES {
+        return None;
+    }
+    let path = entry(build_id, section)?;
+    let bytes = map_file(&path).ok()?;
+    (bytes.len() as u64 == size).then_some(bytes)
+}
+
+/// Keeps the inflated `section` of the file with `build_id` for later readers.
+pub(crate) fn write(build_id: &[u8], section: &str, bytes: &[u8]) {
+    if (bytes.len() as u64) < MIN_BYTES {
+        return;
+    }
+    if let Some(path) = entry(build_id, section) {
+        let _ = sparkles_perf_data::atomic_write::write_atomically(&path, bytes);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
+
+    use super::*;
+
+    #[test]
+    fn entries_round_trip_by_build_id_and_size_and_can_be_turned_off() {
+        let dir = tempfile::tempdir().unwrap();
+        // The environment is the process's: this test sets it only to a temp folder and
+        // back, and no other test of this crate reads the cache folder's variable.
+        std::env::set_var("SPARKLES_CACHE_DIR", dir.path());
+        let id = [0xab, 0xcd, 0x01];
+        let data = vec![7u8; MIN_BYTES as usize + 10];
+        assert!(read(&id, ".debug_info", data.len() as u64).is_none());
+        write(&id, ".debug_info", &data);
+        assert!(dir.path().join("abcd01/.debug_info").is_file());
+        let back = read(&id, ".debug_info", data.len() as u64).unwrap();
+        assert_eq!(&back[..], &data[..]);
+        // Another size is another section: not taken.
+        assert!(read(&id, ".debug_info", data.len() as u64 + 1).is_none());
+        // Small sections are not kept.
+        write(&id, ".debug_str", &[1, 2, 3]);
+        assert!(!dir.path().join("abcd01/.debug_str").exists());
+        std::env::set_var("SPARKLES_CACHE_DIR", "off");
+        assert!(read(&id, ".debug_info", data.len() as u64).is_none());
+        std::env::remove_var("SPARKLES_CACHE_DIR");
+    }
+}
