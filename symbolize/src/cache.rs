@@ -10,7 +10,7 @@
 //! empty) turns it off. A cache that cannot be read or written is passed by: it only
 //! saves time, and a section is then inflated as before.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::elf::{map_file, FileBytes};
@@ -20,15 +20,20 @@ const MIN_BYTES: u64 = 256 << 10;
 
 /// The cache folder, or `None` where it is turned off or no home is known.
 fn dir() -> Option<PathBuf> {
-    match std::env::var_os("SPARKLES_CACHE_DIR") {
+    dir_from(|name| std::env::var_os(name))
+}
+
+/// [`dir`] from the environment variables `var` gives.
+fn dir_from(var: impl Fn(&str) -> Option<std::ffi::OsString>) -> Option<PathBuf> {
+    match var("SPARKLES_CACHE_DIR") {
         Some(d) if d.is_empty() || d == "off" => None,
         Some(d) => Some(PathBuf::from(d)),
         None => {
-            let base = std::env::var_os("XDG_CACHE_HOME")
+            let base = var("XDG_CACHE_HOME")
                 .filter(|d| !d.is_empty())
                 .map(PathBuf::from)
                 .or_else(|| {
-                    std::env::var_os("HOME")
+                    var("HOME")
                         .filter(|d| !d.is_empty())
                         .map(|h| PathBuf::from(h).join(".cache"))
                 })?;
@@ -37,31 +42,40 @@ fn dir() -> Option<PathBuf> {
     }
 }
 
-fn entry(build_id: &[u8], section: &str) -> Option<PathBuf> {
+fn entry(dir: &Path, build_id: &[u8], section: &str) -> Option<PathBuf> {
     let id: String = build_id.iter().map(|b| format!("{b:02x}")).collect();
     // A section name is `.debug_info` and the like: nothing that leaves the folder.
     if id.is_empty() || section.contains('/') {
         return None;
     }
-    Some(dir()?.join(id).join(section))
+    Some(dir.join(id).join(section))
 }
 
 /// The inflated `section` of the file with `build_id`, where the cache has it at its size.
 pub(crate) fn read(build_id: &[u8], section: &str, size: u64) -> Option<Arc<FileBytes>> {
+    read_in(&dir()?, build_id, section, size)
+}
+
+fn read_in(dir: &Path, build_id: &[u8], section: &str, size: u64) -> Option<Arc<FileBytes>> {
     if size < MIN_BYTES {
         return None;
     }
-    let path = entry(build_id, section)?;
-    let bytes = map_file(&path).ok()?;
+    let bytes = map_file(&entry(dir, build_id, section)?).ok()?;
     (bytes.len() as u64 == size).then_some(bytes)
 }
 
 /// Keeps the inflated `section` of the file with `build_id` for later readers.
 pub(crate) fn write(build_id: &[u8], section: &str, bytes: &[u8]) {
+    if let Some(dir) = dir() {
+        write_in(&dir, build_id, section, bytes);
+    }
+}
+
+fn write_in(dir: &Path, build_id: &[u8], section: &str, bytes: &[u8]) {
     if (bytes.len() as u64) < MIN_BYTES {
         return;
     }
-    if let Some(path) = entry(build_id, section) {
+    if let Some(path) = entry(dir, build_id, section) {
         let _ = sparkles_perf_data::atomic_write::write_atomically(&path, bytes);
     }
 }
@@ -73,25 +87,51 @@ mod tests {
     use super::*;
 
     #[test]
-    fn entries_round_trip_by_build_id_and_size_and_can_be_turned_off() {
+    fn entries_round_trip_by_build_id_and_size() {
         let dir = tempfile::tempdir().unwrap();
-        // The environment is the process's: this test sets it only to a temp folder and
-        // back, and no other test of this crate reads the cache folder's variable.
-        std::env::set_var("SPARKLES_CACHE_DIR", dir.path());
+        let d = dir.path();
         let id = [0xab, 0xcd, 0x01];
         let data = vec![7u8; MIN_BYTES as usize + 10];
-        assert!(read(&id, ".debug_info", data.len() as u64).is_none());
-        write(&id, ".debug_info", &data);
-        assert!(dir.path().join("abcd01/.debug_info").is_file());
-        let back = read(&id, ".debug_info", data.len() as u64).unwrap();
+        assert!(read_in(d, &id, ".debug_info", data.len() as u64).is_none());
+        write_in(d, &id, ".debug_info", &data);
+        assert!(d.join("abcd01/.debug_info").is_file());
+        let back = read_in(d, &id, ".debug_info", data.len() as u64).unwrap();
         assert_eq!(&back[..], &data[..]);
         // Another size is another section: not taken.
-        assert!(read(&id, ".debug_info", data.len() as u64 + 1).is_none());
-        // Small sections are not kept.
-        write(&id, ".debug_str", &[1, 2, 3]);
-        assert!(!dir.path().join("abcd01/.debug_str").exists());
-        std::env::set_var("SPARKLES_CACHE_DIR", "off");
-        assert!(read(&id, ".debug_info", data.len() as u64).is_none());
-        std::env::remove_var("SPARKLES_CACHE_DIR");
+        assert!(read_in(d, &id, ".debug_info", data.len() as u64 + 1).is_none());
+        // Small sections are not kept; no build id, no entry.
+        write_in(d, &id, ".debug_str", &[1, 2, 3]);
+        assert!(!d.join("abcd01/.debug_str").exists());
+        write_in(d, &[], ".debug_info", &data);
+        assert_eq!(std::fs::read_dir(d).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn the_folder_follows_the_environment() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| std::ffi::OsString::from(v))
+            }
+        };
+        assert_eq!(
+            dir_from(env(&[("HOME", "/home/u")])),
+            Some(PathBuf::from("/home/u/.cache/sparkles/debug"))
+        );
+        assert_eq!(
+            dir_from(env(&[("HOME", "/home/u"), ("XDG_CACHE_HOME", "/c")])),
+            Some(PathBuf::from("/c/sparkles/debug"))
+        );
+        assert_eq!(
+            dir_from(env(&[("HOME", "/home/u"), ("SPARKLES_CACHE_DIR", "/x")])),
+            Some(PathBuf::from("/x"))
+        );
+        assert_eq!(
+            dir_from(env(&[("HOME", "/h"), ("SPARKLES_CACHE_DIR", "off")])),
+            None
+        );
+        assert_eq!(dir_from(env(&[])), None);
     }
 }
