@@ -296,6 +296,7 @@ impl RunReport<'_> {
                 (offcpu_line(p))
                 @if kept.is_none() {
                     (top_lines(frame("profile.json")))
+                    (self.viewer_links(row))
                     (flame_frame(format!("flamegraph of {}", row.case), frame("flamegraph.svg")))
                     @let wall = frame("flamegraph-wall.svg").filter(|_| has_offcpu(p));
                     @if wall.is_some() {
@@ -307,6 +308,36 @@ impl RunReport<'_> {
                         h3 { "Against the baseline's profile" }
                     }
                     (flame_frame(format!("differential flamegraph of {}", row.case), diff))
+                }
+            }
+        }
+    }
+
+    /// Links to the case's files for interactive viewers (`--profile-format`), where this
+    /// run wrote them (not older than its capture: an earlier run's are not offered).
+    fn viewer_links(&self, row: &BenchRow) -> Markup {
+        let dir = self.profile_dir.join(&row.slug);
+        let modified = |name: &str| {
+            std::fs::metadata(dir.join(name))
+                .and_then(|m| m.modified())
+                .ok()
+        };
+        let capture = modified("capture.perf.data");
+        let files: Vec<(&str, &str)> = [
+            ("profile.speedscope.json", "speedscope"),
+            ("profile.firefox.json.gz", "Firefox Profiler"),
+        ]
+        .into_iter()
+        .filter(|(name, _)| matches!((modified(name), capture), (Some(f), Some(c)) if f >= c))
+        .collect();
+        html! {
+            @if !files.is_empty() {
+                p.viewers { "Open in: "
+                    @for (i, (name, viewer)) in files.iter().enumerate() {
+                        @if i > 0 { ", " }
+                        a href=(format!("../profile/{}/{name}", row.slug)) { (viewer) }
+                        " (" code { (name) } ")"
+                    }
                 }
             }
         }
@@ -673,6 +704,38 @@ mod tests {
         assert!(keep_cases(&store, "s", &[a]).is_empty());
         let again: Vec<KeptCase> = serde_json::from_slice(&std::fs::read(&store).unwrap()).unwrap();
         assert_eq!(again.len(), 1);
+    }
+
+    #[test]
+    fn viewer_files_of_this_run_are_linked() {
+        let dir = tempfile::tempdir().unwrap();
+        let case = dir.path().join("v");
+        std::fs::create_dir_all(&case).unwrap();
+        // An earlier run's Firefox file, then this run's capture and speedscope file.
+        std::fs::write(case.join("profile.firefox.json.gz"), b"old").unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(case.join("capture.perf.data"), b"x").unwrap();
+        std::fs::write(case.join("profile.speedscope.json"), b"{}").unwrap();
+        let mut r = row("v", vec![1.0, 2.0]);
+        r.profile = Some(Default::default());
+        let html = RunReport {
+            suite: "s",
+            rows: std::slice::from_ref(&r),
+            baseline: None,
+            baseline_name: None,
+            profile_dir: dir.path(),
+            kept: &[],
+        }
+        .page()
+        .into_string();
+        assert!(
+            html.contains("href=\"../profile/v/profile.speedscope.json\""),
+            "{html}"
+        );
+        assert!(
+            !html.contains("profile.firefox.json.gz"),
+            "an earlier run's file is offered"
+        );
     }
 
     #[test]
