@@ -23,6 +23,14 @@ impl ViewerFormat {
             ViewerFormat::Firefox => "profile.firefox.json.gz",
         }
     }
+
+    /// The viewer, in words.
+    pub fn viewer(self) -> &'static str {
+        match self {
+            ViewerFormat::Speedscope => "speedscope",
+            ViewerFormat::Firefox => "Firefox Profiler",
+        }
+    }
 }
 
 /// The order the timing pass takes its samples in.

@@ -12,6 +12,7 @@ use std::path::Path;
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 use plotters::prelude::*;
 
+use crate::args::ViewerFormat;
 use crate::error::Error;
 use crate::record::BenchRow;
 use crate::stats::Verdict;
@@ -323,13 +324,11 @@ impl RunReport<'_> {
                 .ok()
         };
         let capture = modified("capture.perf.data");
-        let files: Vec<(&str, &str)> = [
-            ("profile.speedscope.json", "speedscope"),
-            ("profile.firefox.json.gz", "Firefox Profiler"),
-        ]
-        .into_iter()
-        .filter(|(name, _)| matches!((modified(name), capture), (Some(f), Some(c)) if f >= c))
-        .collect();
+        let files: Vec<(&str, &str)> = [ViewerFormat::Speedscope, ViewerFormat::Firefox]
+            .into_iter()
+            .map(|v| (v.file_name(), v.viewer()))
+            .filter(|(name, _)| matches!((modified(name), capture), (Some(f), Some(c)) if f >= c))
+            .collect();
         html! {
             @if !files.is_empty() {
                 p.viewers { "Open in: "

@@ -213,21 +213,12 @@ pub fn export(
             }
             other => other.into(),
         })?;
-    if timeline.samples() == 0 {
-        return Err(sparkles_report::Error::Empty.into());
-    }
-    Ok(match format {
-        ReportFormat::Speedscope => export::speedscope(&timeline)?,
-        _ => {
-            let modified = std::fs::metadata(file).and_then(|m| m.modified()).ok();
-            let json = export::firefox(&timeline, modified)?;
-            if output.is_some_and(|o| o.extension().is_some_and(|e| e == "gz")) {
-                export::gzip(&json)?
-            } else {
-                json
-            }
-        }
-    })
+    let viewer = match format {
+        ReportFormat::Speedscope => export::Viewer::Speedscope,
+        _ => export::Viewer::Firefox,
+    };
+    let gzip = output.is_some_and(|o| o.extension().is_some_and(|e| e == "gz"));
+    Ok(export::viewer_file(&timeline, file, viewer, gzip)?)
 }
 
 /// Writes a command's output: to OUT whole (or not at all), else to standard output (a

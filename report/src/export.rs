@@ -15,8 +15,7 @@ use rustc_hash::FxHashMap;
 use serde::Serialize;
 use sparkles_perf_data::{PerfData, Record};
 
-use crate::names::normalize;
-use crate::profile::{attr_name, chosen_events, kind_of, sched_switch_event, Kind};
+use crate::profile::{attr_name, chosen_events, function_name, kind_of, sched_switch_event, Kind};
 use crate::stacks::{is_harness_frame, NamedFrame, StackNamer, StackOptions};
 use crate::Error;
 
@@ -108,15 +107,8 @@ struct Building {
 
 impl Building {
     fn frame(&mut self, f: &NamedFrame) -> u32 {
-        let name = match &f.function {
-            Some(n) => normalize(n),
-            None => match &f.module {
-                Some(m) => format!("[unknown] ({m})"),
-                None => "[unknown]".to_string(),
-            },
-        };
         let file = f.file.as_deref().map(str::to_string);
-        let key = (name, file);
+        let key = (function_name(f), file);
         let id = match self.frame_ids.get(&key) {
             Some(&id) => id,
             None => {
@@ -203,14 +195,8 @@ impl Timeline {
     pub fn of_capture(path: &Path, case: &str, options: &StackOptions) -> Result<Timeline, Error> {
         let data = PerfData::open(path)?;
         let chosen = chosen_events(&data, options.event.as_deref())?;
-        // Switch-outs, not time on a CPU, in an off-CPU capture (one with switch records).
-        let switches = data
-            .attrs
-            .iter()
-            .any(|a| a.attr.flags & sparkles_perf_data::attr::flag::CONTEXT_SWITCH != 0);
-        let switch = sched_switch_event(&data)
-            .filter(|_| switches)
-            .map(|(i, _)| i);
+        // Switch-outs, not time on a CPU, in an off-CPU capture.
+        let switch = sched_switch_event(&data).map(|(i, _)| i);
         let clock = data
             .attrs
             .iter()
@@ -658,6 +644,40 @@ pub fn firefox(t: &Timeline, modified: Option<std::time::SystemTime>) -> Result<
         what: "firefox",
         reason: e.to_string(),
     })
+}
+
+/// An interactive viewer's file format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Viewer {
+    /// speedscope's ([`speedscope`]).
+    Speedscope,
+    /// The Firefox Profiler's ([`firefox`]).
+    Firefox,
+}
+
+/// The timeline of `capture` as `viewer`'s file (the Firefox Profiler's gzipped where
+/// `gzip`); an error where it has no sample.
+pub fn viewer_file(
+    t: &Timeline,
+    capture: &Path,
+    viewer: Viewer,
+    gzip: bool,
+) -> Result<Vec<u8>, Error> {
+    if t.samples() == 0 {
+        return Err(Error::Empty);
+    }
+    match viewer {
+        Viewer::Speedscope => speedscope(t),
+        Viewer::Firefox => {
+            let modified = std::fs::metadata(capture).and_then(|m| m.modified()).ok();
+            let json = firefox(t, modified)?;
+            if gzip {
+                self::gzip(&json)
+            } else {
+                Ok(json)
+            }
+        }
+    }
 }
 
 /// `bytes` gzipped (the Firefox Profiler opens `.json.gz` files).

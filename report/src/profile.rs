@@ -72,6 +72,18 @@ pub fn kind_of(f: &NamedFrame) -> Kind {
     }
 }
 
+/// A frame's function as views name it: demangled and normalized
+/// ([`crate::names::normalize`]), else `[unknown] (module)`.
+pub fn function_name(f: &NamedFrame) -> String {
+    match &f.function {
+        Some(n) => normalize(n),
+        None => match &f.module {
+            Some(m) => format!("[unknown] ({m})"),
+            None => "[unknown]".to_string(),
+        },
+    }
+}
+
 /// One row of a flat view.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Entry {
@@ -394,13 +406,7 @@ impl Builder {
         if let Some(k) = self.keys.get(&id) {
             return *k;
         }
-        let function: String = match &f.function {
-            Some(n) => normalize(n),
-            None => match &f.module {
-                Some(m) => format!("[unknown] ({m})"),
-                None => "[unknown]".to_string(),
-            },
-        };
+        let function = function_name(f);
         let symbol = match &f.symbol {
             Some(n) => normalize(n),
             None => function.clone(),
@@ -851,6 +857,11 @@ pub fn profiles_of_capture(
 /// The capture's `sched:sched_switch` event: its attr's index and format, where it has
 /// one (by its TRACING_DATA format's id, else by its name).
 pub(crate) fn sched_switch_event(data: &PerfData) -> Option<(usize, Option<EventFormat>)> {
+    // Its samples are switch-outs only in an off-CPU capture (with switch records); a
+    // capture of `perf record -e sched:sched_switch` alone is profiled as any other.
+    if !has_switch_records(data) {
+        return None;
+    }
     let tracing = data.features.tracing_data.as_ref();
     data.attrs.iter().enumerate().find_map(|(i, a)| {
         if a.attr.type_ != PERF_TYPE_TRACEPOINT {
@@ -862,6 +873,13 @@ pub(crate) fn sched_switch_event(data: &PerfData) -> Option<(usize, Option<Event
             .cloned();
         (format.is_some() || a.name.as_deref() == Some("sched:sched_switch")).then_some((i, format))
     })
+}
+
+/// Whether some event of the capture records context switches (`context_switch`).
+pub(crate) fn has_switch_records(data: &PerfData) -> bool {
+    data.attrs
+        .iter()
+        .any(|a| a.attr.flags & sparkles_perf_data::attr::flag::CONTEXT_SWITCH != 0)
 }
 
 /// `perf_event_attr.type` of a tracepoint.
@@ -896,13 +914,8 @@ struct Pass<'a> {
 impl<'a> Pass<'a> {
     fn new(data: &'a PerfData, case: &str, options: &StackOptions) -> Result<Pass<'a>, Error> {
         let chosen = chosen_events(data, options.event.as_deref())?;
-        let switches = data
-            .attrs
-            .iter()
-            .any(|a| a.attr.flags & sparkles_perf_data::attr::flag::CONTEXT_SWITCH != 0);
-        // Its samples are switch-outs only in an off-CPU capture (with switch records); a
-        // capture of `perf record -e sched:sched_switch` alone is profiled as any other.
-        let sched_switch = sched_switch_event(data).filter(|_| switches);
+        let switches = has_switch_records(data);
+        let sched_switch = sched_switch_event(data);
         Ok(Pass {
             data,
             weighting: options.weight,

@@ -429,6 +429,25 @@ fn online_cpus() -> Vec<usize> {
 }
 
 impl SamplingConfig {
+    /// Sampling of `events` at `rate` with stacks by `call_graph`, as a profile takes it:
+    /// ring buffers of 256 pages, stacks compacted, records zstd-compressed, kept in
+    /// memory; no memory or off-CPU sampling (set those fields to add them).
+    pub fn new(events: Vec<SampledEvent>, rate: Rate, call_graph: CallGraph) -> SamplingConfig {
+        SamplingConfig {
+            events,
+            rate,
+            call_graph,
+            buffer_pages: 256,
+            compact_stacks: true,
+            compression: Compression::default(),
+            stream_to: None,
+            memory: None,
+            context_switches: false,
+            raw: false,
+            tracing_data: None,
+        }
+    }
+
     fn sample_type(&self) -> u64 {
         let base = st::IP
             | st::TID

@@ -32,7 +32,6 @@
 
 use std::path::{Path, PathBuf};
 
-use sparkles_perf_data::writer::Compression;
 use sparkles_report::stacks::StackOptions;
 use sparkles_sampler::session::{
     choose_event, CallGraph, Rate, SamplingConfig, Session, Target, DEFAULT_STACK_BYTES,
@@ -105,22 +104,18 @@ impl SparklesProfiler {
         let resolver = EventResolver::live().map_err(|e| e.to_string())?;
         let (event, note) =
             choose_event(&resolver, &system, self.event.as_deref()).map_err(|e| e.to_string())?;
+        let call_graph = if self.stack_bytes == 0 {
+            CallGraph::FramePointer
+        } else {
+            CallGraph::Dwarf(self.stack_bytes.next_multiple_of(8).min(65528))
+        };
         let config = SamplingConfig {
-            events: vec![event.into()],
-            rate: Rate::Frequency(self.frequency),
-            call_graph: if self.stack_bytes == 0 {
-                CallGraph::FramePointer
-            } else {
-                CallGraph::Dwarf(self.stack_bytes.next_multiple_of(8).min(65528))
-            },
-            buffer_pages: 256,
-            compact_stacks: true,
-            compression: Compression::default(),
             stream_to: Some(capture.to_path_buf()),
-            memory: None,
-            context_switches: false,
-            raw: false,
-            tracing_data: None,
+            ..SamplingConfig::new(
+                vec![event.into()],
+                Rate::Frequency(self.frequency),
+                call_graph,
+            )
         };
         Ok((config, note))
     }

@@ -35,17 +35,12 @@ fn sampling_refused() -> Option<String> {
     };
     let (event, _) = default_event(&resolver, &System::probe());
     let config = SamplingConfig {
-        events: vec![event.into()],
-        rate: Rate::Frequency(100),
-        call_graph: CallGraph::FramePointer,
         buffer_pages: 8,
-        compact_stacks: true,
-        compression: Default::default(),
-        stream_to: None,
-        memory: None,
-        context_switches: false,
-        raw: false,
-        tracing_data: None,
+        ..SamplingConfig::new(
+            vec![event.into()],
+            Rate::Frequency(100),
+            CallGraph::FramePointer,
+        )
     };
     match Session::start(&config, Target::CurrentThread, &System::probe()) {
         Ok(s) => {

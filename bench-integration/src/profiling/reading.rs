@@ -268,18 +268,13 @@ fn write_viewer_files(
         return Ok(());
     }
     let timeline = export::Timeline::of_capture(capture, case, options)?;
-    if timeline.samples() == 0 {
-        return Err(sparkles_report::Error::Empty.into());
-    }
     let dir = capture.parent().unwrap_or(Path::new("."));
     for &format in formats {
-        let bytes = match format {
-            ViewerFormat::Speedscope => export::speedscope(&timeline)?,
-            ViewerFormat::Firefox => {
-                let modified = std::fs::metadata(capture).and_then(|m| m.modified()).ok();
-                export::gzip(&export::firefox(&timeline, modified)?)?
-            }
+        let viewer = match format {
+            ViewerFormat::Speedscope => export::Viewer::Speedscope,
+            ViewerFormat::Firefox => export::Viewer::Firefox,
         };
+        let bytes = export::viewer_file(&timeline, capture, viewer, true)?;
         sparkles_perf_data::atomic_write::write_atomically(&dir.join(format.file_name()), &bytes)?;
     }
     Ok(())
