@@ -7,6 +7,8 @@
 
 #![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
 
+#[path = "../../testdata/support/browser.rs"]
+mod browser;
 #[path = "../../testdata/support/skip.rs"]
 mod skip;
 mod support;
@@ -35,17 +37,6 @@ fn browser_command(browser: &str) -> Command {
     let mut c = Command::new("timeout");
     c.args(["60", browser]);
     c
-}
-
-fn chromium() -> Option<&'static str> {
-    ["chromium", "chromium-browser", "google-chrome"]
-        .into_iter()
-        .find(|c| {
-            Command::new(c)
-                .arg("--version")
-                .output()
-                .is_ok_and(|o| o.status.success())
-        })
 }
 
 #[test]
@@ -106,7 +97,7 @@ fn one_page_tells_the_run_and_renders_in_a_browser_with_nothing_fetched() {
     .all_ok());
     assert!(!quiet.path().join("report").exists());
 
-    let Some(browser) = chromium() else {
+    let Some(browser) = browser::chromium() else {
         skip::skip(
             "chromium",
             "no chromium here: the page was checked as text only",

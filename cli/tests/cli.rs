@@ -4,9 +4,12 @@
 
 #[path = "../../testdata/support/skip.rs"]
 mod skip;
+mod support;
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
+
+use support::{refused, sparkles};
 
 use serde_json::Value;
 
@@ -14,13 +17,6 @@ use serde_json::Value;
 mod callchain_fixture;
 #[path = "../../testdata/support/fixtures.rs"]
 mod fixtures;
-
-fn sparkles(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sparkles"))
-        .args(args)
-        .output()
-        .unwrap()
-}
 
 fn json(out: &Output) -> Value {
     assert!(
@@ -359,27 +355,6 @@ fn script_header_and_errors() {
     );
     let out = sparkles(&["script", "/nonexistent/perf.data"]);
     assert_eq!(out.status.code(), Some(2));
-}
-
-/// `sparkles record` refuses to sample here, saying why: the caller skips.
-fn refused(out: &Output) -> bool {
-    let err = String::from_utf8_lossy(&out.stderr);
-    // The paranoid level's refusal, a seccomp filter's, or a build without the edge.
-    let perf_event = [
-        "perf_event_paranoid",
-        "EACCES",
-        "EPERM",
-        "seccomp",
-        "perf_event",
-    ];
-    if !out.status.success() && perf_event.iter().any(|k| err.contains(k)) {
-        skip::skip(
-            "perf_event",
-            format!("the kernel refuses sampling here: {err}"),
-        );
-        return true;
-    }
-    false
 }
 
 fn perf_reads(path: &std::path::Path) {

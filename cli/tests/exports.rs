@@ -7,8 +7,11 @@
 
 #![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
 
+#[path = "../../testdata/support/browser.rs"]
+mod browser;
 #[path = "../../testdata/support/skip.rs"]
 mod skip;
+mod support;
 
 #[path = "../../testdata/support/callchain_fixture.rs"]
 mod callchain_fixture;
@@ -17,16 +20,10 @@ mod fixtures;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 use serde_json::Value;
-
-fn sparkles(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sparkles"))
-        .args(args)
-        .output()
-        .unwrap()
-}
+use support::sparkles;
 
 /// The fixture capture and a symfs with its binary, or `None` (said).
 fn capture() -> Option<(PathBuf, tempfile::TempDir)> {
@@ -205,15 +202,7 @@ fn speedscope_export_follows_the_schema_and_opens_in_speedscope() {
         String::from_utf8_lossy(&valid.stderr)
     );
 
-    let Some(browser) = ["chromium", "chromium-browser", "google-chrome"]
-        .into_iter()
-        .find(|c| {
-            Command::new(c)
-                .arg("--version")
-                .output()
-                .is_ok_and(|o| o.status.success())
-        })
-    else {
+    let Some(browser) = browser::chromium() else {
         skip::skip("chromium", "no chromium: speedscope's app not opened");
         return;
     };

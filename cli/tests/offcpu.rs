@@ -8,18 +8,13 @@
 
 #[path = "../../testdata/support/skip.rs"]
 mod skip;
+mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 use serde_json::Value;
-
-fn sparkles(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sparkles"))
-        .args(args)
-        .output()
-        .unwrap()
-}
+use support::{refused, sparkles};
 
 /// waits.c built into `dir`, or `None`, saying why.
 fn waits_program(dir: &Path) -> Option<PathBuf> {
@@ -52,20 +47,14 @@ fn record(dir: &Path, program: &Path, mode: &str) -> Option<(PathBuf, Value)> {
         program.to_str().unwrap(),
         mode,
     ]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    if !out.status.success() {
-        if ["perf_event", "EACCES", "EPERM", "seccomp"]
-            .iter()
-            .any(|k| err.contains(k))
-        {
-            skip::skip(
-                "perf_event",
-                format!("the kernel refuses sampling here: {err}"),
-            );
-            return None;
-        }
-        panic!("sparkles record --off-cpu failed: {err}");
+    if refused(&out) {
+        return None;
     }
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "sparkles record --off-cpu failed: {err}"
+    );
     assert!(err.contains("off-CPU:"), "the source is said: {err}");
     let report = sparkles(&["report", "--format", "json", capture.to_str().unwrap()]);
     assert!(

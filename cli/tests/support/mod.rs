@@ -1,0 +1,36 @@
+//! What the `sparkles` command's test files share: running it, and telling a kernel that
+//! refuses sampling from a failure.
+
+#![allow(dead_code)] // each test file uses its own part
+#![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
+
+use std::process::{Command, Output};
+
+/// `sparkles ARGS…`, run to its end.
+pub fn sparkles(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sparkles"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// `sparkles record` refuses to sample here, saying why: the caller skips.
+pub fn refused(out: &Output) -> bool {
+    let err = String::from_utf8_lossy(&out.stderr);
+    // The paranoid level's refusal, a seccomp filter's, or a build without the edge.
+    let perf_event = [
+        "perf_event_paranoid",
+        "EACCES",
+        "EPERM",
+        "seccomp",
+        "perf_event",
+    ];
+    if !out.status.success() && perf_event.iter().any(|k| err.contains(k)) {
+        crate::skip::skip(
+            "perf_event",
+            format!("the kernel refuses sampling here: {err}"),
+        );
+        return true;
+    }
+    false
+}
