@@ -16,7 +16,7 @@ use std::sync::Arc;
 use crate::elf::{map_file, FileBytes};
 
 /// Sections smaller than this are inflated each time: not worth a file.
-const MIN_BYTES: u64 = 256 << 10;
+const MIN_BYTES: u64 = 32 << 10;
 
 /// The cache folder, or `None` where it is turned off or no home is known.
 fn dir() -> Option<PathBuf> {

@@ -122,7 +122,7 @@ fn section_cached(
     Ok(Reader::new(data, endian))
 }
 
-/// The DWARF of `file` (whose bytes are `bytes`), its abbreviations cached.
+/// The DWARF of `file` (whose bytes are `bytes`).
 pub fn load(
     file: &object::File<'_>,
     bytes: &Arc<FileBytes>,
@@ -139,16 +139,14 @@ pub fn load(
         )
     };
     let build_id = crate::elf::build_id_of(file);
-    let mut dwarf = gimli::Dwarf::load(|id| {
+    gimli::Dwarf::load(|id| {
         section_cached(
             file,
             bytes,
             Some(id.name()).filter(|_| needed(id)),
             build_id.as_deref(),
         )
-    })?;
-    dwarf.populate_abbreviations_cache(gimli::AbbreviationsCacheStrategy::Duplicates);
-    Ok(dwarf)
+    })
 }
 
 /// The DWARF package beside `path` (`PATH.dwp`), where there is one.

@@ -25,6 +25,7 @@ pub mod module;
 pub mod perf_map;
 pub mod search;
 pub mod symbolizer;
+mod units;
 pub mod vdso;
 
 use std::path::PathBuf;

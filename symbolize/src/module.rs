@@ -11,6 +11,7 @@ use crate::elf::{
     build_id_of, debug_info_of, map_file, read_data_symbols, read_segments, read_symbols,
     DataSymbol, DebugInfo, FileBytes, Segment, SymbolEntry,
 };
+use crate::units::{Contexts, UnitIndex};
 use crate::{Error, Frame, SearchPaths};
 
 /// What is read once per module and shared by its workers.
@@ -25,6 +26,9 @@ struct Shared {
     dwarf_image: Arc<FileBytes>,
     /// The DWARF, built once.
     dwarf: Arc<gimli::Dwarf<Reader>>,
+    /// Where its compilation units lie, where each can be read alone: workers then make
+    /// a context per unit when first asked about it instead of one over all of them.
+    units: Option<UnitIndex>,
     /// The split-DWARF package beside the debug file, where there is one.
     package: Option<gimli::DwarfPackage<Reader>>,
     /// Address size of the DWARF's file.
@@ -97,6 +101,9 @@ const PARALLEL_OPEN_BYTES: usize = 8 << 20;
 
 /// A module's symbol table, read or being read.
 enum Symbols<'scope> {
+    /// Not read yet: the module's own table, read at the end where no debug file gave
+    /// one.
+    Own,
     Read(Vec<crate::elf::SymbolEntry>),
     Reading(std::thread::ScopedJoinHandle<'scope, Vec<crate::elf::SymbolEntry>>),
 }
@@ -117,16 +124,14 @@ impl std::fmt::Debug for WorkerSeed {
 impl WorkerSeed {
     /// A reader of the module with its own addr2line context.
     pub fn worker(self) -> Result<Module, Error> {
-        let context =
-            addr2line::Context::from_arc_dwarf(Arc::clone(&self.0.dwarf)).map_err(|source| {
-                Error::Dwarf {
-                    path: self.0.dwarf_path.clone(),
-                    addr: None,
-                    source,
-                }
+        let contexts =
+            Contexts::new(&self.0.dwarf, self.0.units.as_ref()).map_err(|source| Error::Dwarf {
+                path: self.0.dwarf_path.clone(),
+                addr: None,
+                source,
             })?;
         Ok(Module {
-            context,
+            contexts,
             shared: self.0,
         })
     }
@@ -135,7 +140,7 @@ impl WorkerSeed {
 /// An ELF module's symbolization data: its tables and DWARF, shared by every worker that
 /// names addresses in it, and this worker's addr2line context.
 pub struct Module {
-    context: addr2line::Context<Reader>,
+    contexts: Contexts,
     shared: Arc<Shared>,
 }
 
@@ -158,19 +163,37 @@ impl Module {
 
     /// [`Module::open`] with debug files looked for where `paths` says.
     pub fn open_in(path: impl AsRef<Path>, paths: &SearchPaths) -> Result<Module, Error> {
+        Module::open_with(path, paths, crate::units::MIN_UNITS)
+    }
+
+    /// [`Module::open_in`], its compilation units read one at a time (each when an
+    /// address in it is first named) where it has at least `min_units` of them and each
+    /// can be read alone; [`Module::per_unit`] says whether that was so. Names are the
+    /// same either way: this is how tests make a small module take the per-unit path.
+    pub fn open_with(
+        path: impl AsRef<Path>,
+        paths: &SearchPaths,
+        min_units: usize,
+    ) -> Result<Module, Error> {
         let path = path.as_ref();
         let image = map_file(path).map_err(|source| Error::Io {
             path: path.to_path_buf(),
             source,
         })?;
-        Module::from_bytes(path.to_path_buf(), image, Some(paths))
+        Module::from_bytes(path.to_path_buf(), image, Some(paths), min_units)
+    }
+
+    /// Whether the module's compilation units are read one at a time (see
+    /// [`Module::open_with`]), not all when it is opened.
+    pub fn per_unit(&self) -> bool {
+        matches!(self.contexts, Contexts::PerUnit(_))
     }
 
     /// A module from an image in memory (the vDSO), named `name`: its DWARF and tables
     /// are read from the bytes themselves.
     pub fn from_image(name: &str, image: Vec<u8>) -> Result<Module, Error> {
         let bytes = Arc::new(FileBytes::Owned(image.into_boxed_slice()));
-        Module::from_bytes(PathBuf::from(name), bytes, None)
+        Module::from_bytes(PathBuf::from(name), bytes, None, crate::units::MIN_UNITS)
     }
 
     /// A module from `image`, the bytes of `path`; separate debug files are looked for
@@ -179,6 +202,7 @@ impl Module {
         path: PathBuf,
         image: Arc<FileBytes>,
         paths: Option<&SearchPaths>,
+        min_units: usize,
     ) -> Result<Module, Error> {
         let file = object::File::parse(&**image).map_err(|source| Error::NotObject {
             path: path.clone(),
@@ -191,9 +215,9 @@ impl Module {
                 let file = &file;
                 Symbols::Reading(scope.spawn(move || read_symbols(file)))
             } else {
-                Symbols::Read(read_symbols(&file))
+                Symbols::Own
             };
-            Module::from_parsed(path, &image, &file, symbols, paths)
+            Module::from_parsed(path, &image, &file, symbols, paths, min_units)
         })
     }
 
@@ -203,6 +227,7 @@ impl Module {
         file: &object::File<'_>,
         symbols: Symbols<'_>,
         paths: Option<&SearchPaths>,
+        min_units: usize,
     ) -> Result<Module, Error> {
         use object::Object;
         let image = Arc::clone(image);
@@ -281,17 +306,24 @@ impl Module {
             addr: None,
             source,
         };
-        let dwarf = Arc::new(dwarf::load(&dwarf_file, &dwarf_image).map_err(dwarf_error)?);
-        let context =
-            addr2line::Context::from_arc_dwarf(Arc::clone(&dwarf)).map_err(dwarf_error)?;
+        let mut dwarf = dwarf::load(&dwarf_file, &dwarf_image).map_err(dwarf_error)?;
+        let units = UnitIndex::of(&dwarf, min_units);
+        if units.is_none() {
+            // One context reads every unit: units sharing an abbreviation table share
+            // its parse.
+            dwarf.populate_abbreviations_cache(gimli::AbbreviationsCacheStrategy::Duplicates);
+        }
+        let dwarf = Arc::new(dwarf);
+        let contexts = Contexts::new(&dwarf, units.as_ref()).map_err(dwarf_error)?;
         let package = paths.and_then(|_| dwarf::package(&dwarf_path));
         let symbols = match symbols {
+            Some(Symbols::Own) => read_symbols(file),
             Some(Symbols::Read(s)) => s,
             Some(Symbols::Reading(handle)) => handle.join().unwrap_or_default(),
             None => Default::default(),
         };
         Ok(Module {
-            context,
+            contexts,
             shared: Arc::new(Shared {
                 address_size: if dwarf_file.is_64() { 8 } else { 4 },
                 path,
@@ -299,6 +331,7 @@ impl Module {
                 dwarf_path,
                 dwarf_image,
                 dwarf,
+                units,
                 package,
                 build_id: build_id.map(Arc::from),
                 symbols,
@@ -394,7 +427,9 @@ impl Module {
     /// Read from the line program of the unit holding `addr`, once per unit; where no
     /// unit holds it, from every line program of the module (read once).
     pub fn discriminator(&self, addr: u64) -> Option<u32> {
-        let unit = self.context.find_dwarf_and_unit(addr).skip_all_loads();
+        let unit = self
+            .context(addr)
+            .and_then(|c| c.find_dwarf_and_unit(addr).skip_all_loads());
         let Some(program) = unit.and_then(|u| u.line_program.as_ref()) else {
             return self.discriminators().get(addr);
         };
@@ -539,7 +574,10 @@ impl Module {
     /// The inlined frames DWARF gives for `addr`, split units loaded as they are needed.
     fn dwarf_frames(&self, addr: u64, out: &mut Vec<Frame>) -> Result<(), gimli::Error> {
         use addr2line::LookupContinuation;
-        let mut lookup = self.context.find_frames(addr);
+        let Some(context) = self.context(addr) else {
+            return Ok(());
+        };
+        let mut lookup = context.find_frames(addr);
         let mut frames = loop {
             match lookup {
                 addr2line::LookupResult::Output(found) => break found?,
@@ -571,6 +609,13 @@ impl Module {
             });
         }
         Ok(())
+    }
+
+    /// The addr2line context that names `addr` (see [`Contexts::for_address`]).
+    fn context(&self, addr: u64) -> Option<&addr2line::Context<Reader>> {
+        let shared = &self.shared;
+        self.contexts
+            .for_address(addr, &shared.dwarf, shared.units.as_ref())
     }
 
     /// The outermost frame's name as binutils settles it, and the symbol table's name

@@ -12,7 +12,7 @@
 use std::io::Write;
 
 /// What a test can lack, as `SPARKLES_TEST_REQUIRE` names it.
-pub const NEEDS: [&str; 22] = [
+pub const NEEDS: [&str; 23] = [
     // perf_event_open allowed at all (not refused by paranoid 3, seccomp, or the build).
     "perf_event",
     // hardware counters and sampling (a CPU PMU).
@@ -57,6 +57,8 @@ pub const NEEDS: [&str; 22] = [
     "chromium",
     // npm able to fetch packages (speedscope's schema and app, a JSON-schema validator).
     "npm",
+    // the running libc's separate debug file (Debian's libc6-dbg).
+    "libc_dbg",
 ];
 
 /// Whether `SPARKLES_TEST_REQUIRE` lists `need`.
