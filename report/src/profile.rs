@@ -268,7 +268,29 @@ struct Counts {
     file: Option<Name>,
     kind: Option<Kind>,
     /// Self weight per line, for the hottest.
-    lines: HashMap<u32, u64>,
+    lines: FxHashMap<u32, u64>,
+}
+
+/// An interned stack as the profile counts it: the rows its samples add to, worked out
+/// once, and the weight and samples it had since the counts were last brought up to date.
+/// A sample of it only adds to these and to its leaf's time chunks; the rows get the sums
+/// in [`Builder::flush`] (totals and sums do not depend on the order samples came in).
+struct Prepared {
+    /// The leaf frame's function row, its line and file (id and name).
+    leaf: usize,
+    leaf_line: Option<(u32, Option<(u32, Name)>)>,
+    /// Distinct function rows of the stack, the leaf's included.
+    functions: Box<[usize]>,
+    /// The leaf's symbol row (its innermost physical frame's), and the distinct symbol
+    /// rows of its physical frames.
+    leaf_symbol: Option<usize>,
+    symbols: Box<[usize]>,
+    /// The leaf's module id.
+    module: u32,
+    /// Its folded stack.
+    stack: usize,
+    weight: u64,
+    samples: u64,
 }
 
 impl Counts {
@@ -370,8 +392,9 @@ pub struct Builder {
     /// Scratch: one sample's keys and stack id.
     scratch_keys: Vec<Keys>,
     scratch_id: Vec<u32>,
-    /// Per interned stack (by its namer's number): its keys and folded stack.
-    prepared: Vec<Option<(Box<[Keys]>, usize)>>,
+    /// Per interned stack (by its namer's number): what its samples add to, and what they
+    /// added since the last [`Builder::flush`].
+    prepared: Vec<Option<Prepared>>,
     /// The case's name as the root of folded stacks that run through the harness (the
     /// harness's frames folded into it); `None` keeps whole stacks.
     root: Option<u32>,
@@ -444,17 +467,125 @@ impl Builder {
         if self.prepared.len() <= id {
             self.prepared.resize_with(id + 1, || None);
         }
-        let (keys, stack) = match self.prepared[id].take() {
-            Some(p) => p,
-            None => {
-                let (keys, stack) = self.prepare(frames, truncated);
-                let kept: Box<[Keys]> = keys.as_slice().into();
-                self.scratch_keys = keys;
-                (kept, stack)
-            }
+        if self.prepared[id].is_none() {
+            let (keys, stack) = self.prepare(frames, truncated);
+            let prepared = self.rows_of(frames, &keys, stack);
+            self.scratch_keys = keys;
+            self.prepared[id] = prepared;
+        }
+        self.samples += 1;
+        self.weight += weight;
+        let sample = self.samples;
+        // An empty stack adds to the totals only.
+        let Some(p) = self.prepared[id].as_mut() else {
+            return;
         };
-        self.count(frames, &keys, stack, weight);
-        self.prepared[id] = Some((keys, stack));
+        p.weight += weight;
+        p.samples += 1;
+        self.functions.counts[p.leaf].count_self(sample);
+        if let Some(symbol) = p.leaf_symbol {
+            self.symbols.counts[symbol].count_self(sample);
+        }
+    }
+
+    /// The rows a stack's samples add to (`None` for an empty stack), each row told of
+    /// the frames it is counted for (its module, file and kind) as [`Builder::count`]
+    /// tells it, with nothing added yet.
+    fn rows_of(&mut self, frames: &[NamedFrame], keys: &[Keys], stack: usize) -> Option<Prepared> {
+        let leaf = frames.first()?;
+        let mut functions: Vec<usize> = Vec::with_capacity(keys.len());
+        self.functions.counts[keys[0].function].note(leaf, keys[0].kind);
+        for (f, k) in frames.iter().zip(keys) {
+            if !functions.contains(&k.function) {
+                functions.push(k.function);
+                self.functions.counts[k.function].note(f, k.kind);
+            }
+        }
+        let mut symbols: Vec<usize> = Vec::new();
+        for (f, k) in frames.iter().zip(keys).filter(|(f, _)| !f.inlined) {
+            if !symbols.contains(&k.symbol) {
+                symbols.push(k.symbol);
+            }
+            self.symbols.counts[k.symbol].note(f, k.kind);
+        }
+        let leaf_line = leaf.line.map(|line| {
+            let file = leaf.file.as_ref().map(|file| {
+                self.lines
+                    .entry((keys[0].function, file.id(), line))
+                    .or_insert_with(|| (file.clone(), 0));
+                (file.id(), file.clone())
+            });
+            (line, file)
+        });
+        let module = self.module_counts(leaf, keys[0].kind);
+        Some(Prepared {
+            leaf: keys[0].function,
+            leaf_line,
+            functions: functions.into(),
+            leaf_symbol: symbols.first().copied(),
+            symbols: symbols.into(),
+            module,
+            stack,
+            weight: 0,
+            samples: 0,
+        })
+    }
+
+    /// The module row of `leaf` (made on first use and told of its name and kind), by
+    /// its id.
+    fn module_counts(&mut self, leaf: &NamedFrame, kind: Kind) -> u32 {
+        let module_id = id_of(&leaf.module);
+        let (module, c) = self.modules.entry(module_id).or_insert_with(|| {
+            let name = leaf
+                .module
+                .clone()
+                .unwrap_or_else(|| self.labels.intern("[unknown]"));
+            (name, Counts::default())
+        });
+        if c.module.is_none() {
+            c.module = Some(module.clone());
+        }
+        c.kind.get_or_insert(kind);
+        module_id
+    }
+
+    /// Adds what interned stacks' samples added since the last flush to their rows.
+    fn flush(&mut self) {
+        for p in self.prepared.iter_mut().flatten() {
+            if p.samples == 0 {
+                continue;
+            }
+            let (w, n) = (
+                std::mem::take(&mut p.weight),
+                std::mem::take(&mut p.samples),
+            );
+            let leaf = &mut self.functions.counts[p.leaf];
+            leaf.self_ += w;
+            if let Some((line, file)) = &p.leaf_line {
+                *leaf.lines.entry(*line).or_default() += w;
+                if let Some((file, _)) = file {
+                    if let Some(e) = self.lines.get_mut(&(p.leaf, *file, *line)) {
+                        e.1 += w;
+                    }
+                }
+            }
+            for &f in &*p.functions {
+                self.functions.counts[f].total += w;
+            }
+            if let Some(s) = p.leaf_symbol {
+                self.symbols.counts[s].self_ += w;
+            }
+            for &s in &*p.symbols {
+                self.symbols.counts[s].total += w;
+            }
+            if let Some((_, c)) = self.modules.get_mut(&p.module) {
+                c.self_ += w;
+                c.self_samples += n;
+            }
+            let s = &mut self.stacks[p.stack];
+            s.weight += w;
+            s.samples += n;
+        }
     }
 
     /// A stack's keys, frame by frame, and its folded stack's index (`usize::MAX` for an
@@ -557,20 +688,11 @@ impl Builder {
             c.note(f, k.kind);
         }
         // modules: the leaf's.
-        let module_id = id_of(&leaf.module);
-        let (module, c) = self.modules.entry(module_id).or_insert_with(|| {
-            let name = leaf
-                .module
-                .clone()
-                .unwrap_or_else(|| self.labels.intern("[unknown]"));
-            (name, Counts::default())
-        });
-        c.self_ += weight;
-        c.self_samples += 1;
-        if c.module.is_none() {
-            c.module = Some(module.clone());
+        let module_id = self.module_counts(leaf, keys[0].kind);
+        if let Some((_, c)) = self.modules.get_mut(&module_id) {
+            c.self_ += weight;
+            c.self_samples += 1;
         }
-        c.kind.get_or_insert(keys[0].kind);
         let s = &mut self.stacks[stack];
         s.weight += weight;
         s.samples += 1;
@@ -661,6 +783,7 @@ impl Builder {
         lost: u64,
         unwinding: Unwinding,
     ) -> (Profile, Folded) {
+        self.flush();
         let functions =
             self.rows((self.functions.names.iter().map(|n| &**n)).zip(&self.functions.counts));
         let symbols =

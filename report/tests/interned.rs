@@ -26,13 +26,28 @@ fn frame(names: &mut Names, name: &str, line: u32, inlined: bool) -> NamedFrame 
 #[test]
 fn interned_stacks_count_as_stacks_added_one_by_one() {
     let mut names = Names::new();
-    // Twelve distinct stacks (some sharing frames, one inlined frame, one empty, some
-    // truncated), drawn 5,000 times with different weights.
+    // Twelve distinct stacks (some sharing frames, one inlined frame, one recursive, one
+    // empty, some truncated), drawn 5,000 times with different weights.
     let leaves = ["alpha", "beta", "gamma_inl", "delta", "epsilon_[k]", "zeta"];
     let stacks: Vec<(Vec<NamedFrame>, bool)> = (0..12)
         .map(|i| {
             if i == 11 {
                 return (Vec::new(), false);
+            }
+            if i == 10 {
+                // Recursion (a function and a symbol twice in one stack), and a frame
+                // with no file or line before the same function's frame with them.
+                let mut bare = frame(&mut names, "beta", 0, false);
+                bare.file = None;
+                bare.line = None;
+                let frames = vec![
+                    bare,
+                    frame(&mut names, "alpha", 31, false),
+                    frame(&mut names, "beta", 32, false),
+                    frame(&mut names, "alpha", 33, false),
+                    frame(&mut names, "main", 1, false),
+                ];
+                return (frames, false);
             }
             let mut frames = vec![frame(
                 &mut names,
