@@ -607,7 +607,7 @@ impl Symbolizer {
                 };
                 match symbols.map(|k| k.lookup(*addr)) {
                     Ok(Some((sym, offset))) => Named {
-                        frames: Rc::from(vec![Frame::from_symbol(&sym.name, offset, None)]),
+                        frames: Rc::from(vec![Frame::from_symbol(sym.name, offset, None)]),
                         missing: None,
                     },
                     Ok(None) => none(format!("{addr:#x} is below every kernel symbol")),
