@@ -418,7 +418,7 @@ fn kernel_names_only_for_the_running_kernel() {
             // A real symbol of this kernel, named through the symbolizer.
             let (sym, _) = k.lookup(u64::MAX).unwrap();
             let named = local.name(&Place::Kernel(sym.addr + 1));
-            assert_eq!(named.frames[0].function.as_deref(), Some(sym.name.as_str()));
+            assert_eq!(named.frames[0].function.as_deref(), Some(sym.name));
             assert_eq!(named.frames[0].symbol_offset, Some(1));
         }
         Err(why) => skip::skip("kallsyms", format!("the named half: {why}")),
