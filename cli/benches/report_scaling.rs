@@ -47,7 +47,7 @@ fn main() {
                 ("dwarf", &dwarf, &DWARF_SIZES[..]),
             ] {
                 for &n in if measuring { all } else { &all[..1] } {
-                    let out = dir.join(format!("scaling-{kind}-{n}.perf.data"));
+                    let out = dir.join(format!("scaling-{kind}-{n}-rounds.perf.data"));
                     match support::synthesized(source, n, &out) {
                         Ok(()) => made.push((kind, n, out)),
                         Err(why) => eprintln!("scaling: {kind} {n}: not made: {why}"),

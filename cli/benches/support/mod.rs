@@ -193,11 +193,13 @@ pub fn synthesized(source: &Path, n: u64, out: &Path) -> Result<(), String> {
     let range = data.data_section();
     let mut records = RecordReader::from_bytes(data.bytes(), range.start, range.end);
     let (mut samples, mut written, mut last_time) = (Vec::<Vec<u8>>::new(), 0u64, 0u64);
+    let mut rounds = 0usize;
     while let Some(raw) = records.advance().map_err(|e| e.to_string())? {
         if written >= n {
             break;
         }
         let bytes = records.current();
+        rounds += usize::from(raw.header.type_ == kind::FINISHED_ROUND);
         if raw.header.type_ == kind::SAMPLE {
             if let Some(at) = time_at {
                 let t = bytes
@@ -214,9 +216,18 @@ pub fn synthesized(source: &Path, n: u64, out: &Path) -> Result<(), String> {
         return Err(format!("{} has no samples", source.display()));
     }
     let count = samples.len();
-    for i in (0..count).cycle() {
+    // The repeats end a round (FINISHED_ROUND, as perf record writes after each pass over
+    // its ring buffers) as often as the source does: a reader may hand out a round's
+    // records once the next has ended, and a capture of a million samples with no rounds
+    // in it would make every reader hold all of them to the end, as no real one does.
+    let per_round = (count / rounds.max(1)).max(1);
+    const FINISHED_ROUND: [u8; 8] = [68, 0, 0, 0, 0, 0, 8, 0];
+    for (k, i) in (0..count).cycle().enumerate() {
         if written >= n {
             break;
+        }
+        if k > 0 && k % per_round == 0 {
+            w.push(&FINISHED_ROUND);
         }
         let record = &mut samples[i];
         if let Some(at) = time_at {
