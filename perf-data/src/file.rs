@@ -113,19 +113,39 @@ pub struct Stats {
 
 /// Counts of a pass, kept by record type number (no string per record); made into
 /// [`Stats`] when asked.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 struct Counts {
     records: u64,
+    /// Records per type below 128 (every type the kernel and perf define), by type.
+    by_small_type: [u64; 128],
+    /// Records of any other type.
     by_type: HashMap<u32, u64>,
     samples: u64,
     lost: u64,
     lost_samples: u64,
 }
 
+impl Default for Counts {
+    fn default() -> Counts {
+        Counts {
+            records: 0,
+            by_small_type: [0; 128],
+            by_type: HashMap::new(),
+            samples: 0,
+            lost: 0,
+            lost_samples: 0,
+        }
+    }
+}
+
 impl Counts {
     fn count(&mut self, event: &Event<'_>) {
         self.records += 1;
-        *self.by_type.entry(event.header.type_).or_default() += 1;
+        let type_ = event.header.type_;
+        match self.by_small_type.get_mut(type_ as usize) {
+            Some(n) => *n += 1,
+            None => *self.by_type.entry(type_).or_default() += 1,
+        }
         match event.record {
             Record::Sample(_) => self.samples += 1,
             Record::Lost { lost, .. } => self.lost += lost,
@@ -142,7 +162,8 @@ impl Counts {
             lost_samples: self.lost_samples,
             ..Stats::default()
         };
-        for (&type_, &n) in &self.by_type {
+        let small = (0u32..).zip(self.by_small_type).filter(|&(_, n)| n > 0);
+        for (type_, n) in small.chain(self.by_type.iter().map(|(&t, &n)| (t, n))) {
             match kind_name(type_) {
                 "unknown" => *stats.unknown_types.entry(type_).or_default() += n,
                 name => *stats.by_type.entry(name.to_string()).or_default() += n,
