@@ -1291,3 +1291,80 @@ fn addr2line_prints_binutils_discriminators() {
         }
     }
 }
+
+/// A report with kernel frames names them alike from /proc/kallsyms read afresh and from
+/// the copy kept for this boot (`<cache>/kallsyms/<boot id>`, private), which the first
+/// report writes and the second reads.
+#[test]
+fn kernel_names_kept_for_the_boot_are_the_fresh_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kernel.perf.data");
+    // A command that spends its time in the kernel: small reads of /dev/zero.
+    let out = sparkles(&[
+        "record",
+        "-o",
+        path.to_str().unwrap(),
+        "--",
+        "dd",
+        "if=/dev/zero",
+        "of=/dev/null",
+        "bs=512",
+        "count=400000",
+    ]);
+    if refused(&out) {
+        return;
+    }
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let cache = dir.path().join("cache");
+    let report = |cache: &std::path::Path| {
+        let out = Command::new(env!("CARGO_BIN_EXE_sparkles"))
+            .args(["report", "--format", "json", path.to_str().unwrap()])
+            .env("SPARKLES_CACHE_DIR", cache)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let fresh = report(&cache);
+    let kept_dir = cache.join("kallsyms");
+    let kept: Vec<_> = std::fs::read_dir(&kept_dir)
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    if kept.is_empty() {
+        let why = if !fresh.contains("\"kind\": \"kernel\"") {
+            "the capture has no kernel samples (kernel sampling not allowed here)"
+        } else {
+            "kernel addresses are hidden from this user (kptr_restrict), so none are kept"
+        };
+        skip::skip("kallsyms", why);
+        return;
+    }
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&kept[0]).unwrap().permissions().mode();
+        assert_eq!(
+            mode & 0o077,
+            0,
+            "kernel addresses readable by others: {mode:o}"
+        );
+    }
+    let v: Value = serde_json::from_str(&fresh).unwrap();
+    let kernel_named = v["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"] == "kernel" && f["name"] != "[kernel]")
+        .count();
+    assert!(kernel_named > 0, "no kernel function named: {fresh}");
+    assert_eq!(report(&cache), fresh, "kept names differ from fresh ones");
+}

@@ -80,6 +80,84 @@ fn write_in(dir: &Path, build_id: &[u8], section: &str, bytes: &[u8]) {
     }
 }
 
+/// The header of a kept kallsyms file: a magic line, then a line with the lengths of the
+/// /proc/modules text and of the kallsyms text that follow it, in that order.
+const KALLSYMS_MAGIC: &str = "sparkles-kallsyms 1\n";
+
+fn kallsyms_entry(dir: &Path, boot_id: &str) -> Option<PathBuf> {
+    // A boot id is hex digits and dashes: nothing that leaves the folder.
+    (!boot_id.is_empty() && boot_id.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-'))
+        .then(|| dir.join("kallsyms").join(boot_id))
+}
+
+/// The kallsyms text kept for boot `boot_id`, where /proc/modules read `modules` when it
+/// was kept and the file is this user's own (it holds kernel addresses).
+pub(crate) fn read_kallsyms(boot_id: &str, modules: &str) -> Option<String> {
+    read_kallsyms_in(&dir()?, boot_id, modules)
+}
+
+fn read_kallsyms_in(dir: &Path, boot_id: &str, modules: &str) -> Option<String> {
+    let path = kallsyms_entry(dir, boot_id)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let me = unsafe { libc::geteuid() };
+        if std::fs::metadata(&path).ok()?.uid() != me {
+            return None;
+        }
+    }
+    let mut text = std::fs::read_to_string(&path).ok()?;
+    let rest = text.strip_prefix(KALLSYMS_MAGIC)?;
+    let (lens, rest) = rest.split_once('\n')?;
+    let (len, text_len) = lens.split_once(' ')?;
+    let (len, text_len): (usize, usize) = (len.parse().ok()?, text_len.parse().ok()?);
+    // Whole (it is not synced: a crash can leave it cut), and kept under these modules.
+    if rest.len() != len.checked_add(text_len)? || rest.get(..len)? != modules {
+        return None;
+    }
+    let start = text.len() - rest.len() + len;
+    text.drain(..start);
+    Some(text)
+}
+
+/// Keeps the kallsyms `text` read in boot `boot_id` while /proc/modules read `modules`,
+/// readable by this user alone (whole or not at all; a cache, so not synced to disk).
+pub(crate) fn write_kallsyms(boot_id: &str, modules: &str, text: &str) {
+    if let Some(dir) = dir() {
+        write_kallsyms_in(&dir, boot_id, modules, text);
+    }
+}
+
+fn write_kallsyms_in(dir: &Path, boot_id: &str, modules: &str, text: &str) {
+    use std::io::Write;
+    let Some(path) = kallsyms_entry(dir, boot_id) else {
+        return;
+    };
+    // One file per boot: those of earlier boots are stale for good.
+    if let Ok(old) = std::fs::read_dir(dir.join("kallsyms")) {
+        for e in old.flatten() {
+            let name = e.file_name();
+            if name
+                .to_str()
+                .is_some_and(|n| n != boot_id && !n.starts_with('.'))
+            {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
+    let Ok(mut tmp) = sparkles_perf_data::atomic_write::temp_file_beside(&path, 0o600) else {
+        return;
+    };
+    let header = format!("{KALLSYMS_MAGIC}{} {}\n", modules.len(), text.len());
+    let written = [header.as_bytes(), modules.as_bytes(), text.as_bytes()]
+        .iter()
+        .try_for_each(|b| tmp.write_all(b));
+    if written.is_ok() {
+        let _ = tmp.persist(&path);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
@@ -104,6 +182,47 @@ mod tests {
         assert!(!d.join("abcd01/.debug_str").exists());
         write_in(d, &[], ".debug_info", &data);
         assert_eq!(std::fs::read_dir(d).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn kallsyms_kept_per_boot_while_the_modules_stay() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let (boot, modules) = (
+            "4d110f26-520a-442c",
+            "ext4 1044480 1 - Live 0xffffffffc0a1b000\n",
+        );
+        let text = "ffffffff81000000 T _stext\nffffffff81000100 t do_thing\n";
+        assert!(read_kallsyms_in(d, boot, modules).is_none());
+        write_kallsyms_in(d, boot, modules, text);
+        assert_eq!(read_kallsyms_in(d, boot, modules).as_deref(), Some(text));
+        // Private: it holds kernel addresses.
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(d.join("kallsyms").join(boot))
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o077, 0, "{mode:o}");
+        }
+        // Another module list, another boot: not taken; no module support: "" is a list.
+        assert!(read_kallsyms_in(d, boot, "").is_none());
+        assert!(read_kallsyms_in(d, "0000", modules).is_none());
+        write_kallsyms_in(d, "0000", "", text);
+        assert_eq!(read_kallsyms_in(d, "0000", "").as_deref(), Some(text));
+        // The earlier boot's file went when this boot's was written.
+        assert!(!d.join("kallsyms").join(boot).exists());
+        // A boot id that is not one is no path.
+        write_kallsyms_in(d, "../x", "", text);
+        assert!(!d.join("x").exists());
+        // A cut file is not taken, wherever it was cut.
+        let path = d.join("kallsyms").join("0000");
+        let whole = std::fs::read(&path).unwrap();
+        for cut in [KALLSYMS_MAGIC.len() + 1, whole.len() - 1] {
+            std::fs::write(&path, &whole[..cut]).unwrap();
+            assert!(read_kallsyms_in(d, "0000", "").is_none(), "{cut}");
+        }
     }
 
     #[test]

@@ -153,11 +153,13 @@ impl KernelSymbols {
         }
     }
 
-    /// This machine's /proc/kallsyms, read once per process and cached.
+    /// This machine's /proc/kallsyms, read once per process and cached; kept for later
+    /// processes of the same boot ([`lookup_running`]) when it is read whole.
     pub fn running() -> Result<&'static KernelSymbols, NoKernelNames> {
         static CACHE: OnceLock<Result<KernelSymbols, NoKernelNames>> = OnceLock::new();
         CACHE
             .get_or_init(|| {
+                let modules = read_modules();
                 let text = read_proc("/proc/kallsyms")
                     .map_err(|e| NoKernelNames::Unreadable(e.to_string()))?;
                 let symbols = KernelSymbols::from_text(text);
@@ -167,10 +169,27 @@ impl KernelSymbols {
                 if symbols.symbols.iter().all(|s| s.addr == 0) {
                     return Err(NoKernelNames::Hidden);
                 }
+                // Kept only if no module came or went while it was read.
+                if let Some(boot) = boot_id().filter(|_| read_modules() == modules) {
+                    crate::cache::write_kallsyms(&boot, &modules, &symbols.text);
+                }
                 Ok(symbols)
             })
             .as_ref()
             .map_err(Clone::clone)
+    }
+
+    /// The range of the symbols named `first`..`last` (the kernel's own text: `_stext` to
+    /// `_etext`).
+    fn span(&self, first: &str, last: &str) -> Option<std::ops::Range<u64>> {
+        let at = |name: &str| {
+            self.symbols
+                .iter()
+                .find(|e| e.module == u16::MAX && self.str_at(e.name, e.name_len) == name)
+                .map(|e| e.addr)
+        };
+        let (start, end) = (at(first)?, at(last)?);
+        (start < end).then_some(start..end)
     }
 
     /// The symbol at or before `addr` and the offset into it.
@@ -189,6 +208,105 @@ impl KernelSymbols {
     pub fn is_empty(&self) -> bool {
         self.symbols.is_empty()
     }
+}
+
+/// The running kernel's names as a process of an earlier run of this boot read them:
+/// /proc/kallsyms is tens of milliseconds for the kernel to print, most of a small
+/// report with kernel frames, and perf pays it on every report too. They are trusted
+/// only for addresses in the kernel's own text (`_stext`..`_etext`, fixed for the boot)
+/// or in a module's, and only while /proc/modules reads as it did then (a module loaded
+/// anew is elsewhere); anything else (BPF programs, ftrace trampolines, which come and
+/// go) is looked up in a fresh read.
+struct Kept {
+    symbols: KernelSymbols,
+    text: std::ops::Range<u64>,
+    modules: Vec<std::ops::Range<u64>>,
+}
+
+impl Kept {
+    fn load() -> Option<Kept> {
+        let boot = boot_id()?;
+        let modules = read_modules();
+        // Addresses this process may see now (kptr_restrict can change): the head of the
+        // live list says, at the cost of one small read.
+        if !addresses_visible() {
+            return None;
+        }
+        let text = crate::cache::read_kallsyms(&boot, &modules)?;
+        Kept::of(KernelSymbols::from_text(text), &modules)
+    }
+
+    fn of(symbols: KernelSymbols, modules: &str) -> Option<Kept> {
+        let text = symbols.span("_stext", "_etext")?;
+        // `NAME SIZE REFS DEPS STATE ADDRESS ...`: each module's core text and data.
+        let modules = modules
+            .lines()
+            .filter_map(|line| {
+                let mut f = line.split_whitespace();
+                let size: u64 = f.nth(1)?.parse().ok()?;
+                let addr = u64::from_str_radix(f.nth(3)?.trim_start_matches("0x"), 16).ok()?;
+                (addr != 0).then(|| addr..addr.saturating_add(size))
+            })
+            .collect();
+        Some(Kept {
+            symbols,
+            text,
+            modules,
+        })
+    }
+
+    fn covers(&self, addr: u64) -> bool {
+        self.text.contains(&addr) || self.modules.iter().any(|m| m.contains(&addr))
+    }
+}
+
+/// The running kernel's name for `addr` and the offset into it: from the names kept for
+/// this boot where they cover it ([`Kept`]), else from /proc/kallsyms read now.
+pub fn lookup_running(addr: u64) -> Result<Option<(KernelSymbol<'static>, u64)>, NoKernelNames> {
+    if let Some(kept) = kept().filter(|k| k.covers(addr)) {
+        return Ok(kept.symbols.lookup(addr));
+    }
+    Ok(KernelSymbols::running()?.lookup(addr))
+}
+
+/// Gets the running kernel's names ready (kept ones, else a fresh read), to be called on
+/// a thread of its own while a capture's records are decoded.
+pub fn prepare_running() {
+    if kept().is_none() {
+        let _ = KernelSymbols::running();
+    }
+}
+
+fn kept() -> Option<&'static Kept> {
+    static KEPT: OnceLock<Option<Kept>> = OnceLock::new();
+    KEPT.get_or_init(Kept::load).as_ref()
+}
+
+/// This boot's id (`/proc/sys/kernel/random/boot_id`).
+fn boot_id() -> Option<String> {
+    let id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    let id = id.trim();
+    (!id.is_empty() && id.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-'))
+        .then(|| id.to_string())
+}
+
+/// /proc/modules (empty without module support).
+fn read_modules() -> String {
+    read_proc("/proc/modules").unwrap_or_default()
+}
+
+/// Whether the first lines of /proc/kallsyms show this process real addresses.
+fn addresses_visible() -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 4096];
+    let n = std::fs::File::open("/proc/kallsyms")
+        .and_then(|mut f| f.read(&mut head))
+        .unwrap_or(0);
+    head[..n]
+        .split(|&b| b == b'\n')
+        .filter_map(|l| l.split(|&b| b == b' ').next())
+        .filter(|a| a.len() >= 8)
+        .any(|a| a.iter().any(|&b| b != b'0'))
 }
 
 /// A /proc file (whose size reads as 0) in large reads into a buffer sized for it: the
@@ -347,6 +465,29 @@ mod tests {
         );
         assert_eq!(name(0xffffffff81000600), Some(("late_core", None, 0x100)));
         assert!(KernelSymbols::parse("").is_empty());
+    }
+
+    #[test]
+    fn kept_names_cover_the_kernel_text_and_modules_only() {
+        let k = KernelSymbols::parse(
+            "ffffffff81000000 T _stext\n\
+             ffffffff81000100 t do_thing\n\
+             ffffffff8220bb08 T _etext\n\
+             ffffffffc0201000 t ftrace_trampoline\t[__builtin__ftrace]\n\
+             ffffffffc0a1b000 t ext4_read\t[ext4]\n",
+        );
+        let modules = "ext4 1044480 1 - Live 0xffffffffc0a1b000\n\
+                       hidden 4096 0 - Live 0x0000000000000000\n";
+        let kept = Kept::of(k, modules).unwrap();
+        assert!(kept.covers(0xffffffff81000123));
+        assert!(kept.covers(0xffffffffc0a1b000 + 1044479));
+        // A trampoline or a BPF program is looked up afresh; so is data past _etext.
+        assert!(!kept.covers(0xffffffffc0201004));
+        assert!(!kept.covers(0xffffffffc0a1b000 + 1044480));
+        assert!(!kept.covers(0xffffffff8220bb08));
+        assert_eq!(kept.modules.len(), 1, "a module shown at 0 places nothing");
+        // Without the kernel text's bounds nothing is kept.
+        assert!(Kept::of(KernelSymbols::parse("ffffffff81000100 t a\n"), "").is_none());
     }
 
     #[test]

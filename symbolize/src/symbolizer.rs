@@ -17,7 +17,7 @@ use sparkles_perf_data::sample::KERNEL_HALF;
 use sparkles_perf_data::PerfData;
 
 use crate::address_space::{AddressSpace, Mapping};
-use crate::kernel::{KernelIdentity, KernelSymbols, NoKernelNames};
+use crate::kernel::{KernelIdentity, NoKernelNames};
 use crate::perf_map::PerfMap;
 use crate::search::{hex, SearchPaths};
 use crate::{DataSymbol, Frame, Lookup, Module};
@@ -268,7 +268,7 @@ impl Symbolizer {
         if s.local.is_ok() && kernel_sampled {
             let _ = std::thread::Builder::new()
                 .name("sparkles-kallsyms".into())
-                .spawn(|| drop(KernelSymbols::running()));
+                .spawn(crate::kernel::prepare_running);
         }
         s
     }
@@ -601,11 +601,11 @@ impl Symbolizer {
                 None => none("module not loaded".into()),
             },
             Place::Kernel(addr) => {
-                let symbols = match &self.local {
-                    Ok(()) => KernelSymbols::running(),
+                let found = match &self.local {
+                    Ok(()) => crate::kernel::lookup_running(*addr),
                     Err(why) => Err(why.clone()),
                 };
-                match symbols.map(|k| k.lookup(*addr)) {
+                match found {
                     Ok(Some((sym, offset))) => Named {
                         frames: Rc::from(vec![Frame::from_symbol(sym.name, offset, None)]),
                         missing: None,
