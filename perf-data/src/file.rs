@@ -568,6 +568,86 @@ impl PerfData {
         Ok(records.stats())
     }
 
+    /// [`PerfData::for_each_record`], the records read, decompressed and put in time
+    /// order on another thread while this one decodes them and calls `visit`: the same
+    /// events in the same order, the same first error (after every record before it),
+    /// on two cores where there are two.
+    pub fn for_each_record_read_ahead<E: From<Error>>(
+        &self,
+        mut visit: impl FnMut(&Event<'_>) -> Result<(), E>,
+    ) -> Result<Stats, E> {
+        use std::sync::mpsc;
+        std::thread::scope(|scope| {
+            let (full, filled) = mpsc::sync_channel::<Result<Batch, Error>>(4);
+            let (give_back, given_back) = mpsc::channel::<Batch>();
+            let reader = scope.spawn(move || {
+                let mut records = match self.records() {
+                    Ok(r) => r,
+                    Err(e) => {
+                        let _ = full.send(Err(e));
+                        return None;
+                    }
+                };
+                loop {
+                    let mut batch = given_back.try_recv().unwrap_or_default();
+                    batch.bytes.clear();
+                    batch.records.clear();
+                    let mut failed = None;
+                    let mut ended = false;
+                    while batch.records.len() < BATCH_RECORDS {
+                        match records.locate_next() {
+                            Ok(Some(l)) => {
+                                let bytes = held_bytes(&records.raw, &records.order, l.held);
+                                batch.records.push((batch.bytes.len(), bytes.len(), l));
+                                batch.bytes.extend_from_slice(bytes);
+                            }
+                            Ok(None) => {
+                                ended = true;
+                                break;
+                            }
+                            Err(e) => {
+                                failed = Some(e);
+                                break;
+                            }
+                        }
+                    }
+                    if !batch.records.is_empty() && full.send(Ok(batch)).is_err() {
+                        return None;
+                    }
+                    if let Some(e) = failed {
+                        let _ = full.send(Err(e));
+                        return None;
+                    }
+                    if ended {
+                        return Some(records.raw.counts());
+                    }
+                }
+            });
+            let mut counts = Counts::default();
+            for batch in filled.iter() {
+                let batch = batch?;
+                for &(at, len, l) in &batch.records {
+                    let bytes = &batch.bytes[at..at + len];
+                    let event = decode(self, bytes, l.offset, l.decompressed_at, l.attr, l.time)
+                        .map_err(|source| Error::Data {
+                            path: self.path.clone(),
+                            source,
+                        })?;
+                    counts.count(&event);
+                    visit(&event)?;
+                }
+                let _ = give_back.send(batch);
+            }
+            let read = reader.join().ok().flatten().unwrap_or_default();
+            Ok(Stats {
+                data_bytes: read.data_bytes,
+                compressed_records: read.compressed_records,
+                decompressed_bytes: read.decompressed_bytes,
+                ..counts.stats()
+            })
+        })
+    }
+
     /// The attr entry at `index`.
     pub fn attr(&self, index: usize) -> Option<&AttrEntry> {
         self.attrs.get(index)
@@ -599,6 +679,50 @@ fn check_magic(c: &mut Cursor<'_>) -> Result<u64, DataError> {
 }
 
 /// What to deliver next.
+/// A record located, not yet decoded ([`Records::locate_next`]).
+#[derive(Debug, Clone, Copy)]
+struct Located {
+    held: Held,
+    offset: u64,
+    decompressed_at: Option<u64>,
+    attr: Option<usize>,
+    time: Option<u64>,
+}
+
+/// Where a located record's bytes are: the raw reader's current record, a place in the
+/// input, or in the ordering queue's arena (`(start, length)`).
+#[derive(Debug, Clone, Copy)]
+enum Held {
+    Current,
+    Input(usize, usize),
+    Arena(usize, usize),
+}
+
+/// The bytes `held` names.
+fn held_bytes<'r>(raw: &'r RecordReader<'_>, order: &'r Order, held: Held) -> &'r [u8] {
+    match held {
+        Held::Current => raw.current(),
+        Held::Input(at, len) => {
+            let input = raw.input_bytes().unwrap_or_default();
+            &input[at..at + len]
+        }
+        Held::Arena(at, len) => &order.arena()[at..at + len],
+    }
+}
+
+/// Records read ahead on another thread, handed over in order.
+#[derive(Default)]
+struct Batch {
+    bytes: Vec<u8>,
+    /// Each record: where its bytes start in `bytes`, their length, and what locating it
+    /// found.
+    records: Vec<(usize, usize, Located)>,
+}
+
+/// Records per batch read ahead: enough to make handing one over cheap, few enough that
+/// its bytes are still in cache when they are decoded.
+const BATCH_RECORDS: usize = 256;
+
 enum Next {
     /// The record the raw reader is at.
     Current(RawRecord, Option<usize>, Option<u64>),
@@ -629,39 +753,53 @@ impl std::fmt::Debug for Records<'_> {
 impl Records<'_> {
     /// The next record; `None` after the last.
     pub fn next_record(&mut self) -> Result<Option<Event<'_>>, Error> {
+        let Some(l) = self.locate_next()? else {
+            return Ok(None);
+        };
+        let bytes = held_bytes(&self.raw, &self.order, l.held);
+        let event = decode(
+            self.data,
+            bytes,
+            l.offset,
+            l.decompressed_at,
+            l.attr,
+            l.time,
+        )
+        .map_err(|source| Error::Data {
+            path: self.data.path.clone(),
+            source,
+        })?;
+        self.counts.count(&event);
+        Ok(Some(event))
+    }
+
+    /// The next record in order, where its bytes are, its attr and its time: all but
+    /// decoding it.
+    fn locate_next(&mut self) -> Result<Option<Located>, Error> {
         let next = self.next().map_err(|source| Error::Data {
             path: self.data.path.clone(),
             source,
         })?;
-        let (bytes, offset, decompressed_at, attr, time) = match next {
-            None => return Ok(None),
-            Some(Next::Current(raw, attr, time)) => (
-                self.raw.current(),
-                raw.offset,
-                raw.decompressed_at,
+        Ok(match next {
+            None => None,
+            Some(Next::Current(raw, attr, time)) => Some(Located {
+                held: Held::Current,
+                offset: raw.offset,
+                decompressed_at: raw.decompressed_at,
                 attr,
                 time,
-            ),
-            Some(Next::Queued(q)) => {
-                let bytes = match q.place() {
-                    Place::Input(at) => {
-                        let input = self.raw.input_bytes().unwrap_or_default();
-                        &input[at..at + q.len()]
-                    }
-                    Place::Arena(at) => &self.order.arena()[at..at + q.len()],
-                };
-                (bytes, q.offset, q.decompressed_at(), q.attr(), Some(q.time))
-            }
-        };
-        let event =
-            decode(self.data, bytes, offset, decompressed_at, attr, time).map_err(|source| {
-                Error::Data {
-                    path: self.data.path.clone(),
-                    source,
-                }
-            })?;
-        self.counts.count(&event);
-        Ok(Some(event))
+            }),
+            Some(Next::Queued(q)) => Some(Located {
+                held: match q.place() {
+                    Place::Input(at) => Held::Input(at, q.len()),
+                    Place::Arena(at) => Held::Arena(at, q.len()),
+                },
+                offset: q.offset,
+                decompressed_at: q.decompressed_at(),
+                attr: q.attr(),
+                time: Some(q.time),
+            }),
+        })
     }
 
     /// What the records so far held.
