@@ -11,24 +11,10 @@ mod skip;
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use sparkles_perf_data::{PerfData, Record, Stats};
-use support::fixtures;
-
-fn perf_data_files(root: &Path) -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    for sub in ["pebs", "callchain", "format"] {
-        for entry in std::fs::read_dir(root.join(sub)).unwrap() {
-            let path = entry.unwrap().path();
-            if path.extension().is_some_and(|e| e == "data") {
-                files.push(path);
-            }
-        }
-    }
-    files.sort();
-    files
-}
+use support::{fixtures, perf_data_files};
 
 fn decode(data: &PerfData) -> Result<Stats, String> {
     data.for_each_record(|_| Ok::<(), sparkles_perf_data::Error>(()))

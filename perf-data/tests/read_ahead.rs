@@ -155,15 +155,7 @@ fn every_fixture_arrives_alike() {
     let Some(root) = support::fixtures() else {
         return;
     };
-    let mut files = Vec::new();
-    for sub in ["pebs", "callchain", "format"] {
-        for entry in std::fs::read_dir(root.join(sub)).unwrap() {
-            let path = entry.unwrap().path();
-            if path.extension().is_some_and(|e| e == "data") {
-                files.push(path);
-            }
-        }
-    }
+    let files = support::perf_data_files(&root);
     assert!(!files.is_empty());
     for path in files {
         let what = path.display().to_string();

@@ -305,21 +305,6 @@ pub fn program_discriminators(
 fn sets_discriminators(opcodes: &[u8], opcode_base: u8, operand_counts: &[u8]) -> bool {
     const DW_LNS_FIXED_ADVANCE_PC: u8 = 9;
     const DW_LNE_SET_DISCRIMINATOR: u8 = 4;
-    fn uleb(bytes: &[u8], at: &mut usize) -> Option<u64> {
-        let mut value = 0u64;
-        let mut shift = 0;
-        loop {
-            let b = *bytes.get(*at)?;
-            *at += 1;
-            if shift < 64 {
-                value |= u64::from(b & 0x7f) << shift;
-            }
-            if b & 0x80 == 0 {
-                return Some(value);
-            }
-            shift += 7;
-        }
-    }
     let mut at = 0usize;
     while at < opcodes.len() {
         let op = opcodes[at];
@@ -356,6 +341,32 @@ fn sets_discriminators(opcodes: &[u8], opcode_base: u8, operand_counts: &[u8]) -
         }
     }
     false
+}
+
+/// The LEB128 number at `*at` of `bytes` (its value bits; a signed one's sign is not
+/// extended), `*at` moved past it; `None` where the bytes end inside it. Raw scans of
+/// DWARF step over values with it without decoding what they belong to.
+#[inline(always)]
+pub(crate) fn uleb(bytes: &[u8], at: &mut usize) -> Option<u64> {
+    // Most values are one byte.
+    let first = *bytes.get(*at)?;
+    if first < 0x80 {
+        *at += 1;
+        return Some(u64::from(first));
+    }
+    let mut value = 0u64;
+    let mut shift = 0;
+    loop {
+        let b = *bytes.get(*at)?;
+        *at += 1;
+        if shift < 64 {
+            value |= u64::from(b & 0x7f) << shift;
+        }
+        if b & 0x80 == 0 {
+            return Some(value);
+        }
+        shift += 7;
+    }
 }
 
 /// `(start, end, discriminator)` of each row of `program` with a nonzero discriminator.

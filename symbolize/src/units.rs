@@ -14,7 +14,7 @@ use std::ops::Range;
 
 use gimli::{Reader as _, Section as _};
 
-use crate::dwarf::Reader;
+use crate::dwarf::{uleb, Reader};
 
 /// Modules with fewer compilation units than this get one context over all of them
 /// (making it costs little; the index would save nothing).
@@ -138,50 +138,28 @@ pub fn abbreviations_stay_in_unit(section: &[u8]) -> bool {
     const DW_AT_DWO_NAME: u64 = 0x76;
     const DW_AT_GNU_DWO_NAME: u64 = 0x2130;
     const DW_AT_GNU_DWO_ID: u64 = 0x2131;
-    #[inline(always)]
-    fn leb(bytes: &[u8], at: &mut usize) -> Option<u64> {
-        // Most values are one byte.
-        let first = *bytes.get(*at)?;
-        if first < 0x80 {
-            *at += 1;
-            return Some(u64::from(first));
-        }
-        let mut value = 0u64;
-        let mut shift = 0;
-        loop {
-            let b = *bytes.get(*at)?;
-            *at += 1;
-            if shift < 64 {
-                value |= u64::from(b & 0x7f) << shift;
-            }
-            if b & 0x80 == 0 {
-                return Some(value);
-            }
-            shift += 7;
-        }
-    }
     let mut at = 0usize;
     while at < section.len() {
         // A table is declarations up to a zero code; tables follow each other.
-        let Some(code) = leb(section, &mut at) else {
+        let Some(code) = uleb(section, &mut at) else {
             return false;
         };
         if code == 0 {
             continue;
         }
         // Tag, then the children flag.
-        if leb(section, &mut at).is_none() || section.get(at).is_none() {
+        if uleb(section, &mut at).is_none() || section.get(at).is_none() {
             return false;
         }
         at += 1;
         loop {
-            let (Some(name), Some(form)) = (leb(section, &mut at), leb(section, &mut at)) else {
+            let (Some(name), Some(form)) = (uleb(section, &mut at), uleb(section, &mut at)) else {
                 return false;
             };
             if name == 0 && form == 0 {
                 break;
             }
-            if form == DW_FORM_IMPLICIT_CONST && leb(section, &mut at).is_none() {
+            if form == DW_FORM_IMPLICIT_CONST && uleb(section, &mut at).is_none() {
                 return false;
             }
             if matches!(
