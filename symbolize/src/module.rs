@@ -429,6 +429,8 @@ impl Module {
     pub fn discriminator(&self, addr: u64) -> Option<u32> {
         let unit = self
             .context(addr)
+            .ok()
+            .flatten()
             .and_then(|c| c.find_dwarf_and_unit(addr).skip_all_loads());
         let Some(program) = unit.and_then(|u| u.line_program.as_ref()) else {
             return self.discriminators().get(addr);
@@ -574,7 +576,7 @@ impl Module {
     /// The inlined frames DWARF gives for `addr`, split units loaded as they are needed.
     fn dwarf_frames(&self, addr: u64, out: &mut Vec<Frame>) -> Result<(), gimli::Error> {
         use addr2line::LookupContinuation;
-        let Some(context) = self.context(addr) else {
+        let Some(context) = self.context(addr)? else {
             return Ok(());
         };
         let mut lookup = context.find_frames(addr);
@@ -612,7 +614,7 @@ impl Module {
     }
 
     /// The addr2line context that names `addr` (see [`Contexts::for_address`]).
-    fn context(&self, addr: u64) -> Option<&addr2line::Context<Reader>> {
+    fn context(&self, addr: u64) -> Result<Option<&addr2line::Context<Reader>>, gimli::Error> {
         let shared = &self.shared;
         self.contexts
             .for_address(addr, &shared.dwarf, shared.units.as_ref())

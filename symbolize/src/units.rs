@@ -182,7 +182,7 @@ pub fn abbreviations_stay_in_unit(section: &[u8]) -> bool {
 /// first use.
 pub enum Contexts {
     Whole(addr2line::Context<Reader>),
-    PerUnit(Vec<OnceCell<Option<addr2line::Context<Reader>>>>),
+    PerUnit(Vec<OnceCell<Result<addr2line::Context<Reader>, gimli::Error>>>),
 }
 
 impl Contexts {
@@ -201,25 +201,28 @@ impl Contexts {
     }
 
     /// The context that names `addr`: the whole module's, or that of the unit holding it
-    /// (made now if it is the first address there). `None` where no unit holds it or its
-    /// unit cannot be read (the symbol table names it then).
+    /// (made now if it is the first address there). `Ok(None)` where no unit holds it
+    /// (the symbol table names it then); the error where its unit cannot be read, as
+    /// making the whole module's context would have said.
     pub fn for_address(
         &self,
         addr: u64,
         dwarf: &gimli::Dwarf<Reader>,
         index: Option<&UnitIndex>,
-    ) -> Option<&addr2line::Context<Reader>> {
+    ) -> Result<Option<&addr2line::Context<Reader>>, gimli::Error> {
         match self {
-            Contexts::Whole(context) => Some(context),
+            Contexts::Whole(context) => Ok(Some(context)),
             Contexts::PerUnit(contexts) => {
-                let index = index?;
-                let unit = index.unit_of(addr)?;
-                contexts
-                    .get(unit)?
-                    .get_or_init(|| {
-                        addr2line::Context::from_dwarf(index.unit_dwarf(dwarf, unit)).ok()
-                    })
+                let Some((index, unit)) = index.and_then(|i| Some((i, i.unit_of(addr)?))) else {
+                    return Ok(None);
+                };
+                let Some(cell) = contexts.get(unit) else {
+                    return Ok(None);
+                };
+                cell.get_or_init(|| addr2line::Context::from_dwarf(index.unit_dwarf(dwarf, unit)))
                     .as_ref()
+                    .map(Some)
+                    .map_err(|e| *e)
             }
         }
     }
