@@ -23,7 +23,7 @@ use crate::notes::{NoNuma, Note};
 use crate::numa::{NumaBuilder, Page};
 use crate::offcpu::{self, OffCpuBuilder};
 use crate::stacks::{
-    is_harness_frame, Interned, NamedFrame, NamedStack, StackNamer, StackOptions, Weighting,
+    is_harness_frame, NamedFrame, NamedStack, StackId, StackNamer, StackOptions, Weighting,
 };
 use crate::Error;
 
@@ -289,6 +289,17 @@ struct Prepared {
     module: u32,
     /// Its folded stack.
     stack: usize,
+}
+
+/// An interned stack's counts since the last flush, and the leaf rows each sample adds a
+/// time chunk to.
+#[derive(Clone, Copy, Default)]
+struct Hot {
+    /// Whether the stack has been prepared.
+    seen: bool,
+    /// Its leaf's function and symbol rows (`u32::MAX`: none; an empty stack has none).
+    leaf: u32,
+    leaf_symbol: u32,
     weight: u64,
     samples: u64,
 }
@@ -392,9 +403,12 @@ pub struct Builder {
     /// Scratch: one sample's keys and stack id.
     scratch_keys: Vec<Keys>,
     scratch_id: Vec<u32>,
-    /// Per interned stack (by its namer's number): what its samples add to, and what they
-    /// added since the last [`Builder::flush`].
+    /// Per interned stack (by its namer's number): what its samples add to.
     prepared: Vec<Option<Prepared>>,
+    /// The same, what a sample of it touches: its leaf's rows and what its samples added
+    /// since the last [`Builder::flush`] (apart, and small, so that counting a repeat
+    /// reads little memory).
+    hot: Vec<Hot>,
     /// The case's name as the root of folded stacks that run through the harness (the
     /// harness's frames folded into it); `None` keeps whole stacks.
     root: Option<u32>,
@@ -464,28 +478,48 @@ impl Builder {
     /// ([`crate::stacks::Interned`]): its keys and folded line are worked out the first
     /// time, and a repeat is only counted.
     pub fn add_interned(&mut self, id: usize, frames: &[NamedFrame], truncated: bool, weight: u64) {
-        if self.prepared.len() <= id {
-            self.prepared.resize_with(id + 1, || None);
-        }
-        if self.prepared[id].is_none() {
+        if !self.hot.get(id).is_some_and(|h| h.seen) {
+            if self.prepared.len() <= id {
+                self.prepared.resize_with(id + 1, || None);
+                self.hot.resize(id + 1, Hot::default());
+            }
             let (keys, stack) = self.prepare(frames, truncated);
             let prepared = self.rows_of(frames, &keys, stack);
             self.scratch_keys = keys;
+            let row = |r: Option<usize>| r.and_then(|r| u32::try_from(r).ok()).unwrap_or(u32::MAX);
+            self.hot[id] = Hot {
+                seen: true,
+                leaf: row(prepared.as_ref().map(|p| p.leaf)),
+                leaf_symbol: row(prepared.as_ref().and_then(|p| p.leaf_symbol)),
+                weight: 0,
+                samples: 0,
+            };
             self.prepared[id] = prepared;
         }
+        self.add_again(id, weight);
+    }
+
+    /// Counts one more sample of the interned stack `id` where the profile has seen it
+    /// before ([`Builder::add_interned`]); `false` (and nothing counted) where not.
+    #[inline]
+    pub fn add_again(&mut self, id: usize, weight: u64) -> bool {
+        let Some(h) = self.hot.get_mut(id).filter(|h| h.seen) else {
+            return false;
+        };
         self.samples += 1;
         self.weight += weight;
         let sample = self.samples;
         // An empty stack adds to the totals only.
-        let Some(p) = self.prepared[id].as_mut() else {
-            return;
-        };
-        p.weight += weight;
-        p.samples += 1;
-        self.functions.counts[p.leaf].count_self(sample);
-        if let Some(symbol) = p.leaf_symbol {
-            self.symbols.counts[symbol].count_self(sample);
+        if h.leaf == u32::MAX {
+            return true;
         }
+        h.weight += weight;
+        h.samples += 1;
+        self.functions.counts[h.leaf as usize].count_self(sample);
+        if h.leaf_symbol != u32::MAX {
+            self.symbols.counts[h.leaf_symbol as usize].count_self(sample);
+        }
+        true
     }
 
     /// The rows a stack's samples add to (`None` for an empty stack), each row told of
@@ -526,8 +560,6 @@ impl Builder {
             symbols: symbols.into(),
             module,
             stack,
-            weight: 0,
-            samples: 0,
         })
     }
 
@@ -551,13 +583,16 @@ impl Builder {
 
     /// Adds what interned stacks' samples added since the last flush to their rows.
     fn flush(&mut self) {
-        for p in self.prepared.iter_mut().flatten() {
-            if p.samples == 0 {
+        for (p, h) in self.prepared.iter().zip(&mut self.hot) {
+            let Some(p) = p else {
+                continue;
+            };
+            if h.samples == 0 {
                 continue;
             }
             let (w, n) = (
-                std::mem::take(&mut p.weight),
-                std::mem::take(&mut p.samples),
+                std::mem::take(&mut h.weight),
+                std::mem::take(&mut h.samples),
             );
             let leaf = &mut self.functions.counts[p.leaf];
             leaf.self_ += w;
@@ -1105,18 +1140,18 @@ impl<'a> Pass<'a> {
                 if let Some(n) = self.per_event.get_mut(event) {
                     *n += 1;
                 }
-                let stack = self.namer.interned_stack(s);
-                observe(&stack.stack);
+                let found = self.namer.interned_id(s);
+                observe(self.namer.interned(found.id));
                 if let (Some(off), Some(tid), Some(time)) = (self.offcpu.as_mut(), s.tid, s.time) {
                     off.on_cpu_sample(
                         tid,
                         time,
-                        stack.id,
-                        &stack.stack,
+                        found.id,
+                        self.namer.interned(found.id),
                         s.period.unwrap_or(1).max(1),
                     );
                 }
-                self.sample(s, &stack);
+                self.sample(s, found);
             }
             Record::Switch { out, preempt, .. } => {
                 if let (Some(off), Some(tid), Some(time)) = (
@@ -1146,19 +1181,18 @@ impl<'a> Pass<'a> {
 
     /// Adds one sample: its stack to the profile, its access to the memory and NUMA
     /// sections.
-    fn sample(&mut self, s: &Sample<'_>, interned: &Interned) {
-        let stack = &*interned.stack;
+    fn sample(&mut self, s: &Sample<'_>, found: StackId) {
         let weight = match self.weighting {
             Weighting::Period => s.period.unwrap_or(1).max(1),
             Weighting::Latency => s.weight.map_or(0, |w| w.latency()),
             Weighting::Samples => 1,
         };
-        self.builder.add_interned(
-            interned.id,
-            &stack.frames,
-            stack.truncated.is_some(),
-            weight,
-        );
+        // A stack the profile has seen is counted by its number alone.
+        if !self.builder.add_again(found.id, weight) {
+            let stack = Rc::clone(self.namer.interned(found.id));
+            self.builder
+                .add_interned(found.id, &stack.frames, found.truncated, weight);
+        }
         let data_src = s.data_src.filter(|d| {
             let na = DataSource::new(*d).is_na();
             self.unknown_sources += u64::from(na);
@@ -1174,6 +1208,7 @@ impl<'a> Pass<'a> {
         }
         let pid = s.pid.unwrap_or(0);
         // Its memory (a variable, or the kind of memory), its code (the leaf frame).
+        let stack = Rc::clone(self.namer.interned(found.id));
         let object = s.addr.map(|a| self.namer.data_object(pid, a));
         let sample = MemorySample {
             data_src: data_src.unwrap_or(0),

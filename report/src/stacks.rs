@@ -126,6 +126,8 @@ pub struct StackNamer {
     /// its process, generation and frames. A repeated stack is neither unwound (where
     /// it has no copy) nor named again.
     interned: FxHashMap<Box<[u8]>, Interned>,
+    /// The interned stacks by number.
+    by_id: Vec<Rc<NamedStack>>,
     /// Scratch: the key being looked up.
     key: Vec<u8>,
     /// Notes for the user (architecture assumed, …).
@@ -141,6 +143,21 @@ pub struct Interned {
     pub id: usize,
     /// Frames the unwinder produced for it (counted again for each sample it names).
     unwound: usize,
+    /// Why it ends early (kept here so that a repeat need not read the stack).
+    truncated: Option<Truncation>,
+}
+
+/// What [`StackNamer::interned_id`] says of a sample's stack: its number among the
+/// distinct stacks, and whether it was cut short. The stack itself is
+/// [`StackNamer::interned`]: a sample of a stack seen before is counted without touching it
+/// (with many distinct stacks, reading each one's memory again was a good part of a
+/// report's time).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StackId {
+    /// Its number: the first distinct stack is 0.
+    pub id: usize,
+    /// Whether it ends early.
+    pub truncated: bool,
 }
 
 impl StackNamer {
@@ -184,6 +201,7 @@ impl StackNamer {
             unwinder: Unwinder::new(options.unwind, arch),
             expanded: FxHashMap::default(),
             interned: FxHashMap::default(),
+            by_id: Vec::new(),
             key: Vec::new(),
             notes,
         }
@@ -205,6 +223,23 @@ impl StackNamer {
     /// unwound nor named again (only counted); an unwound stack seen before is not named
     /// again.
     pub fn interned_stack(&mut self, sample: &Sample<'_>) -> Interned {
+        let id = self.interned_id(sample).id;
+        Interned {
+            stack: Rc::clone(&self.by_id[id]),
+            id,
+            unwound: 0,
+            truncated: self.by_id[id].truncated,
+        }
+    }
+
+    /// The interned stack numbered `id` ([`StackNamer::interned_id`]).
+    pub fn interned(&self, id: usize) -> &Rc<NamedStack> {
+        &self.by_id[id]
+    }
+
+    /// [`StackNamer::interned_stack`], giving only the stack's number (and whether it was
+    /// cut short).
+    pub fn interned_id(&mut self, sample: &Sample<'_>) -> StackId {
         let pid = sample.pid.unwrap_or(0);
         let generation = self.space.generation(pid);
         let copy = sample
@@ -222,10 +257,13 @@ impl StackNamer {
                 key.extend_from_slice(chain.0);
             }
             if let Some(hit) = self.interned.get(key.as_slice()) {
-                let hit = hit.clone();
-                self.unwinder.count_again(hit.unwound, hit.stack.truncated);
+                self.unwinder.count_again(hit.unwound, hit.truncated);
+                let found = StackId {
+                    id: hit.id,
+                    truncated: hit.truncated.is_some(),
+                };
                 self.key = key;
-                return hit;
+                return found;
             }
         }
         let raw = self.unwind(sample);
@@ -237,20 +275,29 @@ impl StackNamer {
                 key.extend_from_slice(&f.lookup.to_le_bytes());
             }
             if let Some(hit) = self.interned.get(key.as_slice()) {
-                let hit = hit.clone();
+                let found = StackId {
+                    id: hit.id,
+                    truncated: hit.truncated.is_some(),
+                };
                 self.key = key;
-                return hit;
+                return found;
             }
         }
+        let stack = Rc::new(self.name(pid, &raw));
         let interned = Interned {
-            stack: Rc::new(self.name(pid, &raw)),
-            id: self.interned.len(),
+            truncated: stack.truncated,
+            id: self.by_id.len(),
             unwound: raw.frames.len(),
+            stack: Rc::clone(&stack),
         };
-        self.interned
-            .insert(key.as_slice().into(), interned.clone());
+        let found = StackId {
+            id: interned.id,
+            truncated: interned.truncated.is_some(),
+        };
+        self.by_id.push(stack);
+        self.interned.insert(key.as_slice().into(), interned);
         self.key = key;
-        interned
+        found
     }
 
     /// A sample's frame addresses, unwound against the modules its process maps now.
