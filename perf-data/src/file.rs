@@ -594,7 +594,7 @@ impl PerfData {
                     batch.records.clear();
                     let mut failed = None;
                     let mut ended = false;
-                    while batch.records.len() < BATCH_RECORDS {
+                    while batch.records.len() < BATCH_RECORDS && batch.bytes.len() < BATCH_BYTES {
                         match records.locate_next() {
                             Ok(Some(l)) => {
                                 let bytes = held_bytes(&records.raw, &records.order, l.held);
@@ -719,9 +719,11 @@ struct Batch {
     records: Vec<(usize, usize, Located)>,
 }
 
-/// Records per batch read ahead: enough to make handing one over cheap, few enough that
-/// its bytes are still in cache when they are decoded.
-const BATCH_RECORDS: usize = 256;
+/// Records per batch read ahead, and bytes: a batch handed over can wake the reader
+/// (a futex wake, dear in a VM: with 256 records a batch that was a tenth of the
+/// decoding thread's time), and its bytes should still be in cache when decoded.
+const BATCH_RECORDS: usize = 4096;
+const BATCH_BYTES: usize = 1 << 20;
 
 enum Next {
     /// The record the raw reader is at.

@@ -56,6 +56,12 @@ fn same_either_way(data: &PerfData, what: &str) -> usize {
 /// A capture of `n` samples (ip, tid, time, a callchain, period), a FINISHED_ROUND after
 /// every 300, each round's samples out of time order.
 fn capture(dir: &Path, n: u64, compression: Compression) -> std::path::PathBuf {
+    capture_of(dir, n, compression, 2)
+}
+
+/// [`capture`] with callchains at least `min_depth` deep (a deep one fills a batch by its
+/// bytes before its count).
+fn capture_of(dir: &Path, n: u64, compression: Compression, min_depth: u64) -> std::path::PathBuf {
     let attr = Attr {
         type_: 1,
         config: 0,
@@ -69,7 +75,7 @@ fn capture(dir: &Path, n: u64, compression: Compression) -> std::path::PathBuf {
         let round = i / 300;
         // Within a round, times run backwards in pairs.
         let time = 1_000_000 + round * 1_000_000 + (i % 300) * 1000 - (i % 2) * 1500;
-        let depth = 2 + i % 7;
+        let depth = min_depth + i % 7;
         let mut body = Vec::new();
         body.extend_from_slice(&(0x40_1000 + i % 97).to_le_bytes());
         body.extend_from_slice(&(7u32).to_le_bytes());
@@ -85,7 +91,7 @@ fn capture(dir: &Path, n: u64, compression: Compression) -> std::path::PathBuf {
             w.push_body(kind::FINISHED_ROUND, 0, &[]);
         }
     }
-    let path = dir.join(format!("{n}-{compression:?}.perf.data"));
+    let path = dir.join(format!("{n}-{compression:?}-{min_depth}.perf.data"));
     w.write(&path).unwrap();
     path
 }
@@ -94,8 +100,18 @@ fn capture(dir: &Path, n: u64, compression: Compression) -> std::path::PathBuf {
 fn written_captures_arrive_alike() {
     let tmp = tempfile::tempdir().unwrap();
     for compression in [Compression::Off, Compression::Zstd { level: 1 }] {
-        for n in [0, 1, 255, 256, 257, 5_000] {
-            let path = capture(tmp.path(), n, compression);
+        // Batches end at 4,096 records or at 1 MiB: around the first, and past the
+        // second with 5 KiB records.
+        for (n, depth) in [
+            (0, 2),
+            (1, 2),
+            (4_095, 2),
+            (4_096, 2),
+            (4_097, 2),
+            (9_000, 2),
+            (700, 600),
+        ] {
+            let path = capture_of(tmp.path(), n, compression, depth);
             let data = PerfData::open(&path).unwrap();
             let count = same_either_way(&data, &format!("{n} {compression:?}"));
             assert!(count as u64 >= n, "{n} samples, {count} events");
