@@ -47,17 +47,14 @@ fn config_with(compact: bool, compression: Compression, stack: u32) -> Option<Sa
     let resolver = EventResolver::live().ok()?;
     let (event, _) = default_event(&resolver, &System::probe());
     Some(SamplingConfig {
-        events: vec![event.into()],
-        rate: Rate::Frequency(4000),
-        call_graph: CallGraph::Dwarf(stack),
         buffer_pages: 256,
         compact_stacks: compact,
         compression,
-        stream_to: None,
-        memory: None,
-        context_switches: false,
-        raw: false,
-        tracing_data: None,
+        ..SamplingConfig::new(
+            vec![event.into()],
+            Rate::Frequency(4000),
+            CallGraph::Dwarf(stack),
+        )
     })
 }
 

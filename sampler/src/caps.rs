@@ -470,17 +470,10 @@ pub fn memory_probe(resolver: &EventResolver, system: &System) -> Attempt {
         names.join(", ")
     );
     let mut config = SamplingConfig {
-        events: Vec::new(),
-        rate: Rate::Frequency(1000),
-        call_graph: CallGraph::FramePointer,
         buffer_pages: 64,
         compact_stacks: false,
         compression: Compression::Off,
-        stream_to: None,
-        memory: None,
-        context_switches: false,
-        raw: false,
-        tracing_data: None,
+        ..SamplingConfig::new(Vec::new(), Rate::Frequency(1000), CallGraph::FramePointer)
     };
     plan.apply(&mut config);
     // The probe samples its own loads: no page-table queries.

@@ -13,7 +13,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use sparkles_perf_data::writer::Compression;
 use sparkles_perf_data::{PerfData, Record};
 use sparkles_sampler::session::{CallGraph, Rate, Restriction, SamplingConfig, Session, Target};
 use sparkles_sampler::system::System;
@@ -39,22 +38,14 @@ fn config(stack: u32) -> SamplingConfig {
     // The software clock samples on every machine that allows sampling at all.
     let mut event = resolver.resolve("cpu-clock").unwrap().remove(0);
     event.name = "cpu-clock".into();
+    let call_graph = if stack == 0 {
+        CallGraph::FramePointer
+    } else {
+        CallGraph::Dwarf(stack)
+    };
     SamplingConfig {
-        events: vec![event.into()],
-        rate: Rate::Frequency(1000),
-        call_graph: if stack == 0 {
-            CallGraph::FramePointer
-        } else {
-            CallGraph::Dwarf(stack)
-        },
         buffer_pages: 64,
-        compact_stacks: true,
-        compression: Compression::default(),
-        stream_to: None,
-        memory: None,
-        context_switches: false,
-        raw: false,
-        tracing_data: None,
+        ..SamplingConfig::new(vec![event.into()], Rate::Frequency(1000), call_graph)
     }
 }
 

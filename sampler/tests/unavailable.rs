@@ -43,17 +43,13 @@ fn a_session_does_not_start_and_says_why() {
     let Some(why) = why() else { return };
     let event = resolver().resolve("cpu-clock").unwrap().remove(0);
     let config = SamplingConfig {
-        events: vec![event.into()],
-        rate: Rate::Frequency(1000),
-        call_graph: CallGraph::FramePointer,
         buffer_pages: 8,
-        memory: None,
-        context_switches: false,
-        raw: false,
-        tracing_data: None,
         compact_stacks: false,
-        compression: Default::default(),
-        stream_to: None,
+        ..SamplingConfig::new(
+            vec![event.into()],
+            Rate::Frequency(1000),
+            CallGraph::FramePointer,
+        )
     };
     match Session::start(&config, Target::CurrentThread, &System::probe()) {
         Err(Error::Unavailable(reason)) => assert_eq!(reason, why),

@@ -63,17 +63,16 @@ pub(crate) fn sampling(args: &HarnessArgs) -> Result<(SamplingConfig, String), E
     let resolver = sparkles_sampler::EventResolver::live().map_err(usage("--profile"))?;
     let (event, note) = choose_event(&resolver, &system, args.profile_event.as_deref())
         .map_err(usage("--profile-event"))?;
+    let rate = args
+        .profile_period
+        .map(Rate::Period)
+        .unwrap_or(Rate::Frequency(args.profile_freq));
+    let call_graph = if args.profile_stack == 0 {
+        CallGraph::FramePointer
+    } else {
+        CallGraph::Dwarf(args.profile_stack.next_multiple_of(8).min(65528))
+    };
     let mut config = SamplingConfig {
-        events: vec![event.into()],
-        rate: args
-            .profile_period
-            .map(Rate::Period)
-            .unwrap_or(Rate::Frequency(args.profile_freq)),
-        call_graph: if args.profile_stack == 0 {
-            CallGraph::FramePointer
-        } else {
-            CallGraph::Dwarf(args.profile_stack.next_multiple_of(8).min(65528))
-        },
         // The session shrinks buffers to fit an unprivileged user's perf_event_mlock_kb.
         buffer_pages: 256,
         compact_stacks: true,
@@ -84,10 +83,7 @@ pub(crate) fn sampling(args: &HarnessArgs) -> Result<(SamplingConfig, String), E
         },
         // Each case's pass streams to its own capture (the bencher sets the path).
         stream_to: None,
-        memory: None,
-        context_switches: false,
-        raw: false,
-        tracing_data: None,
+        ..SamplingConfig::new(vec![event.into()], rate, call_graph)
     };
     if wall {
         let source = sparkles_sampler::off_cpu::add_off_cpu(&mut config, &resolver);

@@ -136,13 +136,11 @@ pub fn record(args: &RecordArgs) -> Result<(), Error> {
 fn sampling(args: &RecordArgs, system: &System) -> Result<(SamplingConfig, String), Error> {
     let resolver = EventResolver::live()?;
     let (event, note) = choose_event(&resolver, system, args.event.as_deref())?;
+    let rate = args
+        .period
+        .map(Rate::Period)
+        .unwrap_or(Rate::Frequency(args.freq));
     let mut config = SamplingConfig {
-        events: vec![event.into()],
-        rate: args
-            .period
-            .map(Rate::Period)
-            .unwrap_or(Rate::Frequency(args.freq)),
-        call_graph: args.call_graph,
         // The session shrinks buffers to fit an unprivileged user's perf_event_mlock_kb.
         buffer_pages: 128,
         compact_stacks: !args.no_compact,
@@ -156,10 +154,7 @@ fn sampling(args: &RecordArgs, system: &System) -> Result<(SamplingConfig, Strin
         // Streamed to the output as it is taken: memory holds the ring buffers and a
         // chunk, however long the record.
         stream_to: Some(args.output.clone()),
-        memory: None,
-        context_switches: false,
-        raw: false,
-        tracing_data: None,
+        ..SamplingConfig::new(vec![event.into()], rate, args.call_graph)
     };
     let note = if args.off_cpu {
         let source = sparkles_sampler::off_cpu::add_off_cpu(&mut config, &resolver);
