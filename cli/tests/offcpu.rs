@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
-use support::{refused, sparkles};
+use support::{recorded, sparkles};
 
 /// waits.c built into `dir`, or `None`, saying why.
 fn waits_program(dir: &Path) -> Option<PathBuf> {
@@ -38,7 +38,7 @@ fn waits_program(dir: &Path) -> Option<PathBuf> {
 /// kernel refuses sampling (said).
 fn record(dir: &Path, program: &Path, mode: &str) -> Option<(PathBuf, Value)> {
     let capture = dir.join(format!("{mode}.perf.data"));
-    let out = sparkles(&[
+    let out = recorded(&[
         "record",
         "--off-cpu",
         "-o",
@@ -46,15 +46,8 @@ fn record(dir: &Path, program: &Path, mode: &str) -> Option<(PathBuf, Value)> {
         "--",
         program.to_str().unwrap(),
         mode,
-    ]);
-    if refused(&out) {
-        return None;
-    }
+    ])?;
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "sparkles record --off-cpu failed: {err}"
-    );
     assert!(err.contains("off-CPU:"), "the source is said: {err}");
     let report = sparkles(&["report", "--format", "json", capture.to_str().unwrap()]);
     assert!(

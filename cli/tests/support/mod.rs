@@ -14,6 +14,22 @@ pub fn sparkles(args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// `sparkles ARGS…` that samples (`record`): its output once it succeeded; `None` where
+/// the kernel refuses sampling here (said, and counted as a skip).
+pub fn recorded(args: &[&str]) -> Option<Output> {
+    let out = sparkles(args);
+    if refused(&out) {
+        return None;
+    }
+    assert!(
+        out.status.success(),
+        "sparkles {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(out)
+}
+
 /// `sparkles record` refuses to sample here, saying why: the caller skips.
 pub fn refused(out: &Output) -> bool {
     let err = String::from_utf8_lossy(&out.stderr);
