@@ -276,14 +276,12 @@ struct Counts {
 /// A sample of it only adds to these and to its leaf's time chunks; the rows get the sums
 /// in [`Builder::flush`] (totals and sums do not depend on the order samples came in).
 struct Prepared {
-    /// The leaf frame's function row, its line and file (id and name).
-    leaf: usize,
-    leaf_line: Option<(u32, Option<(u32, Name)>)>,
+    /// The leaf frame's line and file name id (its function and symbol rows are in the
+    /// stack's [`Hot`]).
+    leaf_line: Option<(u32, Option<u32>)>,
     /// Distinct function rows of the stack, the leaf's included.
     functions: Box<[usize]>,
-    /// The leaf's symbol row (its innermost physical frame's), and the distinct symbol
-    /// rows of its physical frames.
-    leaf_symbol: Option<usize>,
+    /// The distinct symbol rows of its physical frames.
     symbols: Box<[usize]>,
     /// The leaf's module id.
     module: u32,
@@ -297,11 +295,23 @@ struct Prepared {
 struct Hot {
     /// Whether the stack has been prepared.
     seen: bool,
-    /// Its leaf's function and symbol rows (`u32::MAX`: none; an empty stack has none).
+    /// Its leaf's function row and symbol row (its innermost physical frame's);
+    /// `u32::MAX`: none (an empty stack has neither).
     leaf: u32,
     leaf_symbol: u32,
     weight: u64,
     samples: u64,
+}
+
+impl Hot {
+    /// An empty stack's: seen, and adding to the totals only.
+    const EMPTY: Hot = Hot {
+        seen: true,
+        leaf: u32::MAX,
+        leaf_symbol: u32::MAX,
+        weight: 0,
+        samples: 0,
+    };
 }
 
 impl Counts {
@@ -484,16 +494,12 @@ impl Builder {
                 self.hot.resize(id + 1, Hot::default());
             }
             let (keys, stack) = self.prepare(frames, truncated);
-            let prepared = self.rows_of(frames, &keys, stack);
-            self.scratch_keys = keys;
-            let row = |r: Option<usize>| r.and_then(|r| u32::try_from(r).ok()).unwrap_or(u32::MAX);
-            self.hot[id] = Hot {
-                seen: true,
-                leaf: row(prepared.as_ref().map(|p| p.leaf)),
-                leaf_symbol: row(prepared.as_ref().and_then(|p| p.leaf_symbol)),
-                weight: 0,
-                samples: 0,
+            let (prepared, hot) = match self.rows_of(frames, &keys, stack) {
+                Some((p, h)) => (Some(p), h),
+                None => (None, Hot::EMPTY),
             };
+            self.scratch_keys = keys;
+            self.hot[id] = hot;
             self.prepared[id] = prepared;
         }
         self.add_again(id, weight);
@@ -525,7 +531,12 @@ impl Builder {
     /// The rows a stack's samples add to (`None` for an empty stack), each row told of
     /// the frames it is counted for (its module, file and kind) as [`Builder::count`]
     /// tells it, with nothing added yet.
-    fn rows_of(&mut self, frames: &[NamedFrame], keys: &[Keys], stack: usize) -> Option<Prepared> {
+    fn rows_of(
+        &mut self,
+        frames: &[NamedFrame],
+        keys: &[Keys],
+        stack: usize,
+    ) -> Option<(Prepared, Hot)> {
         let leaf = frames.first()?;
         let mut functions: Vec<usize> = Vec::with_capacity(keys.len());
         self.functions.counts[keys[0].function].note(leaf, keys[0].kind);
@@ -547,20 +558,27 @@ impl Builder {
                 self.lines
                     .entry((keys[0].function, file.id(), line))
                     .or_insert_with(|| (file.clone(), 0));
-                (file.id(), file.clone())
+                file.id()
             });
             (line, file)
         });
         let module = self.module_counts(leaf, keys[0].kind);
-        Some(Prepared {
-            leaf: keys[0].function,
+        let row = |r: usize| u32::try_from(r).unwrap_or(u32::MAX);
+        let hot = Hot {
+            seen: true,
+            leaf: row(keys[0].function),
+            leaf_symbol: symbols.first().map_or(u32::MAX, |&s| row(s)),
+            weight: 0,
+            samples: 0,
+        };
+        let prepared = Prepared {
             leaf_line,
             functions: functions.into(),
-            leaf_symbol: symbols.first().copied(),
             symbols: symbols.into(),
             module,
             stack,
-        })
+        };
+        Some((prepared, hot))
     }
 
     /// The module row of `leaf` (made on first use and told of its name and kind), by
@@ -594,21 +612,20 @@ impl Builder {
                 std::mem::take(&mut h.weight),
                 std::mem::take(&mut h.samples),
             );
-            let leaf = &mut self.functions.counts[p.leaf];
+            let leaf_row = h.leaf as usize;
+            let leaf = &mut self.functions.counts[leaf_row];
             leaf.self_ += w;
-            if let Some((line, file)) = &p.leaf_line {
-                *leaf.lines.entry(*line).or_default() += w;
-                if let Some((file, _)) = file {
-                    if let Some(e) = self.lines.get_mut(&(p.leaf, *file, *line)) {
-                        e.1 += w;
-                    }
+            if let Some((line, file)) = p.leaf_line {
+                *leaf.lines.entry(line).or_default() += w;
+                if let Some(e) = file.and_then(|f| self.lines.get_mut(&(leaf_row, f, line))) {
+                    e.1 += w;
                 }
             }
             for &f in &*p.functions {
                 self.functions.counts[f].total += w;
             }
-            if let Some(s) = p.leaf_symbol {
-                self.symbols.counts[s].self_ += w;
+            if h.leaf_symbol != u32::MAX {
+                self.symbols.counts[h.leaf_symbol as usize].self_ += w;
             }
             for &s in &*p.symbols {
                 self.symbols.counts[s].total += w;

@@ -125,7 +125,7 @@ pub struct StackNamer {
     /// copy by its process, mappings generation, IP and callchain; an unwound stack by
     /// its process, generation and frames. A repeated stack is neither unwound (where
     /// it has no copy) nor named again.
-    interned: FxHashMap<Box<[u8]>, Interned>,
+    interned: FxHashMap<Box<[u8]>, Known>,
     /// The interned stacks by number.
     by_id: Vec<Rc<NamedStack>>,
     /// Scratch: the key being looked up.
@@ -141,10 +141,27 @@ pub struct Interned {
     pub stack: Rc<NamedStack>,
     /// Its number: the first distinct stack is 0.
     pub id: usize,
+}
+
+/// What the namer keeps of a stack it made, by what it was made from: a repeat is counted
+/// from this alone, without reading the stack ([`StackNamer::interned`] has it by number).
+#[derive(Debug, Clone, Copy)]
+struct Known {
+    /// Its number.
+    id: usize,
     /// Frames the unwinder produced for it (counted again for each sample it names).
     unwound: usize,
-    /// Why it ends early (kept here so that a repeat need not read the stack).
+    /// Why it ends early.
     truncated: Option<Truncation>,
+}
+
+impl Known {
+    fn found(&self) -> StackId {
+        StackId {
+            id: self.id,
+            truncated: self.truncated.is_some(),
+        }
+    }
 }
 
 /// What [`StackNamer::interned_id`] says of a sample's stack: its number among the
@@ -227,8 +244,6 @@ impl StackNamer {
         Interned {
             stack: Rc::clone(&self.by_id[id]),
             id,
-            unwound: 0,
-            truncated: self.by_id[id].truncated,
         }
     }
 
@@ -256,14 +271,10 @@ impl StackNamer {
             if let Some(chain) = &sample.callchain {
                 key.extend_from_slice(chain.0);
             }
-            if let Some(hit) = self.interned.get(key.as_slice()) {
+            if let Some(hit) = self.interned.get(key.as_slice()).copied() {
                 self.unwinder.count_again(hit.unwound, hit.truncated);
-                let found = StackId {
-                    id: hit.id,
-                    truncated: hit.truncated.is_some(),
-                };
                 self.key = key;
-                return found;
+                return hit.found();
             }
         }
         let raw = self.unwind(sample);
@@ -274,30 +285,21 @@ impl StackNamer {
                 key.extend_from_slice(&f.addr.to_le_bytes());
                 key.extend_from_slice(&f.lookup.to_le_bytes());
             }
-            if let Some(hit) = self.interned.get(key.as_slice()) {
-                let found = StackId {
-                    id: hit.id,
-                    truncated: hit.truncated.is_some(),
-                };
+            if let Some(hit) = self.interned.get(key.as_slice()).copied() {
                 self.key = key;
-                return found;
+                return hit.found();
             }
         }
-        let stack = Rc::new(self.name(pid, &raw));
-        let interned = Interned {
-            truncated: stack.truncated,
+        let stack = self.name(pid, &raw);
+        let known = Known {
             id: self.by_id.len(),
             unwound: raw.frames.len(),
-            stack: Rc::clone(&stack),
+            truncated: stack.truncated,
         };
-        let found = StackId {
-            id: interned.id,
-            truncated: interned.truncated.is_some(),
-        };
-        self.by_id.push(stack);
-        self.interned.insert(key.as_slice().into(), interned);
+        self.by_id.push(Rc::new(stack));
+        self.interned.insert(key.as_slice().into(), known);
         self.key = key;
-        found
+        known.found()
     }
 
     /// A sample's frame addresses, unwound against the modules its process maps now.
