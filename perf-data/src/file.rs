@@ -627,12 +627,7 @@ impl PerfData {
             for batch in filled.iter() {
                 let batch = batch?;
                 for &(at, len, l) in &batch.records {
-                    let bytes = &batch.bytes[at..at + len];
-                    let event = decode(self, bytes, l.offset, l.decompressed_at, l.attr, l.time)
-                        .map_err(|source| Error::Data {
-                            path: self.path.clone(),
-                            source,
-                        })?;
+                    let event = self.decode_located(&batch.bytes[at..at + len], &l)?;
                     counts.count(&event);
                     visit(&event)?;
                 }
@@ -645,6 +640,17 @@ impl PerfData {
                 decompressed_bytes: read.decompressed_bytes,
                 ..counts.stats()
             })
+        })
+    }
+
+    /// The record `bytes` that `l` located, decoded; an error names this file.
+    #[inline]
+    fn decode_located<'b>(&self, bytes: &'b [u8], l: &Located) -> Result<Event<'b>, Error> {
+        decode(self, bytes, l.offset, l.decompressed_at, l.attr, l.time).map_err(|source| {
+            Error::Data {
+                path: self.path.clone(),
+                source,
+            }
         })
     }
 
@@ -759,18 +765,7 @@ impl Records<'_> {
             return Ok(None);
         };
         let bytes = held_bytes(&self.raw, &self.order, l.held);
-        let event = decode(
-            self.data,
-            bytes,
-            l.offset,
-            l.decompressed_at,
-            l.attr,
-            l.time,
-        )
-        .map_err(|source| Error::Data {
-            path: self.data.path.clone(),
-            source,
-        })?;
+        let event = self.data.decode_located(bytes, &l)?;
         self.counts.count(&event);
         Ok(Some(event))
     }
