@@ -22,8 +22,13 @@ use crate::sample::SampleFormat;
 const MAGIC: u64 = u64::from_le_bytes(*b"PERFILE2");
 /// "PERFILE2" as a big-endian machine writes it.
 const MAGIC_BE: u64 = u64::from_be_bytes(*b"PERFILE2");
+/// "PERFFILE": the version-1 header of perf <= 3.3, the same layout; its bytes are the
+/// same in either byte order, so perf tells the order by the sizes that follow.
+const MAGIC_V1: u64 = u64::from_le_bytes(*b"PERFFILE");
 /// The file-mode header: magic, size, attr_size, attrs, data, event_types, features.
 const FILE_HEADER_SIZE: u64 = 104;
+/// The file-mode header before the feature bitmap was added (perf still reads it).
+const FILE_HEADER_SIZE_NO_FEATURES: u64 = 72;
 /// The pipe-mode header: magic and size.
 const PIPE_HEADER_SIZE: u64 = 16;
 
@@ -378,13 +383,13 @@ impl PerfData {
             self.data_start = PIPE_HEADER_SIZE as usize;
             self.data_end = bytes.len();
             self.scan_pipe_header(bytes)?;
-        } else if header_size >= FILE_HEADER_SIZE {
-            self.read_file_header(bytes, &mut c)?;
+        } else if header_size >= FILE_HEADER_SIZE || header_size == FILE_HEADER_SIZE_NO_FEATURES {
+            self.read_file_header(bytes, &mut c, header_size >= FILE_HEADER_SIZE)?;
         } else {
             return Err(DataError::new(
                 8,
                 format!(
-                    "header size {header_size} is neither a pipe (16) nor a file header (>= 104)"
+                    "header size {header_size} is neither a pipe (16) nor a file header (72 or >= 104)"
                 ),
             ));
         }
@@ -409,7 +414,12 @@ impl PerfData {
         }
     }
 
-    fn read_file_header(&mut self, bytes: &[u8], c: &mut Cursor<'_>) -> Result<(), DataError> {
+    fn read_file_header(
+        &mut self,
+        bytes: &[u8],
+        c: &mut Cursor<'_>,
+        has_features: bool,
+    ) -> Result<(), DataError> {
         let at = c.offset();
         let attr_size = c.u64("attr_size")? as usize;
         if attr_size < 64 + 16 {
@@ -424,8 +434,10 @@ impl PerfData {
         let (data_start, data_end) = section(c, "data", bytes.len())?;
         let _event_types = section(c, "event_types", bytes.len());
         let mut bitmap = [0u64; 4];
-        for word in &mut bitmap {
-            *word = c.u64("feature bitmap")?;
+        if has_features {
+            for word in &mut bitmap {
+                *word = c.u64("feature bitmap")?;
+            }
         }
         self.data_start = data_start;
         self.data_end = data_end;
@@ -497,8 +509,10 @@ impl PerfData {
     /// collects them.
     fn scan_pipe_header(&mut self, bytes: &[u8]) -> Result<(), DataError> {
         let mut reader = RecordReader::from_bytes(bytes, self.data_start, self.data_end);
-        // Only the file's own records: a header record is never compressed.
-        while let Some(raw) = reader.advance_in_file()? {
+        // Only the file's own records: a header record is never compressed. Bytes that
+        // are no record end the scan; the records pass meets them again, after
+        // delivering every record before them.
+        while let Ok(Some(raw)) = reader.advance_in_file() {
             self.header_record(raw, reader.current())?;
         }
         Ok(())
@@ -551,6 +565,7 @@ impl PerfData {
             order: Order::default(),
             ordered,
             ended: false,
+            failed: None,
             counts: Counts::default(),
         })
     }
@@ -665,7 +680,7 @@ impl PerfData {
     }
 }
 
-/// Reads the magic and the header size.
+/// Reads the magic (version 2, "PERFILE2", or version 1, "PERFFILE") and the header size.
 fn check_magic(c: &mut Cursor<'_>) -> Result<u64, DataError> {
     let magic = c.u64("perf.data magic")?;
     if magic == MAGIC_BE {
@@ -674,14 +689,38 @@ fn check_magic(c: &mut Cursor<'_>) -> Result<u64, DataError> {
             "big-endian perf.data (recorded on a big-endian machine): not supported",
         ));
     }
+    if magic == MAGIC_V1 {
+        return check_v1_size(c);
+    }
     if magic != MAGIC {
         let shown = String::from_utf8_lossy(&magic.to_le_bytes()).into_owned();
         return Err(DataError::new(
             0,
-            format!("not a perf.data file: magic is {shown:?}, expected \"PERFILE2\""),
+            format!(
+                "not a perf.data file: magic is {shown:?}, expected \"PERFILE2\" (or \"PERFFILE\", perf <= 3.3)"
+            ),
         ));
     }
     c.u64("header size")
+}
+
+/// The header size of a version-1 header, whose magic is the same in either byte order:
+/// perf (check_magic_endian) knows a big-endian one by sizes that read right only
+/// byte-swapped.
+fn check_v1_size(c: &mut Cursor<'_>) -> Result<u64, DataError> {
+    let size = c.u64("header size")?;
+    let known = [
+        PIPE_HEADER_SIZE,
+        FILE_HEADER_SIZE_NO_FEATURES,
+        FILE_HEADER_SIZE,
+    ];
+    if !known.contains(&size) && known.contains(&size.swap_bytes()) {
+        return Err(DataError::new(
+            0,
+            "big-endian version-1 perf.data (\"PERFFILE\", recorded by perf <= 3.3 on a big-endian machine): not supported",
+        ));
+    }
+    Ok(size)
 }
 
 /// What to deliver next.
@@ -746,6 +785,8 @@ pub struct Records<'a> {
     order: Order,
     ordered: bool,
     ended: bool,
+    /// An error of the input, held until the records queued before it are delivered.
+    failed: Option<DataError>,
     counts: Counts,
 }
 
@@ -817,9 +858,18 @@ impl Records<'_> {
                 return Ok(Some(Next::Queued(q)));
             }
             if self.ended {
-                return Ok(None);
+                return match self.failed.take() {
+                    Some(e) => Err(e),
+                    None => Ok(None),
+                };
             }
-            let Some(raw) = self.raw.advance()? else {
+            // An input that fails part way still delivers every record before the
+            // failure, queued ones included, as perf does; then the error.
+            let advanced = self.raw.advance().unwrap_or_else(|e| {
+                self.failed = Some(e);
+                None
+            });
+            let Some(raw) = advanced else {
                 self.ended = true;
                 self.order.finish();
                 continue;

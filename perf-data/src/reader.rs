@@ -256,6 +256,7 @@ impl<'a> RecordReader<'a> {
                     ));
                 }
                 let header = RecordHeader::parse(&bytes[at..*end], at as u64)?;
+                text_is_no_record(header, &bytes[at..*end], at as u64)?;
                 let size = usize::from(header.size);
                 let extra = trailing_payload(
                     header,
@@ -293,6 +294,7 @@ impl<'a> RecordReader<'a> {
                 let got = read_full(reader, &mut record[8..])
                     .map_err(|e| DataError::new(at, format!("reading the stream: {e}")))?;
                 let header = RecordHeader::parse(&record[..8 + got], at)?;
+                text_is_no_record(header, &record[..8 + got], at)?;
                 let extra = trailing_payload(header, &record[8..], u64::MAX, at)?;
                 // The payload after a record (tracing data, an AUX trace) is skipped.
                 let skipped = std::io::copy(&mut reader.by_ref().take(extra), &mut std::io::sink())
@@ -359,6 +361,20 @@ impl<'a> RecordReader<'a> {
         }
         self.compressed_offset = offset;
         Ok(())
+    }
+}
+
+/// Refuses text whose first bytes happen to read as a record that fits (an unknown type
+/// would otherwise be skipped by size, into the middle of the text).
+#[inline]
+fn text_is_no_record(header: RecordHeader, bytes: &[u8], offset: u64) -> Result<(), DataError> {
+    // Every byte of a printable type is at least a space.
+    if header.type_ < 0x2020_2020 {
+        return Ok(());
+    }
+    match RecordHeader::text_instead(bytes, offset) {
+        Some(e) => Err(e),
+        None => Ok(()),
     }
 }
 

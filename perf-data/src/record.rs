@@ -43,6 +43,9 @@ impl RecordHeader {
     #[cold]
     #[inline(never)]
     fn malformed(bytes: &[u8], offset: u64) -> DataError {
+        if let Some(text) = RecordHeader::text_instead(bytes, offset) {
+            return text;
+        }
         let mut c = Cursor::new(bytes, offset);
         let h = match (
             c.u32("record header type"),
@@ -70,6 +73,31 @@ impl RecordHeader {
                 bytes.len()
             ),
         )
+    }
+
+    /// Printable text where a record header should be, said as such: most often perf
+    /// record's own messages (its stderr) sent into the capture with `-o - > file 2>&1`.
+    /// No record type is printable (every one is below 128), so this never hides a record.
+    #[cold]
+    pub(crate) fn text_instead(bytes: &[u8], offset: u64) -> Option<DataError> {
+        let printable = |b: &u8| matches!(b, b' '..=b'~' | b'\t' | b'\n' | b'\r');
+        if bytes.len() < 8 || !bytes[..8].iter().all(printable) {
+            return None;
+        }
+        let run = bytes.iter().take_while(|b| printable(b)).count();
+        let shown = String::from_utf8_lossy(&bytes[..run.min(80)]);
+        let more = if run > 80 { "…" } else { "" };
+        let whose = if shown.starts_with("[ perf ") {
+            "perf's own messages (its stderr, sent into the capture as by `perf record -o - > file 2>&1`)"
+        } else {
+            "text"
+        };
+        Some(DataError::new(
+            offset,
+            format!(
+                "{whose} where a record should start, not a record: {shown:?}{more}; every record before this offset is whole"
+            ),
+        ))
     }
 }
 
