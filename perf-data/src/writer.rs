@@ -396,6 +396,13 @@ impl CaptureWriter {
         }
     }
 
+    /// Whole records, already laid out as the capture stores them (compacted by another
+    /// writer's [`CaptureWriter::push_body`]), appended as they are.
+    pub fn push_records(&mut self, records: &[u8]) {
+        self.data.extend_from_slice(records);
+        self.chunk_done();
+    }
+
     /// [`CaptureWriter::push`] for a record given as its header fields and body, so a
     /// ring-buffer record is copied once, straight into the capture.
     pub fn push_body(&mut self, type_: u32, misc: u16, body: &[u8]) {

@@ -6,6 +6,7 @@
 //! - [`events`]: perf's event spellings resolved into attrs, against any sysfs tree.
 //! - [`open`]: opening a resolved event, and the reason when the kernel refuses.
 //! - [`caps`]: the capability report over the seven concerns.
+//! - [`buffers`]: how big the ring buffers are, from the data rate and the user's limits.
 //! - [`session`]: overflow sampling into ring buffers, drained into a capture.
 //! - [`numa`]: which node holds each sampled page, asked while the process runs.
 //! - [`system`]: the settings (paranoid level, hypervisor, kptr_restrict) reasons cite.
@@ -14,6 +15,7 @@
 //! the `perf` feature (the default); elsewhere the same API compiles, nothing opens, and
 //! each way in says [`UNAVAILABLE`].
 
+pub mod buffers;
 pub mod caps;
 pub mod counters;
 pub mod counting;

@@ -19,6 +19,7 @@ use sparkles_perf_data::sample::{Sample, SampleFormat};
 use sparkles_perf_data::throttle::{Throttled, Throttling};
 use sparkles_perf_data::writer::{CaptureWriter, Compression, WrittenEvent};
 
+use crate::buffers::Allowance;
 use crate::errno;
 use crate::events::{EventAttr, EventResolver};
 use crate::open::{explain, kernel_attr, OpenMode, OpenTarget};
@@ -110,8 +111,13 @@ pub struct SamplingConfig {
     pub rate: Rate,
     /// Stack capture.
     pub call_graph: CallGraph,
-    /// Data pages per ring buffer (a power of two).
+    /// Data pages per ring buffer at least (a power of two); more where
+    /// [`SamplingConfig::buffer_hold_ms`] of samples at the rate needs more.
     pub buffer_pages: usize,
+    /// Each ring buffer holds this many milliseconds of samples at the session's rate
+    /// (stack copies included), within what the user may pin ([`crate::buffers`]): a drain
+    /// thread kept waiting this long on a busy machine loses nothing.
+    pub buffer_hold_ms: u64,
     /// Cut sample stacks to their valid size when writing.
     pub compact_stacks: bool,
     /// How the capture's records are stored (zstd, as `perf record -z`, by default).
@@ -249,14 +255,17 @@ pub enum Restriction {
         /// `kernel.perf_event_max_sample_rate`: the session samples at half of it.
         limit: u64,
     },
-    /// The ring buffers are smaller than asked, to fit an unprivileged user's allowance.
+    /// The ring buffers hold less than the session's rate wants, to fit what the user may
+    /// pin (an unprivileged user's locked-memory limits, or root's share of memory).
     SmallBuffers {
         /// Each buffer's size, KiB.
         kib: usize,
         /// How many buffers.
         buffers: usize,
-        /// `kernel.perf_event_mlock_kb`.
-        mlock_kb: usize,
+        /// How long one holds samples at the session's rate, ms.
+        hold_ms: u64,
+        /// The limit they were fitted to.
+        limit: Allowance,
     },
     /// The drain fell behind the ring buffers: records and samples were lost.
     Lost {
@@ -297,11 +306,30 @@ impl std::fmt::Display for Restriction {
             Restriction::SmallBuffers {
                 kib,
                 buffers,
-                mlock_kb,
-            } => write!(
-                f,
-                "ring buffers limited to {kib} KiB each ({buffers} buffers) by kernel.perf_event_mlock_kb={mlock_kb}"
-            ),
+                hold_ms,
+                limit,
+            } => {
+                write!(
+                    f,
+                    "ring buffers limited to {kib} KiB each ({buffers} buffers, {hold_ms} ms of samples at this rate) by "
+                )?;
+                match limit {
+                    Allowance::Locked {
+                        mlock_kb, memlock, ..
+                    } => {
+                        write!(f, "kernel.perf_event_mlock_kb={mlock_kb} and RLIMIT_MEMLOCK ")?;
+                        match memlock {
+                            Some(b) => write!(f, "{} KiB", b / 1024),
+                            None => write!(f, "unlimited"),
+                        }
+                    }
+                    Allowance::Budget { budget } => write!(
+                        f,
+                        "the {} MiB a profile pins at most (a sixteenth of memory, 1 GiB at most)",
+                        budget >> 20
+                    ),
+                }
+            }
             Restriction::Lost {
                 records,
                 samples,
@@ -315,8 +343,12 @@ impl std::fmt::Display for Restriction {
                     write!(f, " ({b})")?;
                 }
                 write!(f, "; lower the frequency or the stack size")?;
-                if small_buffers.is_some() {
-                    write!(f, ", or raise kernel.perf_event_mlock_kb")?;
+                if let Some(Restriction::SmallBuffers {
+                    limit: Allowance::Locked { .. },
+                    ..
+                }) = small_buffers.as_deref()
+                {
+                    write!(f, ", or raise kernel.perf_event_mlock_kb or `ulimit -l`")?;
                 }
                 Ok(())
             }
@@ -346,6 +378,34 @@ pub struct Session {
     pub restrictions: Vec<Restriction>,
     /// Set when the buffers are smaller than asked.
     small_buffers: Option<Restriction>,
+    /// The ring buffers made.
+    buffers: RingBuffers,
+}
+
+/// The ring buffers a session made.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RingBuffers {
+    /// How many.
+    pub count: usize,
+    /// Each one's data size, bytes.
+    pub bytes: usize,
+    /// How long each holds samples at the session's rate, ms.
+    pub hold_ms: u64,
+}
+
+impl std::fmt::Display for RingBuffers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let size = if self.bytes >= 1 << 20 {
+            format!("{} MiB", self.bytes >> 20)
+        } else {
+            format!("{} KiB", self.bytes >> 10)
+        };
+        write!(
+            f,
+            "{} ring buffers of {size} ({} ms of samples each at this rate)",
+            self.count, self.hold_ms
+        )
+    }
 }
 
 #[derive(Debug, Default)]
@@ -381,6 +441,8 @@ pub struct Capture {
     /// With [`MemorySampling::resolve_pages`]: the node of each sampled data page, as
     /// move_pages told while the process ran.
     pub pages: Option<PageNodes>,
+    /// The ring buffers the samples passed through.
+    pub buffers: RingBuffers,
 }
 
 fn gettid() -> u32 {
@@ -430,7 +492,7 @@ fn online_cpus() -> Vec<usize> {
 
 impl SamplingConfig {
     /// Sampling of `events` at `rate` with stacks by `call_graph`, as a profile takes it:
-    /// ring buffers of 256 pages, stacks compacted, records zstd-compressed, kept in
+    /// ring buffers of 256 pages or 250 ms of samples if larger, stacks compacted, records zstd-compressed, kept in
     /// memory; no memory or off-CPU sampling (set those fields to add them).
     pub fn new(events: Vec<SampledEvent>, rate: Rate, call_graph: CallGraph) -> SamplingConfig {
         SamplingConfig {
@@ -438,6 +500,7 @@ impl SamplingConfig {
             rate,
             call_graph,
             buffer_pages: 256,
+            buffer_hold_ms: 250,
             compact_stacks: true,
             compression: Compression::default(),
             stream_to: None,
@@ -463,6 +526,38 @@ impl SamplingConfig {
             CallGraph::Dwarf(_) => base | st::REGS_USER | st::STACK_USER,
             CallGraph::FramePointer => base,
         }
+    }
+
+    /// Bytes a second one ring buffer is written at most: each event's samples a second
+    /// (its frequency; for a clock sampled by period, ns per second over the period;
+    /// otherwise [`crate::buffers::UNKNOWN_RATE_HZ`]) times a sample's size.
+    fn bytes_per_second(&self) -> u64 {
+        let max_stack = std::fs::read_to_string("/proc/sys/kernel/perf_event_max_stack")
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+            .unwrap_or(127);
+        let (regs, stack) = match self.call_graph {
+            CallGraph::Dwarf(bytes) => (USER_REGS_MASK, bytes),
+            CallGraph::FramePointer => (0, 0),
+        };
+        let sample = crate::buffers::sample_bytes(self.sample_type(), regs, stack, max_stack);
+        let per_period = |e: &SampledEvent, period: u64| {
+            // cpu-clock and task-clock count nanoseconds.
+            if e.attr.type_ == 1 && e.attr.config <= 1 {
+                1_000_000_000 / period.max(1)
+            } else {
+                crate::buffers::UNKNOWN_RATE_HZ
+            }
+        };
+        let rate: u64 = self
+            .events
+            .iter()
+            .map(|e| match (e.period, self.rate) {
+                (Some(p), _) | (None, Rate::Period(p)) => per_period(e, p),
+                (None, Rate::Frequency(hz)) => hz,
+            })
+            .sum();
+        rate.saturating_mul(sample)
     }
 
     /// The events' names, joined: what a profile says it sampled.
@@ -572,8 +667,8 @@ impl Session {
         if plan.is_empty() {
             return Err(Error::NoThreads { pid });
         }
-        let (pages, small_buffers) = buffer_pages(&config, plan.len(), system);
-        let map_bytes = pages * 4096;
+        let (plan_of_buffers, small_buffers) = buffer_pages(&config, plan.len(), system);
+        let map_bytes = plan_of_buffers.pages * crate::buffers::PAGE;
         let mut events = Opening::new(&config);
         let mut samplers: Vec<Ring> = Vec::new();
         let mut others: Vec<Counter> = Vec::new();
@@ -595,6 +690,7 @@ impl Session {
             return Err(not_opened(&config, &opened, uncovered, pid));
         }
         restrictions.dedup();
+        let samplers_opened = samplers.len();
         let (mut writer, tracking) = events_writer(&config, &opened);
         writer.compact_stacks = config.compact_stacks;
         writer.compression = config.compression;
@@ -635,6 +731,11 @@ impl Session {
             uncovered,
             restrictions,
             small_buffers,
+            buffers: RingBuffers {
+                count: samplers_opened,
+                bytes: map_bytes,
+                hold_ms: plan_of_buffers.hold_ms,
+            },
         })
     }
 
@@ -656,6 +757,7 @@ impl Session {
         Capture {
             writer,
             pages: result.pages,
+            buffers: self.buffers,
             samples: result.samples,
             lost: result.lost,
             lost_samples: result.lost_samples,
@@ -803,39 +905,32 @@ fn open_plan(target: Target, pid: u32, drain_tid: u32) -> Vec<(OpenTarget, bool,
     plan
 }
 
-/// Pages per ring buffer: as asked, but for an unprivileged user small enough that all
-/// `buffers` fit in kernel.perf_event_mlock_kb (with the restriction that says so).
+/// Pages per ring buffer: the config's floor, or more to hold its `buffer_hold_ms` of
+/// samples at its rate; fewer where all `buffers` would not fit in what the user may pin
+/// (with the restriction that says so).
 fn buffer_pages(
     config: &SamplingConfig,
     buffers: usize,
     system: &System,
-) -> (usize, Option<Restriction>) {
-    let pages = config.buffer_pages.max(1).next_power_of_two();
-    if system.is_root {
-        return (pages, None);
-    }
-    let mlock_kb: usize = std::fs::read_to_string("/proc/sys/kernel/perf_event_mlock_kb")
-        .ok()
-        .and_then(|t| t.trim().parse().ok())
-        .unwrap_or(516);
-    // The kernel allows perf_event_mlock_kb per online CPU to each user.
-    let budget = mlock_kb * 1024 * online_cpus().len();
-    let per_buffer = (budget / buffers) / 4096;
-    let fit = per_buffer.saturating_sub(1).max(1);
-    let fit = if fit.is_power_of_two() {
-        fit
-    } else {
-        fit.next_power_of_two() / 2
-    };
-    if fit >= pages {
-        return (pages, None);
-    }
-    let limited = Restriction::SmallBuffers {
-        kib: fit * 4,
+) -> (crate::buffers::BufferPlan, Option<Restriction>) {
+    // The kernel lets root (CAP_IPC_LOCK) and paranoid -1 pin without limit.
+    let privileged = system.is_root || system.perf_event_paranoid < 0;
+    let allowance = Allowance::read(privileged, online_cpus().len());
+    let rate = config.bytes_per_second();
+    let plan = crate::buffers::plan(
+        rate,
+        config.buffer_hold_ms,
+        config.buffer_pages,
         buffers,
-        mlock_kb,
-    };
-    (fit, Some(limited))
+        allowance,
+    );
+    let limited = plan.limited_by.map(|limit| Restriction::SmallBuffers {
+        kib: plan.pages * 4,
+        buffers,
+        hold_ms: plan.hold_ms,
+        limit,
+    });
+    (plan, limited)
 }
 
 /// The session's error when no ring buffer opened: every event's refusal (by name where
@@ -1247,11 +1342,22 @@ fn drain(
     let mut pages = resolve.map(crate::numa::page_table);
     let mut pending: Vec<(u32, u64)> = Vec::new();
     let mut writer = seed;
-    if !writer.is_streaming() {
+    writer.compact_stacks = compact;
+    // A streamed capture is compressed and written by a thread of its own: the drain only
+    // copies records out of the buffers (compacting stacks) and hands them over.
+    let mut spool = None;
+    if writer.is_streaming() {
+        let mut compactor = writer.clone();
+        compactor.data.clear();
+        match Spool::start(std::mem::replace(&mut writer, compactor)) {
+            Ok(s) => spool = Some(s),
+            // No thread: the drain writes the file itself.
+            Err(streaming) => writer = streaming,
+        }
+    } else {
         // Address space only: pages are touched as records arrive.
         writer.data.reserve(256 << 20);
     }
-    writer.compact_stacks = compact;
     let mut result = DrainResult::default();
     let mut poll = Poll::new(&samplers);
     let mut throttling = Throttling::default();
@@ -1290,6 +1396,9 @@ fn drain(
                 writer.push_body(type_, misc, body);
             });
         }
+        if let Some(s) = spool.as_mut() {
+            s.hand_over(&mut writer.data);
+        }
         if let Some(p) = pages.as_mut() {
             crate::numa::ask(p, &mut pending);
         }
@@ -1308,9 +1417,76 @@ fn drain(
     }
     result.pages = pages;
     result.throttled = throttling.finish();
+    if let Some(s) = spool {
+        let saved = writer.stack_bytes_saved;
+        // The spool's thread panicked: the capture is lost, which `write` then says.
+        writer = s.finish().unwrap_or(writer);
+        writer.stack_bytes_saved += saved;
+    }
     result.writer = Some(writer);
     result.modules = modules;
     result
+}
+
+/// The thread that compresses and writes a streamed capture's records as the drain hands
+/// them over: a drain that waited on zstd or the disk would let the ring buffers fill.
+struct Spool {
+    records: std::sync::mpsc::SyncSender<Vec<u8>>,
+    /// Buffers the thread is done with, to be filled again.
+    spare: std::sync::mpsc::Receiver<Vec<u8>>,
+    handle: JoinHandle<Option<CaptureWriter>>,
+}
+
+/// Batches of records waiting for the spool's thread, at most: a drain that gets this far
+/// ahead of the disk waits (and the ring buffers count what they then lose).
+const SPOOL_DEPTH: usize = 16;
+
+impl Spool {
+    /// Starts the thread with the streaming `writer`; hands it back where no thread starts.
+    fn start(writer: CaptureWriter) -> Result<Spool, CaptureWriter> {
+        let (records, incoming) = std::sync::mpsc::sync_channel::<Vec<u8>>(SPOOL_DEPTH);
+        let (done, spare) = std::sync::mpsc::channel::<Vec<u8>>();
+        // The writer goes over once the thread runs, so a failed start keeps it here.
+        let (give, take) = std::sync::mpsc::channel::<CaptureWriter>();
+        let started = std::thread::Builder::new()
+            .name("sparkles-spool".into())
+            .spawn(move || {
+                let mut writer = take.recv().ok()?;
+                for mut batch in incoming {
+                    writer.push_records(&batch);
+                    batch.clear();
+                    let _ = done.send(batch);
+                }
+                Some(writer)
+            });
+        match started {
+            Ok(handle) => match give.send(writer) {
+                Ok(()) => Ok(Spool {
+                    records,
+                    spare,
+                    handle,
+                }),
+                Err(e) => Err(e.0),
+            },
+            Err(_) => Err(writer),
+        }
+    }
+
+    /// Hands the records in `data` to the thread, leaving `data` an empty buffer.
+    fn hand_over(&mut self, data: &mut Vec<u8>) {
+        if data.is_empty() {
+            return;
+        }
+        let empty = self.spare.try_recv().unwrap_or_default();
+        let batch = std::mem::replace(data, empty);
+        let _ = self.records.send(batch);
+    }
+
+    /// Waits for every record to be written: the writer, to finish the file.
+    fn finish(self) -> Option<CaptureWriter> {
+        drop(self.records);
+        self.handle.join().ok().flatten()
+    }
 }
 
 fn u64_at(b: &[u8], at: usize) -> u64 {

@@ -91,6 +91,28 @@ pub(crate) fn gettid() -> i32 {
     }
 }
 
+/// The soft RLIMIT_MEMLOCK, bytes: what the process may pin beyond the perf_event
+/// allowance (`None`: unlimited, or no such limit on this OS).
+pub(crate) fn memlock_limit() -> Option<usize> {
+    #[cfg(target_os = "linux")]
+    {
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit writes one rlimit we own.
+        let rc = unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut limit) };
+        if rc != 0 || limit.rlim_cur == libc::RLIM_INFINITY {
+            return None;
+        }
+        usize::try_from(limit.rlim_cur).ok()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        None
+    }
+}
+
 /// Whether this process runs as root (never on Windows, which has none).
 pub(crate) fn is_root() -> bool {
     #[cfg(unix)]
