@@ -9,7 +9,6 @@ use std::path::{Path, PathBuf};
 
 use crate::environment::Environment;
 use crate::error::Error;
-use crate::output::write_atomically;
 use crate::record::{parse_json_lines, to_json_lines, BenchRow};
 use crate::stats::compare;
 
@@ -141,8 +140,13 @@ pub fn save(path: &Path, rows: &[BenchRow], environment: &Environment) -> Result
         }
     }
     let env_json = serde_json::to_string_pretty(environment).unwrap_or_default() + "\n";
-    write_atomically(path, to_json_lines(&merged).as_bytes())?;
-    write_atomically(&env_path_of(path), env_json.as_bytes())
+    // Both temporary files are written before either is renamed: a full disk leaves the
+    // old rows and environment as they were, together.
+    let rows = to_json_lines(&merged);
+    Ok(sparkles_perf_data::atomic_write::write_all_atomically(&[
+        (path, rows.as_bytes()),
+        (&env_path_of(path), env_json.as_bytes()),
+    ])?)
 }
 
 /// Adds a comparison to every ok row whose case has an ok row in `baseline`: its timing,

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use std::path::PathBuf;
 
+use sparkles_perf_data::atomic_write::interrupted;
 use sparkles_sampler::session::{SamplingConfig, Session, Target};
 
 use std::sync::Arc;
@@ -405,6 +406,10 @@ fn count_in_brackets(
     let mut per_metric: Vec<(MetricId, Vec<f64>)> = Vec::new();
     let mut first_report = None;
     for _ in 0..brackets.max(1) {
+        // A SIGINT or SIGTERM ends the run, which does not keep these counts.
+        if interrupted().is_some() {
+            break;
+        }
         let mut meter = Meter::open(plan);
         routine.run(iterations, &mut meter)?;
         let (values, report) = meter.values(iterations);
@@ -458,7 +463,7 @@ fn profile_pass(routine: &mut dyn Routine, plan: &ProfilePlan) -> Result<Profile
     };
     let start = Instant::now();
     let mut failure = None;
-    while start.elapsed() < plan.duration {
+    while start.elapsed() < plan.duration && interrupted().is_none() {
         if let Err(e) = routine.run(plan.iterations, &mut Meter::idle()) {
             failure = Some(e);
             break;
@@ -468,6 +473,12 @@ fn profile_pass(routine: &mut dyn Routine, plan: &ProfilePlan) -> Result<Profile
     let mut capture = session.finish();
     if let Some(e) = failure {
         return Err(e);
+    }
+    // Interrupted: the capture is dropped unfinished (its temporary file removed), the
+    // previous one left as it was, with its page table.
+    if let Some(signal) = interrupted() {
+        summary.error = Some(format!("interrupted by {signal}: no capture"));
+        return Ok(summary);
     }
     summary.samples = capture.samples;
     summary.lost = capture.lost;

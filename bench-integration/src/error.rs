@@ -28,6 +28,15 @@ pub enum Error {
     /// A file (a baseline, the JSON rows) could not be written whole.
     #[error(transparent)]
     File(#[from] sparkles_perf_data::Error),
+    /// A SIGINT or SIGTERM stopped the run where every file is whole (exit status
+    /// [`Interrupt::exit_status`](sparkles_perf_data::atomic_write::Interrupt::exit_status)).
+    #[error("interrupted by {signal}: {kept}")]
+    Interrupted {
+        /// The signal.
+        signal: sparkles_perf_data::atomic_write::Interrupt,
+        /// What the run left: which files are as they were, which were written whole.
+        kept: String,
+    },
     /// Reading or writing a file failed.
     #[error("{}: {source}", path.display())]
     Io {

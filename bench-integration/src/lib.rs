@@ -89,7 +89,19 @@ where
                 1
             }
         }
-        Err(e) => {
+        Err(e) => exit_status_of(&e),
+    }
+}
+
+/// Says `e` and gives the status a run ends with: 128 + the signal's number for an
+/// interrupted run (130, 143), 2 for any other error.
+fn exit_status_of(e: &Error) -> i32 {
+    match e {
+        Error::Interrupted { signal, .. } => {
+            eprintln!("sparkles: {e}");
+            signal.exit_status()
+        }
+        _ => {
             eprintln!("error: {e}");
             2
         }
@@ -122,12 +134,10 @@ impl Outcome {
 }
 
 /// Runs `suite` as `args` say, for bench binaries that report on the outcome themselves
-/// (ratios against a peer tool); bad flags or inputs exit with status 2.
+/// (ratios against a peer tool); bad flags or inputs exit with status 2, an interrupted
+/// run with 130 or 143.
 pub fn run_or_exit(suite: Suite, args: &HarnessArgs) -> Outcome {
-    run(suite, args).unwrap_or_else(|e| {
-        eprintln!("error: {e}");
-        std::process::exit(2)
-    })
+    run(suite, args).unwrap_or_else(|e| std::process::exit(exit_status_of(&e)))
 }
 
 /// What the perf_event tiers count, from `--events`, `--perf-exact`, `--perf-threads`
@@ -155,7 +165,10 @@ fn matches(name: &str, pattern: &str, exact: bool) -> bool {
 }
 
 /// Runs `suite` as `args` say and prints what it measured: the timing pass, the counting
-/// pass, the profile pass, then the comparison, the table and the files.
+/// pass, the profile pass, then the comparison, the table and the files. A measuring run
+/// notes SIGINT and SIGTERM from its first pass on
+/// ([`note_interrupts`](sparkles_perf_data::atomic_write::note_interrupts)) and stops at
+/// the next checkpoint with [`Error::Interrupted`], its files whole.
 pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
     if args.capabilities {
         let caps = sparkles_sampler::caps::probe();
@@ -191,16 +204,21 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
     let (protocol, profile_note) = protocol(args, &selection, &catalog, samples, &files)?;
     console.header(&suite_name, cases.len(), filtered_out, &protocol, args)?;
 
+    // From here a SIGINT or SIGTERM stops the run at the next sample, bracket or case,
+    // before anything is saved; once the files are being written they are all written.
+    sparkles_perf_data::atomic_write::note_interrupts();
     let mut reports = runner::measure(cases, &protocol, &Progress::new());
+    files.stop_if_interrupted(false)?;
     // Every profile is unwound, named and aggregated after all timing (nothing overlaps
     // it).
-    profiling::read_captures(
+    let baseline_profiles = profiling::read_captures(
         &mut reports,
         args,
         &profile_note,
         files.save_path.as_deref(),
         files.baseline.as_ref(),
     );
+    files.stop_if_interrupted(false)?;
     let mut rows: Vec<BenchRow> = reports.iter().map(|r| row_of(r, &selection)).collect();
     let compared = files
         .baseline
@@ -213,6 +231,8 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
     if let (Some(base), Some(compared)) = (&files.baseline, compared) {
         console.comparison(&rows, base, compared)?;
     }
+    files.stop_if_interrupted(false)?;
+    baseline_profiles.save();
     files.write(&rows, &mut console)?;
     if !args.no_report {
         let path = run_report::path_in(&files.out_dir);
@@ -233,6 +253,7 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
             Err(e) => eprintln!("report: not written: {e}"),
         }
     }
+    files.stop_if_interrupted(true)?;
     Ok(Outcome {
         rows,
         saved_baseline: files.save_path,
@@ -325,6 +346,23 @@ impl RunFiles {
             json_path,
             environment: environment::Environment::current(suite_name),
         })
+    }
+
+    /// A SIGINT or SIGTERM that came: the run stops, saying what it kept (the files as
+    /// they were, or, once `written`, every file of the run written whole).
+    fn stop_if_interrupted(&self, written: bool) -> Result<(), Error> {
+        let Some(signal) = sparkles_perf_data::atomic_write::interrupted() else {
+            return Ok(());
+        };
+        let kept = match (&self.save_path, written) {
+            (_, true) => "the run's files were all written whole".to_string(),
+            (Some(path), false) => format!(
+                "nothing saved: baseline {}, the rows and the report are as they were (captures already taken are whole); no temporary file left",
+                path.display()
+            ),
+            (None, false) => "nothing saved: the rows and the report are as they were (captures already taken are whole); no temporary file left".to_string(),
+        };
+        Err(Error::Interrupted { signal, kept })
     }
 
     /// Says when the baseline was measured elsewhere, or cannot say where.

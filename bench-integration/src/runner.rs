@@ -11,6 +11,8 @@ use std::sync::mpsc::{channel, Receiver, Sender};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use sparkles_perf_data::atomic_write::interrupted;
+
 use crate::args::SampleOrder;
 use crate::bencher::{Bencher, Command, CountPlan, ProfilePlan, Reply};
 use crate::metric::MetricValue;
@@ -65,16 +67,21 @@ pub(crate) struct Protocol {
     )>,
 }
 
-/// One-line progress on stderr, only when stderr is a terminal.
+/// One-line progress on stderr when stderr is a terminal; elsewhere (a log, a test
+/// watching the run) a line as each pass starts.
 #[derive(Debug)]
 pub(crate) struct Progress {
     enabled: bool,
+    /// Whether pass lines are printed (stderr is no terminal).
+    passes: bool,
 }
 
 impl Progress {
     pub fn new() -> Progress {
+        let terminal = std::io::stderr().is_terminal();
         Progress {
-            enabled: std::io::stderr().is_terminal(),
+            enabled: terminal,
+            passes: !terminal,
         }
     }
 
@@ -83,6 +90,16 @@ impl Progress {
             let mut err = std::io::stderr().lock();
             let _ = write!(err, "\r\x1b[2K{text}");
             let _ = err.flush();
+        }
+    }
+
+    /// `sparkles: timing pass` (of `case`, in blocked order), in a log.
+    fn pass(&self, name: &str, case: Option<&str>) {
+        if self.passes {
+            match case {
+                Some(case) => eprintln!("sparkles: {name} pass: {case}"),
+                None => eprintln!("sparkles: {name} pass"),
+            }
         }
     }
 
@@ -198,8 +215,10 @@ impl Running {
         }
     }
 
+    /// The case's answer to `command`; none once it failed, or once a SIGINT or SIGTERM
+    /// came (the run stops: nothing more is asked of any case).
     fn request(&mut self, command: Command) -> Option<Reply> {
-        if !self.report.ok || self.ended {
+        if !self.report.ok || self.ended || interrupted().is_some() {
             return None;
         }
         // A send fails only once the thread is gone; its Ended reply is still queued.
@@ -349,6 +368,7 @@ pub(crate) fn measure(
                     r.report.name
                 ));
                 r.calibrate(protocol.min_time);
+                progress.pass("timing", Some(&r.report.name));
                 for s in 0..protocol.samples {
                     progress.show(&format!(
                         "[{}/{total}] timing {}/{} {}",
@@ -359,8 +379,14 @@ pub(crate) fn measure(
                     ));
                     r.take_sample();
                 }
+                if protocol.count_plan.is_some() {
+                    progress.pass("counting", Some(&r.report.name));
+                }
                 progress.show(&format!("[{}/{total}] counting {}", i + 1, r.report.name));
                 r.count(protocol);
+                if protocol.profile.is_some() {
+                    progress.pass("profile", Some(&r.report.name));
+                }
                 progress.show(&format!("[{}/{total}] profiling {}", i + 1, r.report.name));
                 r.profile(protocol);
                 r.finish()
@@ -383,15 +409,22 @@ pub(crate) fn measure(
                 ));
                 r.calibrate(protocol.min_time);
             }
+            progress.pass("timing", None);
             for s in 0..protocol.samples {
                 progress.show(&format!("timing round {}/{}", s + 1, protocol.samples));
                 for r in runs.iter_mut() {
                     r.take_sample();
                 }
             }
+            if protocol.count_plan.is_some() {
+                progress.pass("counting", None);
+            }
             for (i, r) in runs.iter_mut().enumerate() {
                 progress.show(&format!("[{}/{total}] counting {}", i + 1, r.report.name));
                 r.count(protocol);
+            }
+            if protocol.profile.is_some() {
+                progress.pass("profile", None);
             }
             for (i, r) in runs.iter_mut().enumerate() {
                 if protocol.profile.is_some() {
@@ -498,7 +531,10 @@ mod tests {
         let reports = measure(
             suite().cases,
             &protocol(SampleOrder::RoundRobin),
-            &Progress { enabled: false },
+            &Progress {
+                enabled: false,
+                passes: false,
+            },
         );
         check(&reports);
     }
@@ -508,7 +544,10 @@ mod tests {
         let reports = measure(
             suite().cases,
             &protocol(SampleOrder::Blocked),
-            &Progress { enabled: false },
+            &Progress {
+                enabled: false,
+                passes: false,
+            },
         );
         check(&reports);
     }

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-/// Why a command failed (exit status 2).
+/// Why a command failed (exit status 2; an interrupted one, 128 + the signal's number).
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// A flag's value is wrong, or flags do not go together.
@@ -48,6 +48,15 @@ pub enum Error {
         what: &'static str,
         /// Why.
         source: std::io::Error,
+    },
+    /// A SIGINT or SIGTERM stopped the command where its files are whole (exit status
+    /// 130 or 143).
+    #[error("interrupted by {signal}: {kept}")]
+    Interrupted {
+        /// The signal.
+        signal: sparkles_perf_data::atomic_write::Interrupt,
+        /// What the command left: the file written whole, or as it was.
+        kept: String,
     },
     /// Standard output could not be written.
     #[error("writing the output: {0}")]

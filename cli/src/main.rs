@@ -101,8 +101,15 @@ fn main() {
             std::process::exit(if e.use_stderr() { 2 } else { 0 });
         }
     };
-    if let Err(e) = run(&cli.command) {
-        eprintln!("error: {e}");
-        std::process::exit(2);
+    match run(&cli.command) {
+        Ok(()) => {}
+        Err(e @ Error::Interrupted { signal, .. }) => {
+            eprintln!("sparkles: {e}");
+            std::process::exit(signal.exit_status());
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::exit(2);
+        }
     }
 }

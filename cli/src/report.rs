@@ -222,12 +222,27 @@ pub fn export(
 }
 
 /// Writes a command's output: to OUT whole (or not at all), else to standard output (a
-/// reader that went away ends it quietly).
+/// reader that went away ends it quietly). Until the write, SIGINT and SIGTERM end the
+/// command as they would (nothing is written yet); during it they are noted, the write
+/// finishes or fails whole, and the command then stops, saying which.
 fn emit(output: Option<&Path>, bytes: &[u8]) -> Result<(), Error> {
+    use sparkles_perf_data::atomic_write;
     match output {
-        Some(path) => Ok(sparkles_perf_data::atomic_write::write_atomically(
-            path, bytes,
-        )?),
+        Some(path) => {
+            atomic_write::note_interrupts();
+            let written = atomic_write::write_atomically(path, bytes);
+            match (atomic_write::interrupted(), written) {
+                (None, written) => Ok(written?),
+                (Some(signal), Ok(())) => Err(Error::Interrupted {
+                    signal,
+                    kept: format!("{} written whole", path.display()),
+                }),
+                (Some(signal), Err(e)) => Err(Error::Interrupted {
+                    signal,
+                    kept: format!("not written ({e}); {} is as it was", path.display()),
+                }),
+            }
+        }
         None => {
             let mut out = std::io::stdout().lock();
             error::output(out.write_all(bytes).and_then(|()| out.flush()))
@@ -276,7 +291,7 @@ fn load_profile(path: &Path, wall: bool) -> Result<(Profile, Option<Folded>), Er
         path: path.to_path_buf(),
         source,
     })?;
-    if bytes.starts_with(b"PERFILE2") {
+    if sparkles_perf_data::file::has_perf_data_magic(&bytes) {
         let (p, f) = profile_of(path, &StackOptions::default(), wall)?;
         return Ok((p, Some(f)));
     }

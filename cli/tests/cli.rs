@@ -9,7 +9,7 @@ mod support;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-use support::{recorded, refused, sparkles};
+use support::{perf_reads, recorded, refused, sparkles};
 
 use serde_json::Value;
 
@@ -355,28 +355,6 @@ fn script_header_and_errors() {
     );
     let out = sparkles(&["script", "/nonexistent/perf.data"]);
     assert_eq!(out.status.code(), Some(2));
-}
-
-fn perf_reads(path: &std::path::Path) {
-    if let Ok(out) = Command::new("perf")
-        .args(["report", "--stdio", "-i"])
-        .arg(path)
-        .output()
-    {
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "perf report: {err}");
-        // Records the ring buffers dropped under load (LOST, which our summary counts
-        // too) make perf warn "lost N chunks": that is the capture read right, not a
-        // misread.
-        let misread = err
-            .lines()
-            .filter(|l| !l.trim().is_empty())
-            .filter(|l| {
-                !l.contains("lost") && !l.contains("IO/CPU overload") && l.trim() != "Warning:"
-            })
-            .any(|l| l.to_lowercase().contains("warning"));
-        assert!(!misread, "{err}");
-    }
 }
 
 fn samples_with_stacks(path: &std::path::Path) -> (u64, u64) {

@@ -1,8 +1,15 @@
 //! Writing a file whole or not at all: the one way every file of the project is written
 //! (captures, page tables, profiles, flamegraphs, baselines, reports).
+//!
+//! A temporary file is removed when it is dropped, which a process killed by SIGINT or
+//! SIGTERM never does: a program that writes files (the harness, `sparkles record`)
+//! calls [`note_interrupts`] and stops at its own checkpoints ([`interrupted`]), where
+//! every file is whole and every temporary file gone, then exits with
+//! [`Interrupt::exit_status`].
 
 use std::io::Write;
 use std::path::Path;
+use std::sync::atomic::{AtomicI32, Ordering};
 
 use crate::error::Error;
 
@@ -20,17 +27,43 @@ pub fn write_private(path: &Path, bytes: &[u8]) -> Result<(), Error> {
     write_with_mode(path, bytes, 0o600)
 }
 
+/// Writes each `(path, bytes)` as [`write_atomically`] does, all of them to their
+/// temporary files first: a failed write (a full disk) leaves every old file as it was.
+/// Files that belong together (a baseline's rows and where they were measured) are
+/// then renamed into place one after another.
+pub fn write_all_atomically(files: &[(&Path, &[u8])]) -> Result<(), Error> {
+    let mut written = Vec::with_capacity(files.len());
+    for (path, bytes) in files {
+        written.push((*path, whole_temp_file(path, bytes, 0o666)?));
+    }
+    for (path, tmp) in written {
+        tmp.persist(path).map_err(|e| Error::io(path, e.error))?;
+    }
+    Ok(())
+}
+
 fn write_with_mode(path: &Path, bytes: &[u8], mode: u32) -> Result<(), Error> {
-    let mut tmp = temp_file_beside(path, mode)?;
-    tmp.write_all(bytes)
-        .and_then(|()| tmp.as_file().sync_all())
-        .map_err(|e| Error::io(tmp.path(), e))?;
+    let tmp = whole_temp_file(path, bytes, mode)?;
     tmp.persist(path).map_err(|e| Error::io(path, e.error))?;
     Ok(())
 }
 
+/// `bytes` in a synced temporary file beside `path`; an error names `path` (the file
+/// that could not be written, not its temporary name), and the temporary file is gone.
+fn whole_temp_file(path: &Path, bytes: &[u8], mode: u32) -> Result<tempfile::NamedTempFile, Error> {
+    let mut tmp = temp_file_beside(path, mode)?;
+    // The file itself: tempfile's own writes would add its temporary name to the error.
+    let file = tmp.as_file_mut();
+    file.write_all(bytes)
+        .and_then(|()| file.sync_all())
+        .map_err(|e| Error::io(path, e))?;
+    Ok(tmp)
+}
+
 /// A temporary file in `path`'s folder (created), with `mode` less the umask: renamed
-/// over `path` when whole, removed when dropped before.
+/// over `path` when whole, removed when dropped before. An error names the folder
+/// that could not be made, or `path` when its temporary file could not be (a read-only
+/// or full file system).
 pub fn temp_file_beside(path: &Path, mode: u32) -> Result<tempfile::NamedTempFile, Error> {
     let dir = path
         .parent()
@@ -43,7 +76,94 @@ pub fn temp_file_beside(path: &Path, mode: u32) -> Result<tempfile::NamedTempFil
     builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(mode));
     #[cfg(not(unix))]
     let _ = mode;
-    builder.tempfile_in(dir).map_err(|e| Error::io(dir, e))
+    builder
+        .tempfile_in(dir)
+        .map_err(|e| Error::io(path, without_temp_name(e)))
+}
+
+/// The operating system's error of a temporary file's creation, without the temporary
+/// name tempfile appends to it (`… at path "…/.sparkles-x.tmp"`): the file that could not
+/// be written is the one to name.
+fn without_temp_name(e: std::io::Error) -> std::io::Error {
+    if e.get_ref().is_none() {
+        return e;
+    }
+    let text = e.to_string();
+    match text.split_once(" at path ") {
+        Some((os, _)) => std::io::Error::new(e.kind(), os.to_string()),
+        None => e,
+    }
+}
+
+/// A signal that asked the program to stop, noted by [`note_interrupts`]: SIGINT or
+/// SIGTERM.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Interrupt {
+    signal: i32,
+}
+
+impl Interrupt {
+    /// `SIGINT` or `SIGTERM`.
+    pub fn name(self) -> &'static str {
+        if self.signal == SIGTERM {
+            "SIGTERM"
+        } else {
+            "SIGINT"
+        }
+    }
+
+    /// The status a program ended by it exits with: 128 + the signal's number (130 for
+    /// SIGINT, 143 for SIGTERM), what a shell reports for a program the signal killed.
+    pub fn exit_status(self) -> i32 {
+        128 + self.signal
+    }
+}
+
+impl std::fmt::Display for Interrupt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+const SIGTERM: i32 = 15;
+
+/// The first SIGINT or SIGTERM since [`note_interrupts`]; 0 before one.
+static NOTED: AtomicI32 = AtomicI32::new(0);
+
+/// From here on SIGINT and SIGTERM are noted, not obeyed: the program stops at its next
+/// checkpoint ([`interrupted`]). A second one (a user who does not want to wait) ends
+/// it at once with the first's [`Interrupt::exit_status`]. Interrupted system calls are
+/// restarted (`SA_RESTART`), so a case's reads and writes are not cut by the signal.
+/// Only on Unix; elsewhere the signals keep their default.
+pub fn note_interrupts() {
+    #[cfg(unix)]
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: a zeroed sigaction is a valid start; the handler only touches an
+        // atomic and calls _exit, both async-signal-safe.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = on_interrupt as *const () as libc::sighandler_t;
+            action.sa_flags = libc::SA_RESTART;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(signal, &action, std::ptr::null_mut());
+        }
+    }
+}
+
+#[cfg(unix)]
+extern "C" fn on_interrupt(signal: libc::c_int) {
+    if let Err(first) = NOTED.compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst) {
+        // SAFETY: _exit is async-signal-safe; nothing else runs.
+        unsafe { libc::_exit(128 + first) };
+    }
+}
+
+/// The SIGINT or SIGTERM noted since [`note_interrupts`], if one came.
+pub fn interrupted() -> Option<Interrupt> {
+    match NOTED.load(Ordering::SeqCst) {
+        0 => None,
+        signal => Some(Interrupt { signal }),
+    }
 }
 
 #[cfg(test)]
@@ -85,6 +205,21 @@ mod tests {
         let umask = u32::from(umask);
         assert_eq!(mode(&public), 0o666 & !umask);
         assert_eq!(mode(&private), 0o600);
+    }
+
+    #[test]
+    fn files_written_together_are_all_old_when_one_cannot_be_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let (rows, env) = (dir.path().join("rows.jsonl"), dir.path().join("env.json"));
+        std::fs::write(&rows, b"old rows").unwrap();
+        std::fs::write(&env, b"old env").unwrap();
+        let blocked = dir.path().join("rows.jsonl/inner");
+        let e = write_all_atomically(&[(&rows, b"new rows"), (&blocked, b"x")]).unwrap_err();
+        assert!(e.to_string().contains("rows.jsonl"), "{e}");
+        assert_eq!(std::fs::read(&rows).unwrap(), b"old rows");
+        write_all_atomically(&[(&rows, b"new rows"), (&env, b"new env")]).unwrap();
+        assert_eq!(std::fs::read(&env).unwrap(), b"new env");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
     }
 
     #[test]

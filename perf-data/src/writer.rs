@@ -456,9 +456,12 @@ impl CaptureWriter {
     pub fn stream_to(&mut self, path: &Path) -> Result<(), crate::Error> {
         let mut file = crate::atomic_write::temp_file_beside(path, 0o600)?;
         let front = self.ids_and_attrs();
-        file.write_all(&[0; HEADER_SIZE])
-            .and_then(|()| file.write_all(&front))
-            .map_err(|e| crate::Error::io(file.path(), e))?;
+        // Errors name the capture, not its temporary file (removed on the way out): the
+        // file is written as itself, since tempfile's writes add the temporary name.
+        let f = file.as_file_mut();
+        f.write_all(&[0; HEADER_SIZE])
+            .and_then(|()| f.write_all(&front))
+            .map_err(|e| crate::Error::io(path, e))?;
         self.compressor = Compressor::new(self.compression)?;
         self.stream = Some(Stream {
             file,
@@ -489,10 +492,14 @@ impl CaptureWriter {
                 Some(c) => {
                     stream.out.clear();
                     c.compress(&self.data, &mut stream.out)
-                        .and_then(|()| stream.file.write_all(&stream.out))
+                        .and_then(|()| stream.file.as_file_mut().write_all(&stream.out))
                         .map(|()| stream.out.len())
                 }
-                None => stream.file.write_all(&self.data).map(|()| self.data.len()),
+                None => stream
+                    .file
+                    .as_file_mut()
+                    .write_all(&self.data)
+                    .map(|()| self.data.len()),
             };
             match result {
                 Ok(n) => {
@@ -774,9 +781,10 @@ impl CaptureWriter {
             });
         };
         let compressor = self.compressor.take();
-        let temp = stream.file.path().to_path_buf();
+        // A write that failed (a full disk) is the capture's error; dropping the stream
+        // removes its temporary file.
         if let Some(e) = stream.failed.take() {
-            return Err(crate::Error::io(&temp, e));
+            return Err(crate::Error::io(path, e));
         }
         let data_end = stream.data_offset + stream.written;
         let (bitmap, features) = self.feature_section(compressor.as_ref(), data_end);
@@ -786,7 +794,7 @@ impl CaptureWriter {
             .and_then(|()| file.seek(std::io::SeekFrom::Start(0)))
             .and_then(|_| file.write_all(&header))
             .and_then(|()| file.sync_all())
-            .map_err(|e| crate::Error::io(&temp, e))?;
+            .map_err(|e| crate::Error::io(path, e))?;
         stream
             .file
             .persist(path)

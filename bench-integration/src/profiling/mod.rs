@@ -17,6 +17,16 @@ pub(crate) use reading::read_capture;
 #[cfg(feature = "profile")]
 pub(crate) use reading::read_captures;
 
+/// Without the `profile` feature no profile is saved with a baseline.
+#[cfg(not(feature = "profile"))]
+pub(crate) struct BaselineProfiles;
+
+#[cfg(not(feature = "profile"))]
+impl BaselineProfiles {
+    /// Nothing to save.
+    pub(crate) fn save(self) {}
+}
+
 /// Without the `profile` feature the captures are written but not read: said once.
 #[cfg(not(feature = "profile"))]
 pub(crate) fn read_captures(
@@ -25,7 +35,7 @@ pub(crate) fn read_captures(
     _event_note: &str,
     _save_path: Option<&std::path::Path>,
     _baseline: Option<&crate::baseline::Baseline>,
-) {
+) -> BaselineProfiles {
     if reports
         .iter()
         .any(|r| r.profile.as_ref().is_some_and(|p| p.capture.is_some()))
@@ -34,6 +44,7 @@ pub(crate) fn read_captures(
             "profile: captures written, not read: this build of sparkles-bench has no `profile` feature (`sparkles report CAPTURE` reads one)"
         );
     }
+    BaselineProfiles
 }
 
 /// The sampling a `--profile` run uses: the event asked for, else the default chain.

@@ -50,18 +50,52 @@ fn write_json(path: &Path, value: &impl Serialize) -> Result<(), ArtifactError> 
     )?)
 }
 
+/// The case profiles to save with a baseline: written with its rows, so that an
+/// interrupted run leaves the baseline as it was, profiles and all.
+#[derive(Debug, Default)]
+pub(crate) struct BaselineProfiles(Vec<BaselineProfile>);
+
+#[derive(Debug)]
+struct BaselineProfile {
+    case: String,
+    dir: std::path::PathBuf,
+    keep: std::path::PathBuf,
+    folded: Folded,
+    wall: bool,
+}
+
+impl BaselineProfiles {
+    /// Copies each case's profile beside the baseline being saved; one that cannot be is
+    /// said.
+    pub(crate) fn save(self) {
+        for p in self.0 {
+            if let Err(e) = save_with_baseline(&p.dir, &p.keep, &p.folded, p.wall) {
+                eprintln!(
+                    "profile: {}: profile not saved with the baseline: {e}",
+                    p.case
+                );
+            }
+        }
+    }
+}
+
 /// Reads every case's capture after all timing: its top functions, how its stacks
 /// unwound, and the case's artifacts beside the capture (flamegraph.svg, folded.txt,
-/// profile.json); with `--save-baseline` the profile is saved with the rows, with
-/// `--baseline` the baseline's is diffed against it.
+/// profile.json); with `--save-baseline` the profiles to save with the rows, with
+/// `--baseline` the baseline's is diffed against it. A SIGINT or SIGTERM stops it
+/// before the next case.
 pub(crate) fn read_captures(
     reports: &mut [CaseReport],
     args: &HarnessArgs,
     event_note: &str,
     save_path: Option<&Path>,
     baseline: Option<&Baseline>,
-) {
+) -> BaselineProfiles {
+    let mut to_save = BaselineProfiles::default();
     for r in reports {
+        if sparkles_perf_data::atomic_write::interrupted().is_some() {
+            break;
+        }
         let case = r.name.clone();
         let Some(p) = r.profile.as_mut() else {
             continue;
@@ -87,12 +121,6 @@ pub(crate) fn read_captures(
                 .join("profile")
                 .join(&slug)
         };
-        if let Some(save) = save_path {
-            if let Err(e) = save_with_baseline(dir, &beside(save), &folded, is_wall) {
-                p.notes
-                    .push(format!("profile not saved with the baseline: {e}"));
-            }
-        }
         if let Some(base) = baseline {
             match diff_against(&case, &beside(&base.path), &profile, &folded, dir, is_wall) {
                 Ok((movers, warnings)) => {
@@ -103,7 +131,17 @@ pub(crate) fn read_captures(
                 Err(e) => p.notes.push(format!("no profile diff: {e}")),
             }
         }
+        if let Some(save) = save_path {
+            to_save.0.push(BaselineProfile {
+                case,
+                dir: dir.to_path_buf(),
+                keep: beside(save),
+                folded,
+                wall: is_wall,
+            });
+        }
     }
+    to_save
 }
 
 /// The names of a profile's JSON and folded stacks beside its capture: the on-CPU

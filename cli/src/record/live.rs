@@ -1,24 +1,20 @@
 //! `sparkles record` on Linux: forking the command (or attaching to a running process),
 //! waiting for its end, and writing the capture.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use sparkles_perf_data::atomic_write::{interrupted, note_interrupts};
 use sparkles_sampler::session::{SamplingConfig, Session, Target};
 use sparkles_sampler::system::System;
 
 use super::RecordArgs;
 use crate::error::Error;
 
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_sigint(_: libc::c_int) {
-    INTERRUPTED.store(true, Ordering::SeqCst);
-}
-
 /// Attaches to the target (a running process, or a command forked here and let go once
-/// its events are open), samples until it ends (or `duration` passes, or Ctrl-C), and
-/// writes the capture.
+/// its events are open), samples until it ends (or `duration` passes, or SIGINT or
+/// SIGTERM), and writes the capture. Interrupted, it stops sampling, writes the capture
+/// whole as `perf record` does on Ctrl-C, and returns [`Error::Interrupted`] (exit
+/// status 130 or 143).
 pub(super) fn record(
     args: &RecordArgs,
     duration: Option<Duration>,
@@ -26,8 +22,9 @@ pub(super) fn record(
     note: &str,
     system: &System,
 ) -> Result<(), Error> {
-    // SAFETY: the handler only stores to an atomic.
-    unsafe { libc::signal(libc::SIGINT, on_sigint as *const () as libc::sighandler_t) };
+    // The capture streams to a temporary file from the start: a signal is noted, so that
+    // it is finished (or removed) rather than left.
+    note_interrupts();
     let started = Instant::now();
     let deadline = duration.map(|d| started + d);
     let (session, mut child) = match args.pid {
@@ -45,7 +42,7 @@ pub(super) fn record(
     wait_for_the_end(child.as_ref(), args.pid, deadline);
     let mut capture = session.finish();
     if let Some(c) = child.take() {
-        // Stopped by --duration or Ctrl-C: end the child as perf does.
+        // Stopped by --duration or a signal: end the child as perf does.
         c.kill_and_wait();
     }
     for u in &capture.uncovered {
@@ -54,7 +51,21 @@ pub(super) fn record(
     for r in capture.restrictions.iter().skip(session_restrictions) {
         eprintln!("sparkles record: {r}");
     }
-    write(&mut capture, &args.output, started)
+    let written = write(&mut capture, &args.output, started);
+    let Some(signal) = interrupted() else {
+        return written;
+    };
+    let kept = match written {
+        Ok(()) => format!(
+            "sampling stopped; the capture written whole to {}",
+            args.output.display()
+        ),
+        Err(e) => format!(
+            "sampling stopped; the capture not written ({e}); {} is as it was",
+            args.output.display()
+        ),
+    };
+    Err(Error::Interrupted { signal, kept })
 }
 
 /// Forks `command`, which waits on a pipe until its events are open and then execs; its
@@ -138,10 +149,10 @@ fn start_command(
 }
 
 /// Waits until the sampled command exits, the attached process ends, the deadline
-/// passes, or Ctrl-C.
+/// passes, or SIGINT or SIGTERM comes.
 fn wait_for_the_end(child: Option<&Child>, pid: Option<u32>, deadline: Option<Instant>) {
     loop {
-        if INTERRUPTED.load(Ordering::SeqCst) || deadline.is_some_and(|d| Instant::now() >= d) {
+        if interrupted().is_some() || deadline.is_some_and(|d| Instant::now() >= d) {
             return;
         }
         let ended = match (child, pid) {
@@ -184,7 +195,7 @@ fn write(
         );
     }
     eprintln!(
-        "sparkles record: {} samples, {} lost, {} lost samples, {:.1} MB written to {}{} (stack compaction saved {:.1} MB) in {:.1}s",
+        "sparkles record: {} samples, {} lost, {} lost samples, {:.1} MB written to {}{} (stack compaction saved {:.1} MB) in {:.1}s; {}",
         capture.samples,
         capture.lost,
         capture.lost_samples,
@@ -192,7 +203,8 @@ fn write(
         output.display(),
         compressed(&written),
         capture.writer.stack_bytes_saved as f64 / 1e6,
-        started.elapsed().as_secs_f64()
+        started.elapsed().as_secs_f64(),
+        capture.buffers
     );
     Ok(())
 }

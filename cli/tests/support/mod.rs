@@ -50,3 +50,26 @@ pub fn refused(out: &Output) -> bool {
     }
     false
 }
+
+/// perf reads the capture at `path` without a warning of a misread, where perf runs.
+pub fn perf_reads(path: &std::path::Path) {
+    if let Ok(out) = Command::new("perf")
+        .args(["report", "--stdio", "-i"])
+        .arg(path)
+        .output()
+    {
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "perf report: {err}");
+        // Records the ring buffers dropped under load (LOST, which our summary counts
+        // too) make perf warn "lost N chunks": that is the capture read right, not a
+        // misread.
+        let misread = err
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .filter(|l| {
+                !l.contains("lost") && !l.contains("IO/CPU overload") && l.trim() != "Warning:"
+            })
+            .any(|l| l.to_lowercase().contains("warning"));
+        assert!(!misread, "{err}");
+    }
+}
