@@ -65,13 +65,24 @@ fn profile_writes_a_capture_per_case() {
     let capture = dir.path().join("profile/spin_loop/capture.perf.data");
     assert_eq!(profile.capture.as_deref(), Some(capture.to_str().unwrap()));
     assert!(profile.samples > 100, "{profile:?}");
-    assert_eq!(profile.lost + profile.lost_samples, 0);
     assert_eq!(row.metrics["profile.samples"], Some(profile.samples as f64));
     let data = sparkles_perf_data::PerfData::open(&capture).unwrap();
     let stats = data
         .for_each_record(|_| Ok::<(), sparkles_perf_data::Error>(()))
         .unwrap();
     assert_eq!(stats.samples, profile.samples);
+    // Ring buffers sized for 250 ms keep up on a busy machine; where a drain waited longer
+    // still, what was lost is counted in the row, in the capture, and said.
+    assert_eq!(
+        (profile.lost, profile.lost_samples),
+        (stats.lost, stats.lost_samples)
+    );
+    assert_eq!(
+        profile.notes.iter().any(|n| n.starts_with("lost ")),
+        profile.lost + profile.lost_samples > 0,
+        "{:?}",
+        profile.notes
+    );
     // The timing pass ran before, with nothing enabled: its samples are untouched.
     assert_eq!(row.timing.as_ref().unwrap().samples.len(), 3);
     // Its stacks unwind through the case to the thread's root, with at most 1% errors.
@@ -292,10 +303,19 @@ fn profile_mem_places_first_touched_pages_on_their_nodes() {
         );
     }
     assert!(numa.samples > 0, "{numa:?}");
-    let unplaced: u64 = numa.unplaced.values().sum();
+    // A page the case freed before the drain asked about it has no node any more: on a
+    // busy machine, where the drain waits for a CPU while the case frees its pages, a
+    // good part of them. Those are counted with that reason; every other page is placed.
+    let gone = |why: &str| why.contains("freed");
+    let unplaced: u64 = numa
+        .unplaced
+        .iter()
+        .filter(|(why, _)| !gone(why))
+        .map(|(_, n)| n)
+        .sum();
     assert!(
         numa.samples >= 4 * unplaced,
-        "most pages are placed: {numa:?}"
+        "pages unplaced for reasons other than being freed: {numa:?}"
     );
     for cell in &numa.matrix {
         assert!(
@@ -350,17 +370,42 @@ fn spin_for(d: std::time::Duration) {
     }
 }
 
+/// When each of `sleep_for`'s sleeps began and ended, as the sleeping thread saw them.
+static SLEEPS: std::sync::Mutex<Vec<(std::time::Instant, std::time::Instant)>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// Seconds of the sleeps logged in `SLEEPS` that fall within `seconds` before the last
+/// one ended: what the case slept in its last pass of that length (the profile pass).
+fn slept_in_last(seconds: f64) -> f64 {
+    let sleeps = SLEEPS.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(&(_, end)) = sleeps.last() else {
+        return 0.0;
+    };
+    let from = end - std::time::Duration::from_secs_f64(seconds);
+    sleeps
+        .iter()
+        .map(|&(a, b)| b.saturating_duration_since(a.max(from)).as_secs_f64())
+        .sum()
+}
+
 #[inline(never)]
 fn sleep_for(d: std::time::Duration) -> u32 {
+    let start = std::time::Instant::now();
     std::thread::sleep(d);
+    let end = std::time::Instant::now();
+    SLEEPS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push((start, end));
     // Work after the call: a tail call would leave no frame of this function.
     std::hint::black_box(7)
 }
 
 /// `--profile=wall` of a case that spins 6 ms and sleeps 4 ms: the row's `offcpu` says
-/// 40% of its thread's time was spent waiting (not counting time preempted, which a
-/// busy machine adds), the wall-clock flamegraph hangs the sleep under its own frame, and
-/// a wall baseline gives a wall diff.
+/// what share of its thread's time was spent waiting (not counting time preempted), as
+/// the thread itself timed its sleeps (40% on an idle machine; on a busy one a spin
+/// preempted near its end overshoots, and waiting is less), the wall-clock flamegraph
+/// hangs the sleep under its own frame, and a wall baseline gives a wall diff.
 #[test]
 fn a_wall_profile_accounts_for_the_time_a_case_waits() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -414,8 +459,10 @@ fn a_wall_profile_accounts_for_the_time_a_case_waits() {
     };
     let waiting = o.off_cpu_share - share("preempted");
     eprintln!("{}", o.line());
-    // thread::sleep overshoots by its timer slack (50 µs a sleep, about 0.5 points).
-    assert!((waiting - 0.40).abs() < 0.04, "{o:?}");
+    // The profile pass was the last to run the body: its sleeps are the last p.seconds'.
+    let slept = slept_in_last(p.seconds) / (o.on_cpu_seconds + o.off_cpu_seconds);
+    eprintln!("the case timed {:.1}% of its time asleep", slept * 100.0);
+    assert!((waiting - slept).abs() < 0.03, "slept {slept}: {o:?}");
     assert!(
         (0.9..1.2).contains(&(o.on_cpu_seconds + o.off_cpu_seconds)),
         "{o:?}"

@@ -1352,7 +1352,7 @@ fn drain(
         match Spool::start(std::mem::replace(&mut writer, compactor)) {
             Ok(s) => spool = Some(s),
             // No thread: the drain writes the file itself.
-            Err(streaming) => writer = streaming,
+            Err(streaming) => writer = *streaming,
         }
     } else {
         // Address space only: pages are touched as records arrive.
@@ -1443,7 +1443,7 @@ const SPOOL_DEPTH: usize = 16;
 
 impl Spool {
     /// Starts the thread with the streaming `writer`; hands it back where no thread starts.
-    fn start(writer: CaptureWriter) -> Result<Spool, CaptureWriter> {
+    fn start(writer: CaptureWriter) -> Result<Spool, Box<CaptureWriter>> {
         let (records, incoming) = std::sync::mpsc::sync_channel::<Vec<u8>>(SPOOL_DEPTH);
         let (done, spare) = std::sync::mpsc::channel::<Vec<u8>>();
         // The writer goes over once the thread runs, so a failed start keeps it here.
@@ -1466,9 +1466,9 @@ impl Spool {
                     spare,
                     handle,
                 }),
-                Err(e) => Err(e.0),
+                Err(e) => Err(Box::new(e.0)),
             },
-            Err(_) => Err(writer),
+            Err(_) => Err(Box::new(writer)),
         }
     }
 
