@@ -680,6 +680,14 @@ impl PerfData {
     }
 }
 
+/// Whether `bytes` begin as a perf.data file does (either magic, either byte order).
+pub fn has_perf_data_magic(bytes: &[u8]) -> bool {
+    bytes.get(..8).is_some_and(|m| {
+        let m = u64::from_le_bytes([m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7]]);
+        [MAGIC, MAGIC_BE, MAGIC_V1, MAGIC_V1.swap_bytes()].contains(&m)
+    })
+}
+
 /// Reads the magic (version 2, "PERFILE2", or version 1, "PERFFILE") and the header size.
 fn check_magic(c: &mut Cursor<'_>) -> Result<u64, DataError> {
     let magic = c.u64("perf.data magic")?;
