@@ -31,6 +31,7 @@ pub mod error;
 pub mod explain;
 pub mod metric;
 pub mod output;
+pub mod paired;
 pub mod profile;
 mod profiling;
 pub mod record;
