@@ -73,6 +73,11 @@ pub struct HarnessArgs {
     #[arg(long)]
     pub list: bool,
 
+    /// Serve a coordinator (`sparkles compare`): requests as JSON lines on stdin, one JSON
+    /// line answered on stdout each (docs/schemas/serve.md); nothing runs unasked.
+    #[arg(long, conflicts_with_all = ["list", "list_metrics", "capabilities", "baseline", "save_baseline", "bench_json"])]
+    pub serve: bool,
+
     /// Listing format for --list (libtest's spelling).
     #[arg(long, value_enum)]
     pub format: Option<ListFormat>,

@@ -37,6 +37,7 @@ mod profiling;
 pub mod record;
 pub mod run_report;
 mod runner;
+mod serve;
 pub mod stats;
 mod suite;
 pub mod table;
@@ -186,6 +187,11 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
     let suite_name = suite.name().to_string();
     let samples = args.samples.or(suite.default_samples).unwrap_or(32);
     let (cases, filtered_out) = chosen_cases(suite.cases, args);
+    if args.serve {
+        let plan = count_plan(&selection, &catalog);
+        serve::Server::new(&suite_name, cases, args, &catalog, &selection, plan).serve()?;
+        return Ok(Outcome::default());
+    }
     if args.list {
         list_cases(&cases, args);
         return Ok(Outcome::default());
@@ -424,19 +430,7 @@ fn protocol(
         order: args.sample_order,
         count_iterations: args.count_iterations,
         count_brackets: args.count_brackets,
-        count_plan: selection.needs_counting_pass().then(|| CountPlan {
-            tier0: selection.needs(Source::Tier0),
-            perf: catalog
-                .plans()
-                .perf
-                .clone()
-                .filter(|_| selection.needs(Source::Perf)),
-            syscalls: catalog
-                .plans()
-                .syscalls
-                .clone()
-                .filter(|_| selection.needs(Source::Syscalls)),
-        }),
+        count_plan: count_plan(selection, catalog),
         profile: None,
     };
     let mut profile_note = String::new();
@@ -454,6 +448,24 @@ fn protocol(
         profile_note = note;
     }
     Ok((protocol, profile_note))
+}
+
+/// The counting pass's tiers for the selected metrics; none where no metric needs the
+/// pass.
+fn count_plan(selection: &Selection, catalog: &Catalog) -> Option<CountPlan> {
+    selection.needs_counting_pass().then(|| CountPlan {
+        tier0: selection.needs(Source::Tier0),
+        perf: catalog
+            .plans()
+            .perf
+            .clone()
+            .filter(|_| selection.needs(Source::Perf)),
+        syscalls: catalog
+            .plans()
+            .syscalls
+            .clone()
+            .filter(|_| selection.needs(Source::Syscalls)),
+    })
 }
 
 /// Which threads the perf_event tiers counted, and how they read them: once for the run
@@ -519,6 +531,7 @@ fn print_counting_coverage(rows: &[BenchRow]) {
     }
 }
 
+/// The row of one case's report, its metrics those `selection` chose.
 fn row_of(report: &CaseReport, selection: &Selection) -> BenchRow {
     let timing = report
         .ok

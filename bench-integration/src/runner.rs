@@ -120,9 +120,9 @@ fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
     }
 }
 
-/// A case whose thread is running.
-struct Running {
-    report: CaseReport,
+/// A case whose thread is running: the scheduler's and serve mode's handle on it.
+pub(crate) struct Running {
+    pub report: CaseReport,
     commands: Sender<Command>,
     replies: Receiver<Reply>,
     thread: Option<JoinHandle<()>>,
@@ -131,7 +131,7 @@ struct Running {
 
 impl Running {
     /// Starts the case's thread and waits until its setup is done.
-    fn spawn(case: Case) -> Running {
+    pub fn spawn(case: Case) -> Running {
         let (command_tx, command_rx) = channel();
         let (reply_tx, reply_rx) = channel();
         let name = case.name.clone();
@@ -226,8 +226,8 @@ impl Running {
         self.receive()
     }
 
-    /// Per-iteration ns of one timed sample of `iterations`.
-    fn sample(&mut self, iterations: u64) -> Option<Duration> {
+    /// The elapsed time of one timed sample of `iterations`.
+    pub fn sample(&mut self, iterations: u64) -> Option<Duration> {
         match self.request(Command::Sample { iterations })? {
             Reply::Sampled { elapsed } => Some(elapsed),
             _ => {
@@ -237,16 +237,18 @@ impl Running {
         }
     }
 
-    /// Doubles the iterations per sample until one sample takes at least `min_time`.
-    fn calibrate(&mut self, min_time: Duration) {
+    /// Doubles the iterations per sample until one sample takes at least `min_time`: the
+    /// iterations chosen, and the time that sample took (none once the case failed).
+    pub fn calibrate(&mut self, min_time: Duration) -> Option<(u64, Duration)> {
         let mut iterations = 1u64;
         while let Some(elapsed) = self.sample(iterations) {
             if elapsed >= min_time || iterations >= MAX_ITERATIONS {
                 self.report.iterations = iterations;
-                return;
+                return Some((iterations, elapsed));
             }
             iterations = iterations.saturating_mul(2);
         }
+        None
     }
 
     fn take_sample(&mut self) {
@@ -265,11 +267,21 @@ impl Running {
         let Some(plan) = protocol.count_plan.clone() else {
             return;
         };
-        let brackets = protocol.count_brackets.max(1);
+        self.count_with(
+            plan,
+            self.report.iterations,
+            protocol.count_iterations,
+            protocol.count_brackets,
+        );
+    }
+
+    /// The counting pass under `plan`: `iterations` (a sample's, capped at `cap`) shared
+    /// among `brackets` runs, each counted on its own; the values land in the report.
+    /// Gives the iterations each bracket ran.
+    pub fn count_with(&mut self, plan: CountPlan, iterations: u64, cap: u64, brackets: u32) -> u64 {
+        let brackets = brackets.max(1);
         // The pass's iterations shared among its brackets, one at least each.
-        let iterations = (self.report.iterations.clamp(1, protocol.count_iterations)
-            / u64::from(brackets))
-        .max(1);
+        let iterations = (iterations.clamp(1, cap.max(1)) / u64::from(brackets)).max(1);
         match self.request(Command::Count {
             iterations,
             brackets,
@@ -288,17 +300,30 @@ impl Running {
             Some(_) => self.fail("case thread answered out of turn".to_string()),
             None => {}
         }
+        iterations
     }
 
     fn profile(&mut self, protocol: &Protocol) {
         let Some((sampling, duration, dir)) = &protocol.profile else {
             return;
         };
+        let path = dir.join(&self.report.slug).join("capture.perf.data");
+        self.profile_with(sampling, *duration, path);
+    }
+
+    /// The profile pass: the body under `sampling` for `duration`, its capture streamed to
+    /// `path`; the summary lands in the report.
+    pub fn profile_with(
+        &mut self,
+        sampling: &sparkles_sampler::session::SamplingConfig,
+        duration: Duration,
+        path: std::path::PathBuf,
+    ) {
         let plan = ProfilePlan {
             sampling: sampling.clone(),
-            duration: *duration,
+            duration,
             iterations: self.report.iterations.max(1),
-            path: dir.join(&self.report.slug).join("capture.perf.data"),
+            path,
         };
         match self.request(Command::Profile(Box::new(plan))) {
             Some(Reply::Profiled(summary)) => self.report.profile = Some(*summary),
@@ -308,7 +333,7 @@ impl Running {
     }
 
     /// Tells the case it is done, waits for its function to return, and joins its thread.
-    fn finish(mut self) -> CaseReport {
+    pub fn finish(mut self) -> CaseReport {
         if !self.ended {
             let _ = self.commands.send(Command::Finish);
             loop {
