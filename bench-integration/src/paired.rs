@@ -7,8 +7,10 @@
 //! same code (process start, address-space layout, the machine's drift between them
 //! included). Both are medians over rounds of per-round log ratios, their 95% intervals
 //! percentile bootstraps over rounds (the same resampled rounds for both, fixed seed). A
-//! verdict clears zero (the interval excludes it) and the null (the change lies outside
-//! the null's interval), or the change is inside the noise.
+//! verdict clears zero (the interval excludes it), the null (the change lies outside the
+//! null's interval) and a threshold (two builds of the same code differ by their layout
+//! alone, which no null of one build can show: [`NOISE_THRESHOLD_PCT`]), or the change is
+//! inside the noise.
 
 use serde::{Deserialize, Serialize};
 
@@ -16,6 +18,11 @@ use crate::stats::{
     quantile_sorted, Verdict, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, CONFIDENCE,
     MIN_SAMPLES_FOR_VERDICT,
 };
+
+/// Changes smaller than this (percent) are inside the noise whatever the intervals say:
+/// the same code built twice (a case added beside it) measured 0.2% apart here, with an
+/// interval that excluded zero.
+pub const NOISE_THRESHOLD_PCT: f64 = 0.5;
 
 /// One round: a sample of each process, nanoseconds per iteration.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -63,9 +70,9 @@ fn pct(log_ratio: f64) -> f64 {
     (log_ratio.exp() - 1.0) * 100.0
 }
 
-/// The change and the null of `rounds`; `None` without a round, or with a time that is
-/// not positive.
-pub fn paired(rounds: &[Round]) -> Option<PairedChange> {
+/// The change and the null of `rounds`, a verdict only for a change of at least
+/// `threshold_pct`; `None` without a round, or with a time that is not positive.
+pub fn paired(rounds: &[Round], threshold_pct: f64) -> Option<PairedChange> {
     if rounds.is_empty()
         || rounds
             .iter()
@@ -123,9 +130,9 @@ pub fn paired(rounds: &[Round]) -> Option<PairedChange> {
         pct(quantile_sorted(&nulls, tail)),
         pct(quantile_sorted(&nulls, 1.0 - tail)),
     );
-    out.verdict = if low > 0.0 && change_pct > null_high {
+    out.verdict = if low > 0.0 && change_pct > null_high && change_pct >= threshold_pct {
         Verdict::Regression
-    } else if high < 0.0 && change_pct < null_low {
+    } else if high < 0.0 && change_pct < null_low && -change_pct >= threshold_pct {
         Verdict::Improvement
     } else {
         Verdict::InsideTheNoise
@@ -161,18 +168,18 @@ mod tests {
     #[test]
     fn a_planted_change_is_found_through_drift() {
         // 2% planted, ±3% noise per sample, the machine 30% slower by the end.
-        let c = paired(&rounds(200, 1.02, 0.03, 0.30, 7)).unwrap();
+        let c = paired(&rounds(200, 1.02, 0.03, 0.30, 7), NOISE_THRESHOLD_PCT).unwrap();
         assert_eq!(c.verdict, Verdict::Regression, "{c:?}");
         assert!((c.change_pct - 2.0).abs() < 1.0, "{c:?}");
         assert!(c.null_ci_low_pct.unwrap() < 0.0 && c.null_ci_high_pct.unwrap() > 0.0);
-        let c = paired(&rounds(200, 0.98, 0.03, 0.30, 8)).unwrap();
+        let c = paired(&rounds(200, 0.98, 0.03, 0.30, 8), NOISE_THRESHOLD_PCT).unwrap();
         assert_eq!(c.verdict, Verdict::Improvement, "{c:?}");
     }
 
     #[test]
     fn no_change_is_inside_the_noise() {
         for seed in 0..20 {
-            let c = paired(&rounds(100, 1.0, 0.05, 0.2, seed)).unwrap();
+            let c = paired(&rounds(100, 1.0, 0.05, 0.2, seed), NOISE_THRESHOLD_PCT).unwrap();
             assert!(c.change_pct.abs() < 2.0, "{c:?}");
             // The interval holds zero or the change is within the null: never a verdict
             // from noise alone on these seeds.
@@ -189,24 +196,34 @@ mod tests {
             round.base1 *= 1.02;
             round.base2 /= 1.02;
         }
-        let c = paired(&r).unwrap();
+        let c = paired(&r, NOISE_THRESHOLD_PCT).unwrap();
         assert!(c.ci_low_pct.unwrap() > 0.0, "{c:?}");
         assert!(c.null_change_pct > 3.0, "{c:?}");
         assert_eq!(c.verdict, Verdict::InsideTheNoise, "{c:?}");
     }
 
     #[test]
+    fn a_change_below_the_threshold_is_inside_the_noise() {
+        // 0.2% with almost no noise: the interval clears zero, the threshold does not.
+        let r = rounds(100, 1.002, 0.0005, 0.0, 4);
+        let c = paired(&r, NOISE_THRESHOLD_PCT).unwrap();
+        assert!(c.ci_low_pct.unwrap() > 0.0, "{c:?}");
+        assert_eq!(c.verdict, Verdict::InsideTheNoise, "{c:?}");
+        assert_eq!(paired(&r, 0.0).unwrap().verdict, Verdict::Regression);
+    }
+
+    #[test]
     fn few_rounds_are_underpowered_and_bad_times_refused() {
-        let c = paired(&rounds(5, 1.5, 0.0, 0.0, 1)).unwrap();
+        let c = paired(&rounds(5, 1.5, 0.0, 0.0, 1), NOISE_THRESHOLD_PCT).unwrap();
         assert_eq!(c.verdict, Verdict::Underpowered);
         assert!(c.ci_low_pct.is_none());
         assert!((c.change_pct - 50.0).abs() < 1e-9);
-        assert!(paired(&[]).is_none());
+        assert!(paired(&[], 0.0).is_none());
         let zero = Round {
             base1: 0.0,
             variant: 1.0,
             base2: 1.0,
         };
-        assert!(paired(&[zero]).is_none());
+        assert!(paired(&[zero], 0.0).is_none());
     }
 }

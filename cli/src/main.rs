@@ -4,6 +4,7 @@
 //! libraries' options in its module; errors are put into words for people here.
 
 mod addr2line;
+mod compare;
 mod error;
 mod events;
 mod record;
@@ -61,6 +62,10 @@ enum Command {
     Diff(report::DiffArgs),
     /// Sample a command (or a running process) into a perf.data file.
     Record(record::RecordArgs),
+    /// Two revisions of a package's sparkles benches measured side by side, sample by
+    /// sample in three processes (base, variant, base again), with the null beside the
+    /// verdict.
+    Compare(compare::CompareArgs),
     /// Source locations of addresses in an ELF file, in binutils addr2line's format.
     Addr2line(addr2line::Addr2lineArgs),
     /// Probe the seven capabilities (counting, sampling, precise data source, symbolization,
@@ -89,6 +94,7 @@ fn run(command: &Command) -> Result<(), Error> {
         Command::Report(args) => report::report(args),
         Command::Diff(args) => report::diff(args),
         Command::Record(args) => record::record(args),
+        Command::Compare(args) => compare::compare(args),
         Command::Addr2line(args) => addr2line::addr2line(args),
     }
 }

@@ -12,7 +12,7 @@
 use std::io::Write;
 
 /// What a test can lack, as `SPARKLES_TEST_REQUIRE` names it.
-pub const NEEDS: [&str; 23] = [
+pub const NEEDS: [&str; 24] = [
     // perf_event_open allowed at all (not refused by paranoid 3, seccomp, or the build).
     "perf_event",
     // hardware counters and sampling (a CPU PMU).
@@ -31,6 +31,8 @@ pub const NEEDS: [&str; 23] = [
     "fixtures",
     // gcc and g++.
     "gcc",
+    // git (`sparkles compare` checks revisions out with it).
+    "git",
     // binutils (addr2line, objcopy, strip).
     "binutils",
     // a dwp that packs split DWARF.

@@ -1,0 +1,360 @@
+//! `sparkles compare`: two revisions of a package's sparkles benches measured side by side
+//! in one run. The base is built at `--base` (a worktree), the variant from the working
+//! tree (or `--variant`); three processes serve samples (base A1, variant B, base A2), one
+//! running at a time, round by round over every case, the order within a round turned
+//! about (A1 B A2, then A2 B A1); per case the variant against the two base samples around
+//! it, and the null, A1 against A2, beside every verdict ([`sparkles_bench::paired`]).
+
+mod revs;
+mod served;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use sparkles_bench::paired::{paired, PairedChange, Round};
+use sparkles_bench::table::format_ns;
+
+use crate::error::Error;
+use revs::{BenchExe, Side};
+use served::Served;
+
+/// `sparkles compare` flags.
+#[derive(Debug, clap::Args)]
+pub struct CompareArgs {
+    /// The base: any git revision (a commit, a branch, a tag, HEAD~1).
+    #[arg(long, value_name = "REV")]
+    base: String,
+    /// The variant: a revision; default, the working tree as it is.
+    #[arg(long, value_name = "REV")]
+    variant: Option<String>,
+    /// Only this bench target (as `cargo bench --bench NAME`); repeatable. Default: every
+    /// bench target of the package that serves (a sparkles bench).
+    #[arg(long = "bench", value_name = "NAME")]
+    benches: Vec<String>,
+    /// The package whose benches to compare, in a workspace (cargo's `-p`).
+    #[arg(short = 'p', long, value_name = "PACKAGE")]
+    package: Option<String>,
+    /// Measurement time per case: rounds are taken until the cases' times are spent (a
+    /// budget of time, never a look at the results).
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
+    time: Duration,
+    /// How long one sample runs (iterations calibrated once, on the base, for every side).
+    #[arg(long, value_name = "DURATION", default_value = "1ms", value_parser = parse_duration)]
+    sample_time: Duration,
+    /// Consecutive samples each process takes of a case in a round; the round keeps the
+    /// fastest of them (a busy machine only adds time to a sample: a preemption, an
+    /// interrupt), so one interruption does not decide a round.
+    #[arg(long, value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=100))]
+    per_round: u32,
+    /// Changes smaller than this many percent are inside the noise whatever the
+    /// intervals say (two builds of the same code differ by their layout alone).
+    #[arg(long, value_name = "PCT", default_value_t = sparkles_bench::paired::NOISE_THRESHOLD_PCT)]
+    noise_threshold: f64,
+    /// Write one `sparkles.compare/1` JSON object a case, a line each, to this file.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Only cases whose names contain one of these (the harness's filters).
+    filters: Vec<String>,
+    /// Flags for the bench processes, after `--`.
+    #[arg(last = true)]
+    harness_args: Vec<String>,
+}
+
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let (number, unit) = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .map_or((t, ""), |i| t.split_at(i));
+    let n: f64 = number
+        .parse()
+        .map_err(|_| format!("'{text}' is not a duration (5s, 500ms)"))?;
+    let seconds = match unit {
+        "s" => n,
+        "ms" => n / 1e3,
+        "us" | "µs" => n / 1e6,
+        "m" | "min" => n * 60.0,
+        _ => return Err(format!("'{text}' needs a unit: s, ms, us or min")),
+    };
+    Duration::try_from_secs_f64(seconds).map_err(|_| format!("'{text}' is not a duration"))
+}
+
+/// One case compared.
+#[derive(Debug)]
+struct Compared {
+    bench: String,
+    case: String,
+    iterations: u64,
+    rounds: Vec<Round>,
+    result: Option<PairedChange>,
+}
+
+/// Runs the comparison.
+pub fn compare(args: &CompareArgs) -> Result<(), Error> {
+    let here = std::env::current_dir().map_err(|source| Error::Io {
+        path: PathBuf::from("."),
+        source,
+    })?;
+    let (root, within) = revs::repository(&here)?;
+    let target = revs::target_dir(&here)?;
+    let revs_dir = target.join("sparkles").join("revs");
+    let base = revs::checkout(&root, &within, &revs_dir, &args.base, "--base")?;
+    let variant = match &args.variant {
+        Some(rev) => revs::checkout(&root, &within, &revs_dir, rev, "--variant")?,
+        None => revs::working_tree(&root, &within)?,
+    };
+    eprintln!(
+        "compare: base {}, variant {}",
+        base.describe(),
+        variant.describe()
+    );
+    if variant.commit == base.commit && !variant.dirty {
+        eprintln!("compare: both sides are the same commit: every difference is noise");
+    }
+    let base_exes = revs::build(&base, &target, args.package.as_deref(), &args.benches)?;
+    let variant_exes = revs::build(&variant, &target, args.package.as_deref(), &args.benches)?;
+    let mut all = Vec::new();
+    for b in &base_exes {
+        let Some(v) = variant_exes.iter().find(|v| v.name == b.name) else {
+            eprintln!("compare: bench {}: only in the base: not compared", b.name);
+            continue;
+        };
+        match compare_bench(args, b, v, &target) {
+            Ok(compared) => all.extend(compared),
+            // A bench that does not serve (criterion's, a plain main) when none was named.
+            Err(e) if args.benches.is_empty() => {
+                eprintln!("compare: bench {}: not compared: {e}", b.name)
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    for v in variant_exes
+        .iter()
+        .filter(|v| !base_exes.iter().any(|b| b.name == v.name))
+    {
+        eprintln!(
+            "compare: bench {}: only in the variant: not compared",
+            v.name
+        );
+    }
+    if all.is_empty() {
+        return Err(Error::Input(
+            "no case was compared: no bench target serves on both sides".into(),
+        ));
+    }
+    print_table(&all, &base, &variant);
+    if let Some(path) = &args.json {
+        let mut text = String::new();
+        for c in &all {
+            text.push_str(&json_line(c, &base, &variant).to_string());
+            text.push('\n');
+        }
+        sparkles_perf_data::atomic_write::write_atomically(path, text.as_bytes())?;
+        eprintln!("compare: {} cases written to {}", all.len(), path.display());
+    }
+    Ok(())
+}
+
+/// The three processes of one bench target, and its cases compared.
+fn compare_bench(
+    args: &CompareArgs,
+    base: &BenchExe,
+    variant: &BenchExe,
+    target: &Path,
+) -> Result<Vec<Compared>, Error> {
+    let mut harness: Vec<String> = args.harness_args.clone();
+    harness.extend(args.filters.iter().cloned());
+    let logs = target.join("sparkles").join("compare").join(&base.name);
+    let mut a1 = Served::start(
+        "base A1",
+        &base.path,
+        &base.dir,
+        &harness,
+        &logs.join("a1.log"),
+    )?;
+    let mut b = Served::start(
+        "variant B",
+        &variant.path,
+        &variant.dir,
+        &harness,
+        &logs.join("b.log"),
+    )?;
+    let mut a2 = Served::start(
+        "base A2",
+        &base.path,
+        &base.dir,
+        &harness,
+        &logs.join("a2.log"),
+    )?;
+    let cases_of = |s: &mut Served| -> Result<Vec<String>, Error> {
+        let list = s.ask(json!({"op": "list"}))?;
+        Ok(list["cases"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|c| c.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default())
+    };
+    let base_cases = cases_of(&mut a1)?;
+    let variant_cases = cases_of(&mut b)?;
+    for c in base_cases.iter().filter(|c| !variant_cases.contains(c)) {
+        eprintln!(
+            "compare: {}: {c}: only in the base: not compared",
+            base.name
+        );
+    }
+    for c in variant_cases.iter().filter(|c| !base_cases.contains(c)) {
+        eprintln!(
+            "compare: {}: {c}: only in the variant: not compared",
+            base.name
+        );
+    }
+    let cases: Vec<String> = base_cases
+        .into_iter()
+        .filter(|c| variant_cases.contains(c))
+        .collect();
+    let mut compared = Vec::new();
+    for case in &cases {
+        for s in [&mut a1, &mut b, &mut a2] {
+            s.ask(json!({"op": "setup", "case": case}))?;
+        }
+        let cal = a1.ask(json!({
+            "op": "calibrate",
+            "case": case,
+            "sample_ns": args.sample_time.as_nanos() as u64,
+        }))?;
+        let iterations = cal["iterations"]
+            .as_u64()
+            .filter(|&n| n > 0)
+            .ok_or_else(|| {
+                Error::Input(format!(
+                    "base A1: calibrate {case}: no iteration count in {cal}"
+                ))
+            })?;
+        compared.push(Compared {
+            bench: base.name.clone(),
+            case: case.clone(),
+            iterations,
+            rounds: Vec::new(),
+            result: None,
+        });
+    }
+    // Rounds until every case's time is spent: a budget, decided before any result.
+    let budget = args.time.saturating_mul(compared.len() as u32);
+    let started = Instant::now();
+    let mut round = 0usize;
+    while !compared.is_empty() && (started.elapsed() < budget || round < 2) {
+        for c in &mut compared {
+            let take = |s: &mut Served| -> Result<f64, Error> {
+                let mut fastest = f64::INFINITY;
+                for _ in 0..args.per_round {
+                    let answer =
+                        s.ask(json!({"op": "sample", "case": c.case, "iterations": c.iterations}))?;
+                    let ns = answer["ns"].as_f64().ok_or_else(|| {
+                        Error::Input(format!("{}: sample {}: no ns in {answer}", s.name, c.case))
+                    })?;
+                    fastest = fastest.min(ns);
+                }
+                Ok(fastest / c.iterations as f64)
+            };
+            // A1 B A2, then A2 B A1: each base process as often first as last.
+            let (base1, variant_ns, base2) = if round.is_multiple_of(2) {
+                let x = take(&mut a1)?;
+                let y = take(&mut b)?;
+                (x, y, take(&mut a2)?)
+            } else {
+                let z = take(&mut a2)?;
+                let y = take(&mut b)?;
+                (take(&mut a1)?, y, z)
+            };
+            c.rounds.push(Round {
+                base1,
+                variant: variant_ns,
+                base2,
+            });
+        }
+        round += 1;
+    }
+    for c in &mut compared {
+        c.result = paired(&c.rounds, args.noise_threshold);
+        for s in [&mut a1, &mut b, &mut a2] {
+            let _ = s.ask(json!({"op": "finish", "case": c.case}));
+        }
+    }
+    a1.quit();
+    b.quit();
+    a2.quit();
+    Ok(compared)
+}
+
+fn signed(pct: f64) -> String {
+    format!("{pct:+.1}%")
+}
+
+fn interval(low: Option<f64>, high: Option<f64>) -> String {
+    match (low, high) {
+        (Some(l), Some(h)) => format!("[{l:+.1}, {h:+.1}]"),
+        _ => "—".to_string(),
+    }
+}
+
+fn print_table(all: &[Compared], base: &Side, variant: &Side) {
+    println!(
+        "base {} against variant {}",
+        base.describe(),
+        variant.describe()
+    );
+    let width = all.iter().map(|c| c.case.len()).max().unwrap_or(4).max(4);
+    println!(
+        "{:<width$}  {:>10}  {:>10}  {:>7}  {:>16}  {:>7}  {:>16}  {:>6}  verdict",
+        "case", "base", "variant", "change", "95% CI", "null", "null 95% CI", "rounds"
+    );
+    for c in all {
+        let Some(r) = &c.result else {
+            println!("{:<width$}  no samples", c.case);
+            continue;
+        };
+        println!(
+            "{:<width$}  {:>10}  {:>10}  {:>7}  {:>16}  {:>7}  {:>16}  {:>6}  {}",
+            c.case,
+            format_ns(r.base_ns),
+            format_ns(r.variant_ns),
+            signed(r.change_pct),
+            interval(r.ci_low_pct, r.ci_high_pct),
+            signed(r.null_change_pct),
+            interval(r.null_ci_low_pct, r.null_ci_high_pct),
+            r.rounds,
+            r.verdict.label()
+        );
+    }
+    println!(
+        "(change: the variant against the two base processes sampled around it, round by round; null: base A1 against base A2, the same code twice; a verdict clears zero and the null)"
+    );
+}
+
+fn json_line(c: &Compared, base: &Side, variant: &Side) -> serde_json::Value {
+    let r = c.result.as_ref();
+    json!({
+        "schema": "sparkles.compare/1",
+        "bench": c.bench,
+        "case": c.case,
+        "base_rev": base.rev(),
+        "variant_rev": variant.rev(),
+        "iterations": c.iterations,
+        "base_median_ns": r.map(|r| r.base_ns),
+        "median_ns": r.map(|r| r.variant_ns),
+        "delta_pct": r.map(|r| r.change_pct),
+        "ci_low_pct": r.and_then(|r| r.ci_low_pct),
+        "ci_high_pct": r.and_then(|r| r.ci_high_pct),
+        "verdict": r.map(|r| r.verdict),
+        "paired": {
+            "rounds": c.rounds.len(),
+            "null_change_pct": r.map(|r| r.null_change_pct),
+            "null_ci_low_pct": r.and_then(|r| r.null_ci_low_pct),
+            "null_ci_high_pct": r.and_then(|r| r.null_ci_high_pct),
+        },
+        "samples": c.rounds,
+    })
+}

@@ -1,0 +1,125 @@
+//! `sparkles compare` on a repository of its own: a package whose bench has an unchanged
+//! case and a case whose work the second commit plants 25% more of, compared against the
+//! first commit. The planted case is found, the unchanged one is within a few percent,
+//! the null is printed beside each verdict; a case on one side only is listed; a
+//! revision that does not resolve and one whose bench does not build are clear errors.
+
+#![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
+
+#[path = "../../testdata/support/planted_repo.rs"]
+mod planted_repo;
+#[path = "../../testdata/support/skip.rs"]
+mod skip;
+
+use planted_repo::repository;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The workspace's target folder, which the test package shares (its dependencies are
+/// built once).
+fn target_dir() -> PathBuf {
+    let exe = PathBuf::from(env!("CARGO_BIN_EXE_sparkles"));
+    exe.parent().unwrap().parent().unwrap().to_path_buf()
+}
+
+fn compare(dir: &Path, target: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sparkles"))
+        .arg("compare")
+        .args(args)
+        .current_dir(dir)
+        .env("CARGO_TARGET_DIR", target)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn compare_finds_the_planted_change_with_the_null_beside_it() {
+    if Command::new("git").arg("--version").output().is_err() {
+        skip::skip(
+            "git",
+            "git is not installed: compare builds revisions with it",
+        );
+        return;
+    }
+    let repo = tempfile::tempdir().unwrap();
+    let bench = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench-integration");
+    repository(
+        repo.path(),
+        &bench,
+        &[("spin/planted", 40_000, 50_000)],
+        true,
+    );
+    let target = target_dir();
+    let json = repo.path().join("compare.jsonl");
+
+    // A revision that does not resolve.
+    let out = compare(repo.path(), &target, &["--base", "no-such-rev"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--base") && err.contains("'no-such-rev' does not name a commit"),
+        "{err}"
+    );
+
+    // A base whose bench does not build.
+    let out = compare(
+        repo.path(),
+        &target,
+        &["--base", "HEAD~2", "--time", "100ms"],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("do not build"), "{err}");
+
+    let out = compare(
+        repo.path(),
+        &target,
+        &[
+            "--base",
+            "HEAD~1",
+            "--time",
+            "2s",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{err}\n{table}");
+    eprintln!("{err}\n{table}");
+    assert!(
+        err.contains("spin/new: only in the variant: not compared"),
+        "{err}"
+    );
+    assert!(table.contains("null"), "{table}");
+    let rows: Vec<serde_json::Value> = std::fs::read_to_string(&json)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    let row = |case: &str| rows.iter().find(|r| r["case"] == case).unwrap();
+    for r in &rows {
+        assert_eq!(r["schema"], "sparkles.compare/1");
+        assert!(r["paired"]["rounds"].as_u64().unwrap() >= 6, "{r}");
+        assert!(r["paired"]["null_ci_low_pct"].is_number(), "{r}");
+        assert_eq!(r["base_rev"].as_str().unwrap().len(), 40, "{r}");
+    }
+    // 25% more work, measured through the load of a busy machine.
+    let planted = row("spin/planted");
+    let change = planted["delta_pct"].as_f64().unwrap();
+    assert!((12.0..40.0).contains(&change), "{planted}");
+    assert_eq!(planted["verdict"], "regression", "{planted}");
+    // The same code on both sides: near zero (its verdict is the statistics' to make:
+    // the unit tests of `paired` hold its error rates).
+    let same = row("spin/same");
+    assert!(same["delta_pct"].as_f64().unwrap().abs() < 8.0, "{same}");
+
+    // The worktrees the comparison made are the repository's; they go with it.
+    let revs = target.join("sparkles/revs");
+    for rev in ["HEAD~1", "HEAD~2"] {
+        let commit = planted_repo::git(repo.path(), &["rev-parse", rev]);
+        let _ = std::fs::remove_dir_all(revs.join(commit));
+    }
+}

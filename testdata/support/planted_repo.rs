@@ -1,0 +1,108 @@
+//! A git repository of a package whose sparkles bench plants changes: a commit whose bench
+//! does not build, the base, and the variant, in which each planted case does more work
+//! (and, where asked, a case only the variant has). For `sparkles compare`'s test and its
+//! power bench.
+
+#![allow(dead_code)] // each user takes what it needs
+#![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
+
+use std::path::Path;
+use std::process::Command;
+
+/// The bench at one side: `spin/same` spins 20,000 rounds, each planted case its own
+/// count; `spin/new` where `extra_case`.
+fn bench_source(planted: &[(&str, u64)], extra_case: bool) -> String {
+    let mut cases = String::from("    suite.case(\"spin/same\", |b| b.iter(|| spin(20_000)));\n");
+    for (name, work) in planted {
+        cases.push_str(&format!(
+            "    suite.case(\"{name}\", |b| b.iter(|| spin({work})));\n"
+        ));
+    }
+    if extra_case {
+        cases.push_str("    suite.case(\"spin/new\", |b| b.iter(|| spin(1_000)));\n");
+    }
+    format!(
+        r#"use sparkles_bench::Suite;
+
+fn spin(n: u64) -> u64 {{
+    let mut x = 1u64;
+    for i in 0..n {{
+        x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(i));
+    }}
+    x
+}}
+
+fn main() {{
+    let mut suite = Suite::new("planted");
+{cases}    sparkles_bench::main(suite);
+}}
+"#
+    )
+}
+
+/// Runs git in `dir`, which must succeed.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// The repository in `dir`: HEAD~2 a bench that does not build, HEAD~1 the base, HEAD the
+/// variant; `planted` names each case with its base and variant work; the package depends
+/// on the harness at `harness` (bench-integration/).
+pub fn repository(dir: &Path, harness: &Path, planted: &[(&str, u64, u64)], extra_case: bool) {
+    let harness = harness.canonicalize().unwrap();
+    std::fs::create_dir_all(dir.join("benches")).unwrap();
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        format!(
+            r#"[package]
+name = "planted"
+version = "0.1.0"
+edition = "2021"
+
+[workspace]
+
+[dev-dependencies]
+sparkles-bench = {{ path = "{}" }}
+
+[[bench]]
+name = "planted"
+harness = false
+
+[profile.bench]
+debug = "line-tables-only"
+"#,
+            harness.display()
+        ),
+    )
+    .unwrap();
+    std::fs::write(dir.join("src/lib.rs"), "").unwrap();
+    std::fs::write(dir.join(".gitignore"), "/target\n").unwrap();
+    git(dir, &["init", "-q"]);
+    git(dir, &["config", "user.email", "test@example.invalid"]);
+    git(dir, &["config", "user.name", "test"]);
+    std::fs::write(dir.join("benches/planted.rs"), "fn main() { not rust }\n").unwrap();
+    git(dir, &["add", "."]);
+    git(dir, &["commit", "-q", "-m", "a bench that does not build"]);
+    let base: Vec<(&str, u64)> = planted.iter().map(|&(n, b, _)| (n, b)).collect();
+    std::fs::write(dir.join("benches/planted.rs"), bench_source(&base, false)).unwrap();
+    git(dir, &["commit", "-q", "-am", "base"]);
+    let variant: Vec<(&str, u64)> = planted.iter().map(|&(n, _, v)| (n, v)).collect();
+    std::fs::write(
+        dir.join("benches/planted.rs"),
+        bench_source(&variant, extra_case),
+    )
+    .unwrap();
+    git(dir, &["commit", "-q", "-am", "variant: more work planted"]);
+}
