@@ -27,6 +27,21 @@ impl Watched {
     /// Starts `command` with standard error piped to this test (standard output is
     /// dropped).
     pub fn start(command: &mut Command) -> Watched {
+        // A test run in the background of a non-interactive shell inherits SIGINT ignored
+        // (POSIX), and an ignored signal stays ignored across exec: the program would never
+        // see the signal the test sends, and wait for ever.
+        #[cfg(unix)]
+        {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: signal() is async-signal-safe, and the closure touches nothing else.
+            unsafe {
+                command.pre_exec(|| {
+                    libc::signal(libc::SIGINT, libc::SIG_DFL);
+                    libc::signal(libc::SIGTERM, libc::SIG_DFL);
+                    Ok(())
+                });
+            }
+        }
         let mut child = command
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
