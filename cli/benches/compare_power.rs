@@ -104,6 +104,8 @@ fn main() {
     let mut saved = Tally::new();
     let mut saved_wall = 0.0;
     let out_dir = repo.path().join("baseline-runs");
+    std::fs::create_dir_all(&out_dir).expect("the baseline runs' folder");
+    eprintln!("compare_power: compare's verdicts: {paired:?}");
     for run in 0..runs {
         let start = Instant::now();
         let rows = out_dir.join("rows.jsonl");
