@@ -203,6 +203,15 @@ pub fn compare_rows(
     compared
 }
 
+/// Marks every compared row with the machine probe's shift, where it moved (`None`
+/// leaves the rows as they are).
+pub fn mark_machine_shift(rows: &mut [BenchRow], shift_pct: Option<f64>) {
+    let Some(shift) = shift_pct else { return };
+    for c in rows.iter_mut().filter_map(|r| r.comparison.as_mut()) {
+        c.machine_shift_pct = Some(shift);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -41,6 +41,10 @@ pub struct Environment {
     pub hostname: Option<String>,
     /// When the run started, seconds since the Unix epoch.
     pub unix_time: u64,
+    /// The machine probe's timing in this run; absent from records written before the
+    /// probe was timed, and until the run has measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine_probe: Option<crate::machine_probe::MachineProbe>,
 }
 
 fn read_trimmed(path: &str) -> Option<String> {
@@ -128,6 +132,7 @@ impl Environment {
                 .duration_since(std::time::UNIX_EPOCH)
                 .map(|d| d.as_secs())
                 .unwrap_or(0),
+            machine_probe: None,
         }
     }
 

@@ -418,6 +418,7 @@ mod tests {
             metrics,
             metrics_missing: Vec::new(),
             explanation: None,
+            machine_shift_pct: None,
         }
     }
 

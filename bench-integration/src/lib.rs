@@ -29,6 +29,7 @@ pub mod counters;
 pub mod environment;
 pub mod error;
 pub mod explain;
+pub mod machine_probe;
 pub mod metric;
 pub mod output;
 pub mod paired;
@@ -200,7 +201,7 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
         return Ok(smoke(cases, args, filtered_out));
     }
     // Everything that can fail on bad input fails here, before anything is measured.
-    let files = RunFiles::prepare(args, &suite_name)?;
+    let mut files = RunFiles::prepare(args, &suite_name)?;
     let mut console = Console::new(args);
     files.warn_about_the_baseline();
     for note in catalog::unavailable_notes(selection.metrics(), |m| {
@@ -214,7 +215,9 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
     // From here a SIGINT or SIGTERM stops the run at the next sample, bracket or case,
     // before anything is saved; once the files are being written they are all written.
     sparkles_perf_data::atomic_write::note_interrupts();
-    let mut reports = runner::measure(cases, &protocol, &Progress::new());
+    let measured = runner::measure(cases, &protocol, &Progress::new());
+    let mut reports = measured.reports;
+    files.environment.machine_probe = machine_probe::MachineProbe::of(measured.probe_samples);
     files.stop_if_interrupted(false)?;
     // Every profile is unwound, named and aggregated after all timing (nothing overlaps
     // it).
@@ -231,6 +234,24 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
         .baseline
         .as_ref()
         .map(|b| baseline::compare_rows(&mut rows, b, &|id| catalog.unavailable_reason(id)));
+    // The machine probe is compared first: where it moved, no verdict below is trusted.
+    let machine = files.baseline.as_ref().map(|b| {
+        let check = machine_probe::check(
+            b.environment
+                .as_ref()
+                .and_then(|e| e.machine_probe.as_ref()),
+            files.environment.machine_probe.as_ref(),
+        );
+        baseline::mark_machine_shift(&mut rows, check.shift_pct());
+        check
+    });
+    let machine_message = match (&machine, &args.baseline) {
+        (Some(check), Some(name)) => check.message(name),
+        _ => None,
+    };
+    if let Some(message) = &machine_message {
+        eprintln!("{message}");
+    }
 
     profiling::print_notes(&rows);
     console.results(&rows, &selection, args)?;
@@ -248,6 +269,7 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
             rows: &rows,
             baseline: files.baseline.as_ref().map(|b| b.rows.as_slice()),
             baseline_name: args.baseline.as_deref(),
+            machine_warning: machine_message.as_deref(),
             profile_dir: &files.out_dir.join("profile"),
             kept: &run_report::keep_cases(
                 &run_report::kept_path(&files.out_dir),

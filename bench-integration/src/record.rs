@@ -98,6 +98,11 @@ pub struct Comparison {
     /// What changed and where, in one line.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub explanation: Option<crate::explain::Explanation>,
+    /// How far the machine probe moved since the baseline was saved, percent (positive:
+    /// the machine ran slower); present only where it moved beyond its own noise, and
+    /// then on every compared row.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine_shift_pct: Option<f64>,
 }
 
 impl From<Change> for Comparison {
@@ -113,6 +118,7 @@ impl From<Change> for Comparison {
             metrics: Vec::new(),
             metrics_missing: Vec::new(),
             explanation: None,
+            machine_shift_pct: None,
         }
     }
 }

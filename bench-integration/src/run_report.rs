@@ -86,6 +86,9 @@ pub struct RunReport<'a> {
     pub baseline: Option<&'a [BenchRow]>,
     /// The baseline's name or path, as given.
     pub baseline_name: Option<&'a str>,
+    /// What the machine probe said of the comparison (the machine moved, or its speed
+    /// could not be checked), where it said anything.
+    pub machine_warning: Option<&'a str>,
     /// Where each case's profile artifacts are (`<out>/profile/<slug>/`).
     pub profile_dir: &'a Path,
     /// Cases of earlier runs that this run did not run.
@@ -103,6 +106,7 @@ td.text { white-space: normal; min-width: 24em; max-width: 46em; }
 .regression { color: #b00020; font-weight: 600; } .improvement { color: #107c10; font-weight: 600; }
 .inside_the_noise, .underpowered { color: #6e6e73; }
 .why { color: #333; font-style: italic; }
+p.machine { color: #8a4b00; font-weight: 600; }
 tr.kept td { color: #555; background: #fafafa; } p.kept { color: #555; }
 iframe { width: 100%; height: 520px; border: 1px solid #ddd; }
 .charts svg { margin-right: 1em; }
@@ -158,6 +162,7 @@ impl RunReport<'_> {
                         @if !self.kept.is_empty() { "; " a href="#earlier" { (self.kept.len()) " more from earlier runs" } }
                         "."
                     }
+                    @if let Some(w) = self.machine_warning { p.machine { (w) } }
                     (self.summary())
                     @for row in self.rows { (self.case(row, None)) }
                     @if !self.kept.is_empty() {
@@ -230,7 +235,7 @@ impl RunReport<'_> {
                             td data-v=(c.baseline_median_ns) { (format_ns(c.baseline_median_ns)) }
                             td data-v=(c.delta_pct) { (format!("{:+.1}%", c.delta_pct)) }
                             td { (ci(c.ci_low_pct, c.ci_high_pct)) }
-                            td.name class=(verdict_class(c.verdict)) { (c.verdict.label()) }
+                            td.name class=(verdict_class(c.verdict)) { (c.verdict.label()) @if c.machine_shift_pct.is_some() { " *" } }
                             td.text.why { (c.explanation.as_ref().map(|e| e.text.as_str()).unwrap_or("")) }
                         }
                         None => { td { "—" } td { "—" } td { "—" } td.name { "not in baseline" } td {} }
@@ -669,6 +674,7 @@ mod tests {
             rows,
             baseline: None,
             baseline_name: None,
+            machine_warning: None,
             profile_dir: Path::new("/nonexistent"),
             kept,
         }
@@ -722,6 +728,7 @@ mod tests {
             rows: std::slice::from_ref(&r),
             baseline: None,
             baseline_name: None,
+            machine_warning: None,
             profile_dir: dir.path(),
             kept: &[],
         }

@@ -374,49 +374,72 @@ pub(crate) fn smoke(cases: Vec<Case>, mut on_done: impl FnMut(&CaseReport)) -> V
         .collect()
 }
 
-/// Measures every case under `protocol`.
-pub(crate) fn measure(
-    cases: Vec<Case>,
-    protocol: &Protocol,
-    progress: &Progress,
-) -> Vec<CaseReport> {
+/// What the timing pass measured: every case's report, and the machine probe's
+/// per-iteration ns, one sample a round (empty where the probe failed or nothing ran).
+pub(crate) struct Measured {
+    pub reports: Vec<CaseReport>,
+    pub probe_samples: Vec<f64>,
+}
+
+/// Whether blocked order takes a probe sample after sample `index` of `total` (every
+/// case's samples in order): `samples` of them, spread evenly over the timing pass.
+fn probe_due(index: u64, total: u64, samples: u64) -> bool {
+    total > 0 && (index + 1) * samples / total > index * samples / total
+}
+
+/// Measures every case under `protocol`, with the machine probe
+/// ([`crate::machine_probe`]) timed beside them: in round-robin order one probe sample a
+/// round, in blocked order probe samples spread between the cases' samples, so that
+/// either way they span the whole timing pass.
+pub(crate) fn measure(cases: Vec<Case>, protocol: &Protocol, progress: &Progress) -> Measured {
     let total = cases.len();
+    let mut probe = Running::spawn(crate::machine_probe::case());
+    probe.calibrate(protocol.min_time);
     let reports = match protocol.order {
-        SampleOrder::Blocked => cases
-            .into_iter()
-            .enumerate()
-            .map(|(i, case)| {
-                let mut r = Running::spawn(case);
-                progress.show(&format!(
-                    "[{}/{total}] calibrating {}",
-                    i + 1,
-                    r.report.name
-                ));
-                r.calibrate(protocol.min_time);
-                progress.pass("timing", Some(&r.report.name));
-                for s in 0..protocol.samples {
+        SampleOrder::Blocked => {
+            let samples = u64::from(protocol.samples);
+            let all_samples = total as u64 * samples;
+            let mut index = 0u64;
+            cases
+                .into_iter()
+                .enumerate()
+                .map(|(i, case)| {
+                    let mut r = Running::spawn(case);
                     progress.show(&format!(
-                        "[{}/{total}] timing {}/{} {}",
+                        "[{}/{total}] calibrating {}",
                         i + 1,
-                        s + 1,
-                        protocol.samples,
                         r.report.name
                     ));
-                    r.take_sample();
-                }
-                if protocol.count_plan.is_some() {
-                    progress.pass("counting", Some(&r.report.name));
-                }
-                progress.show(&format!("[{}/{total}] counting {}", i + 1, r.report.name));
-                r.count(protocol);
-                if protocol.profile.is_some() {
-                    progress.pass("profile", Some(&r.report.name));
-                }
-                progress.show(&format!("[{}/{total}] profiling {}", i + 1, r.report.name));
-                r.profile(protocol);
-                r.finish()
-            })
-            .collect(),
+                    r.calibrate(protocol.min_time);
+                    progress.pass("timing", Some(&r.report.name));
+                    for s in 0..protocol.samples {
+                        progress.show(&format!(
+                            "[{}/{total}] timing {}/{} {}",
+                            i + 1,
+                            s + 1,
+                            protocol.samples,
+                            r.report.name
+                        ));
+                        r.take_sample();
+                        if probe_due(index, all_samples, samples) {
+                            probe.take_sample();
+                        }
+                        index += 1;
+                    }
+                    if protocol.count_plan.is_some() {
+                        progress.pass("counting", Some(&r.report.name));
+                    }
+                    progress.show(&format!("[{}/{total}] counting {}", i + 1, r.report.name));
+                    r.count(protocol);
+                    if protocol.profile.is_some() {
+                        progress.pass("profile", Some(&r.report.name));
+                    }
+                    progress.show(&format!("[{}/{total}] profiling {}", i + 1, r.report.name));
+                    r.profile(protocol);
+                    r.finish()
+                })
+                .collect()
+        }
         SampleOrder::RoundRobin => {
             let mut runs: Vec<Running> = cases
                 .into_iter()
@@ -437,8 +460,17 @@ pub(crate) fn measure(
             progress.pass("timing", None);
             for s in 0..protocol.samples {
                 progress.show(&format!("timing round {}/{}", s + 1, protocol.samples));
-                for r in runs.iter_mut() {
+                // The probe's place in the round moves with it, so that it is not always
+                // timed right after the same case.
+                let at = s as usize % (runs.len() + 1);
+                for (k, r) in runs.iter_mut().enumerate() {
+                    if k == at {
+                        probe.take_sample();
+                    }
                     r.take_sample();
+                }
+                if at == runs.len() {
+                    probe.take_sample();
                 }
             }
             if protocol.count_plan.is_some() {
@@ -461,7 +493,11 @@ pub(crate) fn measure(
         }
     };
     progress.clear();
-    reports
+    let probe = probe.finish();
+    Measured {
+        reports,
+        probe_samples: if probe.ok { probe.samples } else { Vec::new() },
+    }
 }
 
 #[cfg(test)]
@@ -553,7 +589,7 @@ mod tests {
 
     #[test]
     fn round_robin_measures_and_isolates_failures() {
-        let reports = measure(
+        let measured = measure(
             suite().cases,
             &protocol(SampleOrder::RoundRobin),
             &Progress {
@@ -561,12 +597,13 @@ mod tests {
                 passes: false,
             },
         );
-        check(&reports);
+        check(&measured.reports);
+        assert_eq!(measured.probe_samples.len(), 5);
     }
 
     #[test]
     fn blocked_measures_and_isolates_failures() {
-        let reports = measure(
+        let measured = measure(
             suite().cases,
             &protocol(SampleOrder::Blocked),
             &Progress {
@@ -574,7 +611,18 @@ mod tests {
                 passes: false,
             },
         );
-        check(&reports);
+        check(&measured.reports);
+        assert_eq!(measured.probe_samples.len(), 5);
+    }
+
+    #[test]
+    fn blocked_order_spreads_the_probe_samples_over_the_pass() {
+        // 3 cases of 4 samples: 4 probe samples, one every third case sample.
+        let due: Vec<u64> = (0..12).filter(|&i| probe_due(i, 12, 4)).collect();
+        assert_eq!(due, [2, 5, 8, 11]);
+        // One case: a probe sample after each of its samples.
+        assert_eq!((0..5).filter(|&i| probe_due(i, 5, 5)).count(), 5);
+        assert!(!probe_due(0, 0, 5));
     }
 
     #[test]

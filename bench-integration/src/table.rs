@@ -165,8 +165,14 @@ pub fn render(rows: &[BenchRow], metrics: &[MetricDescriptor], colour: bool) -> 
                         }
                         .into(),
                     );
+                    // A verdict across a machine that changed speed is marked, never trusted.
+                    let mark = if c.machine_shift_pct.is_some() {
+                        " *"
+                    } else {
+                        ""
+                    };
                     cells.push(Cell {
-                        text: c.verdict.label().to_string(),
+                        text: format!("{}{mark}", c.verdict.label()),
                         colour: match c.verdict {
                             Verdict::Regression => Some(RED),
                             Verdict::Improvement => Some(GREEN),
@@ -224,6 +230,16 @@ pub fn render(rows: &[BenchRow], metrics: &[MetricDescriptor], colour: bool) -> 
         out.push_str(&format!(
             "~ estimate: the counters took turns on the PMU and each count is scaled from the time its group ran (lowest: {:.1}% of the time); --perf-exact counts fewer events exactly\n",
             lowest_ratio * 100.0
+        ));
+    }
+    if let Some(shift) = rows
+        .iter()
+        .find_map(|r| r.comparison.as_ref()?.machine_shift_pct)
+    {
+        out.push_str(&format!(
+            "* the machine ran {:.1}% {} than when the baseline was saved (a reference loop timed in both runs): every verdict compares two machine states; `sparkles compare --base REV` measures both revisions in one run\n",
+            shift.abs(),
+            if shift > 0.0 { "slower" } else { "faster" }
         ));
     }
     for row in failures {
