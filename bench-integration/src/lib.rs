@@ -236,12 +236,15 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
         .map(|b| baseline::compare_rows(&mut rows, b, &|id| catalog.unavailable_reason(id)));
     // The machine probe is compared first: where it moved, no verdict below is trusted.
     let machine = files.baseline.as_ref().map(|b| {
-        let check = machine_probe::check(
-            b.environment
-                .as_ref()
-                .and_then(|e| e.machine_probe.as_ref()),
-            files.environment.machine_probe.as_ref(),
-        );
+        let check = match &b.environment {
+            Some(then) => machine_probe::check(
+                then.machine_probe.as_ref(),
+                files.environment.machine_probe.as_ref(),
+            ),
+            None => machine_probe::MachineCheck::Unknown(
+                "the baseline has no environment record, where the probe is kept",
+            ),
+        };
         baseline::mark_machine_shift(&mut rows, check.shift_pct());
         check
     });
