@@ -11,6 +11,9 @@
 
 #[path = "../../testdata/support/planted_repo.rs"]
 mod planted_repo;
+#[path = "../../testdata/support/skip.rs"]
+mod skip;
+mod support;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -23,15 +26,6 @@ const CASES: [(&str, u64, u64); 4] = [
     ("spin/plus2pct", 40_000, 40_800),
     ("spin/plus5pct", 40_000, 42_000),
 ];
-
-fn arg(name: &str, default: f64) -> f64 {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 /// Verdicts per case over the runs.
 type Tally = BTreeMap<String, BTreeMap<String, u32>>;
@@ -53,8 +47,8 @@ fn json_lines(path: &Path) -> Vec<serde_json::Value> {
 }
 
 fn main() {
-    let runs = arg("--runs", 10.0) as u32;
-    let seconds = arg("--time", 2.0);
+    let runs = support::number_arg("--runs", 10.0) as u32;
+    let seconds = support::number_arg("--time", 2.0);
     let repo = tempfile::tempdir().expect("a scratch folder");
     let harness = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench-integration");
     planted_repo::repository(repo.path(), &harness, &CASES, false);

@@ -22,6 +22,10 @@ use std::time::{Duration, Instant};
 
 use sparkles_perf_data::PerfData;
 
+#[path = "../../testdata/support/skip.rs"]
+mod skip;
+mod support;
+
 /// Spins for `seconds` under `depth` more frames.
 #[inline(never)]
 fn spin(depth: u32, seconds: f64) -> u64 {
@@ -115,15 +119,6 @@ fn record(recorder: &[String], work: &[String], out: &Path) -> Result<(Tally, St
     Ok((read_tally(out)?, said))
 }
 
-fn arg(name: &str, default: f64) -> f64 {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.iter().any(|a| a == "--hog") {
@@ -136,8 +131,8 @@ fn main() {
         std::hint::black_box(spin(20, seconds));
         return;
     }
-    let rounds = arg("--rounds", 3.0) as usize;
-    let seconds = arg("--seconds", 3.0);
+    let rounds = support::number_arg("--rounds", 3.0) as usize;
+    let seconds = support::number_arg("--seconds", 3.0);
     let sparkles = env!("CARGO_BIN_EXE_sparkles").to_string();
     let have_perf = Command::new("perf")
         .arg("--version")

@@ -1,6 +1,7 @@
-//! Shared by the unwind, report and memory benches: a capture `perf record --call-graph
-//! dwarf` makes of `testdata/unwind/callchains.c`, recorded once into the bench-data
-//! folder, and running a peer tool's shell pipeline. Each bench uses what it needs.
+//! Shared by the cli's benches: a number from their flags; a capture `perf record
+//! --call-graph dwarf` makes of `testdata/unwind/callchains.c`, recorded once into the
+//! bench-data folder; running a peer tool's shell pipeline. Each bench uses what it
+//! needs.
 
 #![allow(dead_code)]
 
@@ -12,6 +13,16 @@ use sparkles_perf_data::Sample;
 
 #[path = "../../../testdata/support/commands.rs"]
 mod commands;
+
+/// The number after flag `name` on this bench's command line (`--runs 5`), else `default`.
+pub fn number_arg(name: &str, default: f64) -> f64 {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
 
 fn run(dir: &Path, program: &str, args: &[&str]) -> Result<(), String> {
     let status = Command::new(program)
