@@ -80,6 +80,9 @@ fn compare_finds_the_planted_change_with_the_null_beside_it() {
             "HEAD~1",
             "--time",
             "2s",
+            "--profile",
+            "--profile-time",
+            "300ms",
             "--json",
             json.to_str().unwrap(),
         ],
@@ -115,6 +118,34 @@ fn compare_finds_the_planted_change_with_the_null_beside_it() {
     // the unit tests of `paired` hold its error rates).
     let same = row("spin/same");
     assert!(same["delta_pct"].as_f64().unwrap().abs() < 8.0, "{same}");
+
+    // With --profile both sides of each case are profiled and their hot functions diffed.
+    for r in &rows {
+        let p = &r["profile"];
+        if let Some(why) = p["error"].as_str() {
+            skip::skip(
+                "perf_event",
+                format!("compare --profile sampled nothing: {why}"),
+            );
+            continue;
+        }
+        for side in ["base_capture", "variant_capture"] {
+            let capture = PathBuf::from(p[side].as_str().unwrap());
+            assert!(capture.is_file(), "{r}");
+            assert!(capture.with_file_name("profile.json").is_file(), "{r}");
+        }
+        let diff: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(p["diff"].as_str().unwrap()).unwrap()).unwrap();
+        assert_eq!(diff["schema"], "sparkles.diff/1", "{diff}");
+        assert!(diff["base_samples"].as_u64().unwrap() > 0, "{diff}");
+        assert!(
+            table.contains(&format!(
+                "{}: hot functions, base against variant",
+                r["case"].as_str().unwrap()
+            )),
+            "{table}"
+        );
+    }
 
     // The worktrees the comparison made are the repository's; they go with it.
     let revs = target.join("sparkles/revs");

@@ -51,6 +51,14 @@ pub struct CompareArgs {
     /// intervals say (two builds of the same code differ by their layout alone).
     #[arg(long, value_name = "PCT", default_value_t = sparkles_bench::paired::NOISE_THRESHOLD_PCT)]
     noise_threshold: f64,
+    /// After the rounds, profile every case on both sides (base A1 and the variant) and
+    /// print each case's hot-function diff (`sparkles diff`'s test), with captures,
+    /// profiles, flamegraphs and `diff.json` under `target/sparkles/compare/<bench>/<case>/`.
+    #[arg(long)]
+    profile: bool,
+    /// How long each side's body runs under the sampler with `--profile`.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
+    profile_time: Duration,
     /// Write one `sparkles.compare/1` JSON object a case, a line each, to this file.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
@@ -87,6 +95,17 @@ struct Compared {
     iterations: u64,
     rounds: Vec<Round>,
     result: Option<PairedChange>,
+    /// With `--profile`: the hot-function diff, or why there is none.
+    profiled: Option<Result<Profiled, String>>,
+}
+
+/// Both sides' profiles of a case and their diff.
+#[derive(Debug)]
+struct Profiled {
+    base_capture: PathBuf,
+    variant_capture: PathBuf,
+    diff_path: PathBuf,
+    diff: sparkles_report::diff::Diff,
 }
 
 /// Runs the comparison.
@@ -239,6 +258,7 @@ fn compare_bench(
             iterations,
             rounds: Vec::new(),
             result: None,
+            profiled: None,
         });
     }
     // Rounds until every case's time is spent: a budget, decided before any result.
@@ -279,6 +299,16 @@ fn compare_bench(
     }
     for c in &mut compared {
         c.result = paired(&c.rounds, args.noise_threshold);
+        if args.profile {
+            let dir = logs.join(sparkles_bench::slug(&c.case));
+            c.profiled = Some(profile_both(
+                &mut a1,
+                &mut b,
+                &c.case,
+                &dir,
+                args.profile_time,
+            ));
+        }
         for s in [&mut a1, &mut b, &mut a2] {
             let _ = s.ask(json!({"op": "finish", "case": c.case}));
         }
@@ -287,6 +317,52 @@ fn compare_bench(
     b.quit();
     a2.quit();
     Ok(compared)
+}
+
+/// Profiles `case` on the base (A1) and the variant (B), captures in `dir`, and diffs the
+/// two profiles; an error says why there is no diff (the kernel refused sampling, say).
+fn profile_both(
+    a1: &mut Served,
+    b: &mut Served,
+    case: &str,
+    dir: &Path,
+    time: Duration,
+) -> Result<Profiled, String> {
+    let side = |s: &mut Served,
+                name: &str|
+     -> Result<(PathBuf, sparkles_report::profile::Profile), String> {
+        let capture = dir.join(name).join("capture.perf.data");
+        let answer = s
+            .ask(json!({
+                "op": "profile",
+                "case": case,
+                "seconds": time.as_secs_f64(),
+                "path": capture,
+            }))
+            .map_err(|e| e.to_string())?;
+        if let Some(error) = answer["profile"]["error"].as_str() {
+            return Err(format!("{}: no capture: {error}", s.name));
+        }
+        // The profile is written beside its capture, as a run writes it.
+        let json = capture.with_file_name("profile.json");
+        let text = std::fs::read(&json).map_err(|e| format!("{}: {e}", json.display()))?;
+        let profile =
+            serde_json::from_slice(&text).map_err(|e| format!("{}: {e}", json.display()))?;
+        Ok((capture, profile))
+    };
+    let (base_capture, base) = side(a1, "base")?;
+    let (variant_capture, variant) = side(b, "variant")?;
+    let diff = sparkles_report::diff::diff(case, &base, &variant);
+    let diff_path = dir.join("diff.json");
+    let text = serde_json::to_vec_pretty(&diff).map_err(|e| e.to_string())?;
+    sparkles_perf_data::atomic_write::write_atomically(&diff_path, &text)
+        .map_err(|e| e.to_string())?;
+    Ok(Profiled {
+        base_capture,
+        variant_capture,
+        diff_path,
+        diff,
+    })
 }
 
 fn signed(pct: f64) -> String {
@@ -332,6 +408,20 @@ fn print_table(all: &[Compared], base: &Side, variant: &Side) {
     println!(
         "(change: the variant against the two base processes sampled around it, round by round; null: base A1 against base A2, the same code twice; a verdict clears zero and the null)"
     );
+    for c in all {
+        match &c.profiled {
+            None => {}
+            Some(Err(why)) => println!("\n{}: not profiled: {why}", c.case),
+            Some(Ok(p)) => {
+                println!(
+                    "\n{}: hot functions, base against variant ({}):",
+                    c.case,
+                    p.diff_path.display()
+                );
+                print!("{}", sparkles_report::diff::table(&p.diff, 5));
+            }
+        }
+    }
 }
 
 fn json_line(c: &Compared, base: &Side, variant: &Side) -> serde_json::Value {
@@ -356,5 +446,15 @@ fn json_line(c: &Compared, base: &Side, variant: &Side) -> serde_json::Value {
             "null_ci_high_pct": r.and_then(|r| r.null_ci_high_pct),
         },
         "samples": c.rounds,
+        "profile": match &c.profiled {
+            None => serde_json::Value::Null,
+            Some(Err(why)) => json!({"error": why}),
+            Some(Ok(p)) => json!({
+                "base_capture": p.base_capture,
+                "variant_capture": p.variant_capture,
+                "diff": p.diff_path,
+                "movers": p.diff.significant().map(|m| m.name.clone()).collect::<Vec<_>>(),
+            }),
+        },
     })
 }
