@@ -587,11 +587,12 @@ mod tests {
         );
     }
 
-    #[test]
-    fn round_robin_measures_and_isolates_failures() {
+    /// The test suite measured in `order`, with no progress shown: its reports checked,
+    /// and the machine probe sampled as often as each case (5 samples).
+    fn measures_and_isolates_failures(order: SampleOrder) {
         let measured = measure(
             suite().cases,
-            &protocol(SampleOrder::RoundRobin),
+            &protocol(order),
             &Progress {
                 enabled: false,
                 passes: false,
@@ -602,17 +603,13 @@ mod tests {
     }
 
     #[test]
+    fn round_robin_measures_and_isolates_failures() {
+        measures_and_isolates_failures(SampleOrder::RoundRobin);
+    }
+
+    #[test]
     fn blocked_measures_and_isolates_failures() {
-        let measured = measure(
-            suite().cases,
-            &protocol(SampleOrder::Blocked),
-            &Progress {
-                enabled: false,
-                passes: false,
-            },
-        );
-        check(&measured.reports);
-        assert_eq!(measured.probe_samples.len(), 5);
+        measures_and_isolates_failures(SampleOrder::Blocked);
     }
 
     #[test]

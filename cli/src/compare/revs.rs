@@ -171,26 +171,36 @@ pub fn checkout(
     })
 }
 
-/// The target folder cargo builds the package in `dir` into.
-pub fn target_dir(dir: &Path) -> Result<PathBuf, Error> {
-    if let Some(t) = std::env::var_os("CARGO_TARGET_DIR") {
-        return Ok(PathBuf::from(t));
-    }
+/// `cargo metadata --format-version 1 EXTRA…` of the package in `dir`, parsed; a refusal
+/// is said after `failed`.
+fn cargo_metadata(dir: &Path, extra: &[&str], failed: &str) -> Result<serde_json::Value, Error> {
     let out = Command::new("cargo")
-        .args(["metadata", "--format-version", "1", "--no-deps"])
+        .args(["metadata", "--format-version", "1"])
+        .args(extra)
         .current_dir(dir)
         .stdin(Stdio::null())
         .output()
         .map_err(|e| Error::Input(format!("cargo metadata: {e} (is cargo installed?)")))?;
     if !out.status.success() {
         return Err(Error::Input(format!(
-            "{}: not a cargo package: {}",
-            dir.display(),
+            "{failed}: {}",
             String::from_utf8_lossy(&out.stderr).trim()
         )));
     }
-    let meta: serde_json::Value = serde_json::from_slice(&out.stdout)
-        .map_err(|e| Error::Input(format!("cargo metadata's output: {e}")))?;
+    serde_json::from_slice(&out.stdout)
+        .map_err(|e| Error::Input(format!("cargo metadata's output: {e}")))
+}
+
+/// The target folder cargo builds the package in `dir` into.
+pub fn target_dir(dir: &Path) -> Result<PathBuf, Error> {
+    if let Some(t) = std::env::var_os("CARGO_TARGET_DIR") {
+        return Ok(PathBuf::from(t));
+    }
+    let meta = cargo_metadata(
+        dir,
+        &["--no-deps"],
+        &format!("{}: not a cargo package", dir.display()),
+    )?;
     meta["target_directory"]
         .as_str()
         .map(PathBuf::from)
@@ -203,21 +213,11 @@ pub fn target_dir(dir: &Path) -> Result<PathBuf, Error> {
 /// the one target folder would hand this side the other's executables. Dependencies from
 /// registries and outside the repository are kept, and built once.
 fn forget_local_builds(side: &Side, target: &Path) -> Result<(), Error> {
-    let out = Command::new("cargo")
-        .args(["metadata", "--format-version", "1"])
-        .current_dir(&side.package_dir)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| Error::Input(format!("cargo metadata: {e} (is cargo installed?)")))?;
-    if !out.status.success() {
-        return Err(Error::Input(format!(
-            "{}: cargo metadata: {}",
-            side.describe(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
-    }
-    let meta: serde_json::Value = serde_json::from_slice(&out.stdout)
-        .map_err(|e| Error::Input(format!("cargo metadata's output: {e}")))?;
+    let meta = cargo_metadata(
+        &side.package_dir,
+        &[],
+        &format!("{}: cargo metadata", side.describe()),
+    )?;
     let tree = side
         .tree
         .canonicalize()
