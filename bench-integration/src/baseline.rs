@@ -170,37 +170,48 @@ pub fn compare_rows(
         else {
             continue;
         };
-        let mut comparison: crate::record::Comparison = change.into();
-        let (metrics, missing) = crate::explain::compare_metrics(base_row, row, unavailable);
-        comparison.metrics = metrics;
-        comparison.metrics_missing = missing;
-        // Instructions and cycles: measured on both sides, or why not.
-        let has = |r: &BenchRow, id: &str| r.metrics.get(id).copied().flatten().is_some();
-        let instructions_missing = (!(has(row, "instructions") && has(base_row, "instructions")))
-            .then(|| {
-                unavailable("instructions").unwrap_or_else(|| {
-                    if has(row, "instructions") {
-                        "not measured in the baseline".to_string()
-                    } else {
-                        "not counted in this run (--perf counts them where the PMU allows)"
-                            .to_string()
-                    }
-                })
-            });
-        let movers = row
-            .profile
-            .as_ref()
-            .map(|p| p.significant_movers())
-            .unwrap_or_default();
-        comparison.explanation = Some(crate::explain::explain(
-            &comparison,
-            instructions_missing.as_deref(),
-            &movers,
-        ));
-        row.comparison = Some(comparison);
+        set_comparison(row, base_row, change.into(), unavailable);
         compared += 1;
     }
     compared
+}
+
+/// Sets `row`'s comparison against `base_row`: `comparison` (the timing's) with every
+/// metric both rows have and the line that explains it (instructions and cycles, the
+/// profile's significant movers). `unavailable` says why this run has no value for a
+/// metric, where it knows.
+pub fn set_comparison(
+    row: &mut BenchRow,
+    base_row: &BenchRow,
+    mut comparison: crate::record::Comparison,
+    unavailable: &dyn Fn(&str) -> Option<String>,
+) {
+    let (metrics, missing) = crate::explain::compare_metrics(base_row, row, unavailable);
+    comparison.metrics = metrics;
+    comparison.metrics_missing = missing;
+    // Instructions and cycles: measured on both sides, or why not.
+    let has = |r: &BenchRow, id: &str| r.metrics.get(id).copied().flatten().is_some();
+    let instructions_missing =
+        (!(has(row, "instructions") && has(base_row, "instructions"))).then(|| {
+            unavailable("instructions").unwrap_or_else(|| {
+                if has(row, "instructions") {
+                    "not measured in the baseline".to_string()
+                } else {
+                    "not counted in this run (--perf counts them where the PMU allows)".to_string()
+                }
+            })
+        });
+    let movers = row
+        .profile
+        .as_ref()
+        .map(|p| p.significant_movers())
+        .unwrap_or_default();
+    comparison.explanation = Some(crate::explain::explain(
+        &comparison,
+        instructions_missing.as_deref(),
+        &movers,
+    ));
+    row.comparison = Some(comparison);
 }
 
 /// Marks every compared row with the machine probe's shift, where it moved (`None`

@@ -257,18 +257,26 @@ pub fn explain(
     movers: &[(String, f64)],
 ) -> Explanation {
     let metric = |id: &str| comparison.metrics.iter().find(|m| m.id == id);
-    let head = match (comparison.ci_low_pct, comparison.ci_high_pct) {
-        (Some(lo), Some(hi)) => format!(
-            "{} {:+.1}% [{lo:+.1}, {hi:+.1}]",
-            comparison.verdict.label(),
-            comparison.delta_pct
-        ),
-        _ => format!(
-            "{} {:+.1}%",
-            comparison.verdict.label(),
-            comparison.delta_pct
-        ),
+    let interval = |pct: f64, low: Option<f64>, high: Option<f64>| match (low, high) {
+        (Some(lo), Some(hi)) => format!("{pct:+.1}% [{lo:+.1}, {hi:+.1}]"),
+        _ => format!("{pct:+.1}%"),
     };
+    let mut head = format!(
+        "{} {}",
+        comparison.verdict.label(),
+        interval(
+            comparison.delta_pct,
+            comparison.ci_low_pct,
+            comparison.ci_high_pct
+        )
+    );
+    // Side by side, the null beside the verdict: the base against itself.
+    if let Some(p) = &comparison.paired {
+        head.push_str(&format!(
+            " (null {})",
+            interval(p.null_change_pct, p.null_ci_low_pct, p.null_ci_high_pct)
+        ));
+    }
     let up = match comparison.verdict {
         Verdict::Regression => true,
         Verdict::Improvement => false,
@@ -419,6 +427,9 @@ mod tests {
             metrics_missing: Vec::new(),
             explanation: None,
             machine_shift_pct: None,
+            paired: None,
+            base_rev: None,
+            variant_rev: None,
         }
     }
 
@@ -502,6 +513,30 @@ mod tests {
             ],
         );
         assert_eq!(explain(&both, None, &[]).kind, Cause::Mixed);
+    }
+
+    #[test]
+    fn a_side_by_side_verdict_quotes_its_null() {
+        let mut c = regression(5.0, vec![change("rusage.minor_faults", 0.0, 64.0)]);
+        c.paired = Some(crate::record::PairedNull {
+            rounds: 40,
+            null_change_pct: -0.3,
+            null_ci_low_pct: Some(-0.9),
+            null_ci_high_pct: Some(0.4),
+        });
+        let e = explain(&c, None, &[]);
+        assert!(
+            e.text
+                .starts_with("regression +5.0% [+3.0, +7.0] (null -0.3% [-0.9, +0.4]): "),
+            "{}",
+            e.text
+        );
+        c.verdict = Verdict::InsideTheNoise;
+        let e = explain(&c, None, &[]);
+        assert_eq!(
+            e.text,
+            "inside the noise +5.0% [+3.0, +7.0] (null -0.3% [-0.9, +0.4]): nothing to explain"
+        );
     }
 
     #[test]

@@ -226,7 +226,11 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
         args,
         &profile_note,
         files.save_path.as_deref(),
-        files.baseline.as_ref(),
+        files
+            .baseline
+            .as_ref()
+            .map(profiling::Against::Baseline)
+            .as_ref(),
     );
     files.stop_if_interrupted(false)?;
     let mut rows: Vec<BenchRow> = reports.iter().map(|r| row_of(r, &selection)).collect();

@@ -103,6 +103,51 @@ pub struct Comparison {
     /// then on every compared row.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine_shift_pct: Option<f64>,
+    /// Where the two sides were measured side by side (`sparkles compare`): the rounds
+    /// and the null, the base against itself, beside the verdict.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paired: Option<PairedNull>,
+    /// The base's commit, where `sparkles compare` built it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_rev: Option<String>,
+    /// The variant's commit (`+dirty`: the working tree with uncommitted changes), where
+    /// `sparkles compare` built it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant_rev: Option<String>,
+}
+
+/// A side-by-side comparison's rounds and null (`comparison.paired`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PairedNull {
+    /// Rounds taken (one sample of each process a round).
+    pub rounds: usize,
+    /// The first base process against the second, percent.
+    pub null_change_pct: f64,
+    /// The 95% interval on `null_change_pct`; null when underpowered.
+    pub null_ci_low_pct: Option<f64>,
+    /// Its upper end.
+    pub null_ci_high_pct: Option<f64>,
+}
+
+impl From<&crate::paired::PairedChange> for Comparison {
+    /// The comparison of a side-by-side measurement (its revisions not yet named).
+    fn from(p: &crate::paired::PairedChange) -> Comparison {
+        let mut c = Comparison::from(Change {
+            baseline_median: p.base_ns,
+            median: p.variant_ns,
+            delta_pct: p.change_pct,
+            ci_low_pct: p.ci_low_pct,
+            ci_high_pct: p.ci_high_pct,
+            verdict: p.verdict,
+        });
+        c.paired = Some(PairedNull {
+            rounds: p.rounds,
+            null_change_pct: p.null_change_pct,
+            null_ci_low_pct: p.null_ci_low_pct,
+            null_ci_high_pct: p.null_ci_high_pct,
+        });
+        c
+    }
 }
 
 impl From<Change> for Comparison {
@@ -119,6 +164,9 @@ impl From<Change> for Comparison {
             metrics_missing: Vec::new(),
             explanation: None,
             machine_shift_pct: None,
+            paired: None,
+            base_rev: None,
+            variant_rev: None,
         }
     }
 }

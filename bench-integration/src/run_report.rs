@@ -158,7 +158,11 @@ impl RunReport<'_> {
                     h1 { "sparkles: suite " (self.suite) }
                     p {
                         (self.rows.len()) " cases"
-                        @if let Some(b) = self.baseline_name { ", compared with baseline " code { (b) } }
+                        @if let Some(b) = self.baseline_name {
+                            @if self.rows.iter().any(|r| r.comparison.as_ref().is_some_and(|c| c.paired.is_some())) {
+                                ", measured side by side (" code { "sparkles compare" } "): " (b)
+                            } @else { ", compared with baseline " code { (b) } }
+                        }
                         @if !self.kept.is_empty() { "; " a href="#earlier" { (self.kept.len()) " more from earlier runs" } }
                         "."
                     }
@@ -179,18 +183,21 @@ impl RunReport<'_> {
     fn summary(&self) -> Markup {
         let all = || self.rows.iter().chain(self.kept.iter().map(|k| &k.row));
         let compared = all().any(|r| r.comparison.is_some());
+        let paired = all().any(|r| r.comparison.as_ref().is_some_and(|c| c.paired.is_some()));
         let profiled = all().any(|r| r.profile.is_some());
         let earlier = !self.kept.is_empty();
         html! {
             table.sortable #summary {
                 thead { tr {
                     th.name { "case" } @if earlier { th.name { "run" } } th { "median" } th { "MAD" } th { "throughput" }
-                    @if compared { th { "baseline" } th { "change" } th { "95% CI" } th.name { "verdict" } th.name { "why" } }
+                    @if compared { th { (if paired { "base" } else { "baseline" }) } th { "change" } th { "95% CI" }
+                        @if paired { th { "null" } th { "null 95% CI" } th { "rounds" } }
+                        th.name { "verdict" } th.name { "why" } }
                     @if profiled { th.name { "top function" } th { "samples" } th { "lost" } th { "throttled" } }
                 } }
                 tbody {
-                    @for row in self.rows { (self.summary_row(row, None, compared, profiled)) }
-                    @for k in self.kept { (self.summary_row(&k.row, Some(k), compared, profiled)) }
+                    @for row in self.rows { (self.summary_row(row, None, compared, paired, profiled)) }
+                    @for k in self.kept { (self.summary_row(&k.row, Some(k), compared, paired, profiled)) }
                 }
             }
         }
@@ -201,6 +208,7 @@ impl RunReport<'_> {
         row: &BenchRow,
         kept: Option<&KeptCase>,
         compared: bool,
+        paired: bool,
         profiled: bool,
     ) -> Markup {
         let t = row.timing.as_ref().map(|t| &t.summary);
@@ -235,10 +243,24 @@ impl RunReport<'_> {
                             td data-v=(c.baseline_median_ns) { (format_ns(c.baseline_median_ns)) }
                             td data-v=(c.delta_pct) { (format!("{:+.1}%", c.delta_pct)) }
                             td { (ci(c.ci_low_pct, c.ci_high_pct)) }
+                            @if paired {
+                                @match &c.paired {
+                                    Some(p) => {
+                                        td data-v=(p.null_change_pct) { (format!("{:+.1}%", p.null_change_pct)) }
+                                        td { (ci(p.null_ci_low_pct, p.null_ci_high_pct)) }
+                                        td { (p.rounds) }
+                                    }
+                                    None => { td { "—" } td { "—" } td { "—" } }
+                                }
+                            }
                             td.name class=(verdict_class(c.verdict)) { (c.verdict.label()) @if c.machine_shift_pct.is_some() { " *" } }
                             td.text.why { (c.explanation.as_ref().map(|e| e.text.as_str()).unwrap_or("")) }
                         }
-                        None => { td { "—" } td { "—" } td { "—" } td.name { "not in baseline" } td {} }
+                        None => {
+                            td { "—" } td { "—" } td { "—" }
+                            @if paired { td { "—" } td { "—" } td { "—" } }
+                            td.name { "not in baseline" } td {}
+                        }
                     }
                 }
                 @if profiled {
@@ -277,6 +299,10 @@ impl RunReport<'_> {
                 p {
                     span class=(verdict_class(c.verdict)) { (c.verdict.label()) }
                     " " (format!("{:+.1}%", c.delta_pct)) " " (ci(c.ci_low_pct, c.ci_high_pct))
+                    @if let Some(p) = &c.paired {
+                        "; null (base against base) " (format!("{:+.1}%", p.null_change_pct)) " " (ci(p.null_ci_low_pct, p.null_ci_high_pct))
+                        ", " (p.rounds) " rounds"
+                    }
                     @if let Some(e) = &c.explanation { br; span.why { (e.text) } }
                 }
             }
@@ -709,6 +735,46 @@ mod tests {
         assert!(keep_cases(&store, "s", &[a]).is_empty());
         let again: Vec<KeptCase> = serde_json::from_slice(&std::fs::read(&store).unwrap()).unwrap();
         assert_eq!(again.len(), 1);
+    }
+
+    #[test]
+    fn a_side_by_side_comparison_shows_both_sides_and_the_null() {
+        let base = row("c", vec![100.0, 101.0, 102.0, 100.0, 101.0, 102.0]);
+        let mut variant = row("c", vec![110.0, 111.0, 112.0, 110.0, 111.0, 112.0]);
+        let rounds: Vec<crate::paired::Round> = (0..12)
+            .map(|i| crate::paired::Round {
+                base1: 100.0 + f64::from(i % 3),
+                variant: 110.0 + f64::from(i % 3),
+                base2: 100.5 + f64::from(i % 3),
+            })
+            .collect();
+        let change = crate::paired::paired(&rounds, 0.5).unwrap();
+        crate::baseline::set_comparison(&mut variant, &base, (&change).into(), &|_| None);
+        let rows = [variant];
+        let html = RunReport {
+            suite: "s",
+            rows: &rows,
+            baseline: Some(std::slice::from_ref(&base)),
+            baseline_name: Some("base 1111111 against variant 2222222"),
+            machine_warning: None,
+            profile_dir: Path::new("/nonexistent"),
+            kept: &[],
+        }
+        .page()
+        .into_string();
+        assert!(html.contains("measured side by side"), "{html}");
+        assert!(
+            html.contains("<th>null</th><th>null 95% CI</th><th>rounds</th>"),
+            "{html}"
+        );
+        let null = format!("{:+.1}%", change.null_change_pct);
+        assert!(
+            html.contains(&format!("null (base against base) {null}")),
+            "{html}"
+        );
+        assert!(html.contains("<td>12</td>"), "{html}");
+        // The explanation quotes the null too.
+        assert!(html.contains(&format!("(null {null}")), "{html}");
     }
 
     #[test]

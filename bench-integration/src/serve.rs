@@ -64,6 +64,9 @@ enum Op {
         case: String,
         duration: Duration,
         path: PathBuf,
+        /// The folder of another profile of the case (its profile.json, folded.txt) to
+        /// diff this one against.
+        against: Option<PathBuf>,
     },
     Finish {
         case: String,
@@ -210,6 +213,10 @@ fn parse_request(line: &[u8]) -> Result<Request, BadRequest> {
             case: fields.case().map_err(bad)?,
             duration: seconds(&fields).map_err(bad)?,
             path: PathBuf::from(fields.string("path").map_err(bad)?),
+            against: match object.get("against") {
+                None | Some(Value::Null) => None,
+                Some(_) => Some(PathBuf::from(fields.string("against").map_err(bad)?)),
+            },
         },
         "finish" => Op::Finish {
             case: fields.case().map_err(bad)?,
@@ -523,7 +530,8 @@ impl<'a> Server<'a> {
                 case,
                 duration,
                 path,
-            } => self.profile(&case, duration, path)?,
+                against,
+            } => self.profile(&case, duration, path, against.as_deref())?,
             Op::Finish { case } => self.finish(&case)?,
             Op::Quit => json!({}),
         };
@@ -602,7 +610,13 @@ impl<'a> Server<'a> {
         Ok(reply)
     }
 
-    fn profile(&mut self, case: &str, duration: Duration, path: PathBuf) -> Result<Value, String> {
+    fn profile(
+        &mut self,
+        case: &str,
+        duration: Duration,
+        path: PathBuf,
+        against: Option<&std::path::Path>,
+    ) -> Result<Value, String> {
         // The case is checked before sampling is chosen: an unknown case is that error.
         self.cases.with_running("profile", case, |_| ())?;
         let (sampling, note) = self.context.sampling()?.clone();
@@ -624,7 +638,7 @@ impl<'a> Server<'a> {
                 args,
                 &note,
                 None,
-                None,
+                against.map(crate::profiling::Against::Folder).as_ref(),
             );
             r.report.profile.take()
         })?;
@@ -727,7 +741,14 @@ mod tests {
         );
         let r = parse_request(br#"{"op":"profile","case":"c","seconds":0.5,"path":"p"}"#).unwrap();
         assert!(
-            matches!(r.op, Op::Profile { duration, .. } if duration == Duration::from_millis(500))
+            matches!(r.op, Op::Profile { duration, against: None, .. } if duration == Duration::from_millis(500))
+        );
+        let r = parse_request(
+            br#"{"op":"profile","case":"c","seconds":1,"path":"p","against":"base/c"}"#,
+        )
+        .unwrap();
+        assert!(
+            matches!(r.op, Op::Profile { against: Some(a), .. } if a == std::path::Path::new("base/c"))
         );
     }
 
@@ -757,6 +778,10 @@ mod tests {
         assert!(
             error(r#"{"op":"profile","case":"c","seconds":-1,"path":"p"}"#)
                 .contains("field 'seconds' must be a positive number")
+        );
+        assert_eq!(
+            error(r#"{"op":"profile","case":"c","seconds":1,"path":"p","against":3}"#),
+            "op 'profile': field 'against' must be a string, got 3"
         );
         // The id is echoed even when the rest is wrong.
         let bad = parse_request(br#"{"op":"sample","id":"x"}"#).unwrap_err();

@@ -490,6 +490,20 @@ fn profile_writes_the_capture_where_asked() {
         );
         assert!(!profile["top"].as_array().unwrap().is_empty(), "{reply}");
         assert!(dir.path().join("sub/profile.json").is_file());
+        // A second pass diffed against the first's folder: the diff beside it, its movers.
+        let again = dir.path().join("again/spin.perf.data");
+        let reply = s.ok(json!({"op": "profile", "case": case, "seconds": 0.3, "path": again, "against": dir.path().join("sub")}));
+        let movers = reply["profile"]["movers"].as_array().unwrap();
+        assert!(!movers.is_empty() && movers.len() <= 3, "{reply}");
+        assert!(dir.path().join("again/diff.json").is_file());
+        assert!(dir.path().join("again/diff.svg").is_file());
+        // Against a folder without a profile: a note, and the pass is still answered.
+        let reply = s.ok(json!({"op": "profile", "case": case, "seconds": 0.1, "path": again, "against": dir.path().join("nothing")}));
+        let notes = reply["profile"]["notes"].to_string();
+        assert!(
+            notes.contains("no profile diff") && notes.contains("nothing"),
+            "{reply}"
+        );
     }
     // The case still samples after its profile pass.
     s.ok(json!({"op": "sample", "case": case, "iterations": 4}));

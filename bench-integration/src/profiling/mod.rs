@@ -15,7 +15,18 @@ mod reading;
 #[cfg(all(feature = "profile", test))]
 pub(crate) use reading::read_capture;
 #[cfg(feature = "profile")]
-pub(crate) use reading::read_captures;
+pub(crate) use reading::{read_captures, Against};
+
+/// Without the `profile` feature nothing is diffed: what would have been.
+#[cfg(not(feature = "profile"))]
+#[derive(Debug)]
+#[allow(dead_code)] // made by the callers, read by nothing in this build
+pub(crate) enum Against<'a> {
+    /// A baseline's profile.
+    Baseline(&'a crate::baseline::Baseline),
+    /// Another process's, in serve mode.
+    Folder(&'a std::path::Path),
+}
 
 /// Without the `profile` feature no profile is saved with a baseline.
 #[cfg(not(feature = "profile"))]
@@ -34,7 +45,7 @@ pub(crate) fn read_captures(
     _args: &HarnessArgs,
     _event_note: &str,
     _save_path: Option<&std::path::Path>,
-    _baseline: Option<&crate::baseline::Baseline>,
+    _against: Option<&Against<'_>>,
 ) -> BaselineProfiles {
     if reports
         .iter()

@@ -81,15 +81,15 @@ impl BaselineProfiles {
 
 /// Reads every case's capture after all timing: its top functions, how its stacks
 /// unwound, and the case's artifacts beside the capture (flamegraph.svg, folded.txt,
-/// profile.json); with `--save-baseline` the profiles to save with the rows, with
-/// `--baseline` the baseline's is diffed against it. A SIGINT or SIGTERM stops it
-/// before the next case.
+/// profile.json); with `--save-baseline` the profiles to save with the rows, and where
+/// `against` is given the profile it names is diffed against it (a baseline's, or
+/// another process's in serve mode). A SIGINT or SIGTERM stops it before the next case.
 pub(crate) fn read_captures(
     reports: &mut [CaseReport],
     args: &HarnessArgs,
     event_note: &str,
     save_path: Option<&Path>,
-    baseline: Option<&Baseline>,
+    against: Option<&Against<'_>>,
 ) -> BaselineProfiles {
     let mut to_save = BaselineProfiles::default();
     for r in reports {
@@ -121,8 +121,12 @@ pub(crate) fn read_captures(
                 .join("profile")
                 .join(&slug)
         };
-        if let Some(base) = baseline {
-            match diff_against(&case, &beside(&base.path), &profile, &folded, dir, is_wall) {
+        if let Some(against) = against {
+            let from = match against {
+                Against::Baseline(base) => beside(&base.path),
+                Against::Folder(folder) => folder.to_path_buf(),
+            };
+            match diff_against(&case, &from, &profile, &folded, dir, is_wall) {
                 Ok((movers, warnings)) => {
                     p.movers = movers;
                     p.notes
@@ -142,6 +146,15 @@ pub(crate) fn read_captures(
         }
     }
     to_save
+}
+
+/// The profile a case's is diffed against.
+#[derive(Debug)]
+pub(crate) enum Against<'a> {
+    /// The baseline's, saved beside its rows (`profile/<case folder>/`).
+    Baseline(&'a Baseline),
+    /// The one in this folder (its profile.json and folded.txt): serve mode's `against`.
+    Folder(&'a Path),
 }
 
 /// The names of a profile's JSON and folded stacks beside its capture: the on-CPU

@@ -11,8 +11,11 @@ mod served;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use serde_json::json;
+use serde_json::{json, Value};
 use sparkles_bench::paired::{paired, PairedChange, Round};
+use sparkles_bench::profile::ProfileSummary;
+use sparkles_bench::record::{BenchRow, Timing};
+use sparkles_bench::stats::Verdict;
 use sparkles_bench::table::format_ns;
 
 use crate::error::Error;
@@ -53,7 +56,8 @@ pub struct CompareArgs {
     noise_threshold: f64,
     /// After the rounds, profile every case on both sides (base A1 and the variant) and
     /// print each case's hot-function diff (`sparkles diff`'s test), with captures,
-    /// profiles, flamegraphs and `diff.json` under `target/sparkles/compare/<bench>/<case>/`.
+    /// profiles and flamegraphs under `target/sparkles/compare/<bench>/{base,profile}/<case>/`,
+    /// the variant's with `diff.json` and `diff.svg`.
     #[arg(long)]
     profile: bool,
     /// How long each side's body runs under the sampler with `--profile`.
@@ -62,6 +66,17 @@ pub struct CompareArgs {
     /// Write one `sparkles.compare/1` JSON object a case, a line each, to this file.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
+    /// Write the variant's `sparkles.bench/1` rows (docs/schemas/bench.md), a line a
+    /// case, each with its `comparison` against the base (`paired`, `base_rev`,
+    /// `variant_rev`, the metrics of both sides' counting passes and the explanation).
+    #[arg(long, value_name = "FILE")]
+    bench_json: Option<PathBuf>,
+    /// Skip the counting pass on both sides (the metrics and the explanation).
+    #[arg(long)]
+    no_count: bool,
+    /// Write no run report page (`target/sparkles/compare/<bench>/report/index.html`).
+    #[arg(long)]
+    no_report: bool,
     /// Only cases whose names contain one of these (the harness's filters).
     filters: Vec<String>,
     /// Flags for the bench processes, after `--`.
@@ -97,6 +112,8 @@ struct Compared {
     result: Option<PairedChange>,
     /// With `--profile`: the hot-function diff, or why there is none.
     profiled: Option<Result<Profiled, String>>,
+    /// The counting passes' answers (`count`), base A1's and the variant's.
+    counted: Option<(Value, Value)>,
 }
 
 /// Both sides' profiles of a case and their diff.
@@ -104,6 +121,9 @@ struct Compared {
 struct Profiled {
     base_capture: PathBuf,
     variant_capture: PathBuf,
+    /// Each side's profile as a row carries it (the variant's with its movers).
+    base: ProfileSummary,
+    variant: ProfileSummary,
     diff_path: PathBuf,
     diff: sparkles_report::diff::Diff,
 }
@@ -129,6 +149,11 @@ pub fn compare(args: &CompareArgs) -> Result<(), Error> {
     );
     if variant.commit == base.commit && !variant.dirty {
         eprintln!("compare: both sides are the same commit: every difference is noise");
+    }
+    for (flag, path) in [("--json", &args.json), ("--bench-json", &args.bench_json)] {
+        if let Some(path) = path {
+            writable(flag, path)?;
+        }
     }
     let base_exes = revs::build(&base, &target, args.package.as_deref(), &args.benches)?;
     let variant_exes = revs::build(&variant, &target, args.package.as_deref(), &args.benches)?;
@@ -161,17 +186,152 @@ pub fn compare(args: &CompareArgs) -> Result<(), Error> {
             "no case was compared: no bench target serves on both sides".into(),
         ));
     }
-    print_table(&all, &base, &variant);
+    let rows: Vec<(BenchRow, BenchRow)> = all.iter().map(|c| rows_of(c, &base, &variant)).collect();
+    print_table(&all, &rows, &base, &variant);
     if let Some(path) = &args.json {
         let mut text = String::new();
-        for c in &all {
-            text.push_str(&json_line(c, &base, &variant).to_string());
+        for (c, (_, row)) in all.iter().zip(&rows) {
+            text.push_str(&json_line(c, row, &base, &variant).to_string());
             text.push('\n');
         }
         sparkles_perf_data::atomic_write::write_atomically(path, text.as_bytes())?;
         eprintln!("compare: {} cases written to {}", all.len(), path.display());
     }
+    if let Some(path) = &args.bench_json {
+        let variant_rows: Vec<BenchRow> = rows.iter().map(|(_, v)| v.clone()).collect();
+        let text = sparkles_bench::record::to_json_lines(&variant_rows);
+        sparkles_perf_data::atomic_write::write_atomically(path, text.as_bytes())?;
+        eprintln!(
+            "compare: {} sparkles.bench/1 rows written to {}",
+            variant_rows.len(),
+            path.display()
+        );
+    }
+    if !args.no_report {
+        write_reports(&all, &rows, &base, &variant, &target);
+    }
     Ok(())
+}
+
+/// A file `flag` names must be one that can be written: its folder exists. Said before
+/// anything is built or measured.
+fn writable(flag: &str, path: &Path) -> Result<(), Error> {
+    let folder = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if path.is_dir() {
+        return Err(Error::Usage {
+            flag: flag.to_string(),
+            message: format!("{} is a folder, not a file", path.display()),
+        });
+    }
+    if !folder.is_dir() {
+        return Err(Error::Usage {
+            flag: flag.to_string(),
+            message: format!(
+                "{}: its folder {} does not exist",
+                path.display(),
+                folder.display()
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Where a bench target's comparison keeps its files: the processes' logs, the profiles
+/// (`base/<case>/`, `profile/<case>/`) and the run report.
+fn bench_dir(target: &Path, bench: &str) -> PathBuf {
+    target.join("sparkles").join("compare").join(bench)
+}
+
+/// One run report page per bench target, both sides on it: the variant's rows against
+/// the base's.
+fn write_reports(
+    all: &[Compared],
+    rows: &[(BenchRow, BenchRow)],
+    base: &Side,
+    variant: &Side,
+    target: &Path,
+) {
+    let mut benches: Vec<&str> = all.iter().map(|c| c.bench.as_str()).collect();
+    benches.dedup();
+    let sides = format!(
+        "base {} against variant {}",
+        base.describe(),
+        variant.describe()
+    );
+    for bench in benches {
+        let (base_rows, variant_rows): (Vec<BenchRow>, Vec<BenchRow>) = all
+            .iter()
+            .zip(rows)
+            .filter(|(c, _)| c.bench == bench)
+            .map(|(_, r)| r.clone())
+            .unzip();
+        let dir = bench_dir(target, bench);
+        let path = sparkles_bench::run_report::path_in(&dir);
+        let page = sparkles_bench::run_report::RunReport {
+            suite: bench,
+            rows: &variant_rows,
+            baseline: Some(&base_rows),
+            baseline_name: Some(&sides),
+            machine_warning: None,
+            profile_dir: &dir.join("profile"),
+            kept: &[],
+        };
+        match page.write(&path) {
+            Ok(()) => eprintln!("report: {}", path.display()),
+            Err(e) => eprintln!("report: {bench}: not written: {e}"),
+        }
+    }
+}
+
+/// A case's rows (`sparkles.bench/1`): the base's (each round's mean of its two
+/// samples, base A1's counting pass and profile) and the variant's, compared with it
+/// (the paired verdict, the metrics of both counting passes, the explanation).
+fn rows_of(c: &Compared, base: &Side, variant: &Side) -> (BenchRow, BenchRow) {
+    let profiled = c.profiled.as_ref().and_then(|p| p.as_ref().ok());
+    let row = |samples: Vec<f64>, count: Option<&Value>, profile: Option<&ProfileSummary>| {
+        let field = |name: &str| count.map(|v| v[name].clone()).unwrap_or(Value::Null);
+        BenchRow {
+            schema: sparkles_bench::record::SCHEMA.to_string(),
+            case: c.case.clone(),
+            slug: sparkles_bench::slug(&c.case),
+            ok: true,
+            error: None,
+            iterations: c.iterations,
+            timing: Timing::from_samples(samples),
+            metrics: serde_json::from_value(field("metrics")).unwrap_or_default(),
+            metric_samples: serde_json::from_value(field("metric_samples")).unwrap_or_default(),
+            comparison: None,
+            counting: serde_json::from_value(field("counting")).unwrap_or_default(),
+            profile: profile.cloned(),
+        }
+    };
+    let base_row = row(
+        c.rounds.iter().map(|r| (r.base1 + r.base2) / 2.0).collect(),
+        c.counted.as_ref().map(|(b, _)| b),
+        profiled.map(|p| &p.base),
+    );
+    let mut variant_row = row(
+        c.rounds.iter().map(|r| r.variant).collect(),
+        c.counted.as_ref().map(|(_, v)| v),
+        profiled.map(|p| &p.variant),
+    );
+    if let Some(result) = &c.result {
+        let mut comparison = sparkles_bench::record::Comparison::from(result);
+        comparison.base_rev = Some(base.rev());
+        comparison.variant_rev = Some(variant.rev());
+        let unavailable = c
+            .counted
+            .as_ref()
+            .map(|(_, v)| v["unavailable"].clone())
+            .unwrap_or(Value::Null);
+        sparkles_bench::baseline::set_comparison(&mut variant_row, &base_row, comparison, &|id| {
+            unavailable[id].as_str().map(String::from)
+        });
+    }
+    (base_row, variant_row)
 }
 
 /// The three processes of one bench target, and its cases compared.
@@ -183,7 +343,7 @@ fn compare_bench(
 ) -> Result<Vec<Compared>, Error> {
     let mut harness: Vec<String> = args.harness_args.clone();
     harness.extend(args.filters.iter().cloned());
-    let logs = target.join("sparkles").join("compare").join(&base.name);
+    let logs = bench_dir(target, &base.name);
     let mut a1 = Served::start(
         "base A1",
         &base.path,
@@ -259,6 +419,7 @@ fn compare_bench(
             rounds: Vec::new(),
             result: None,
             profiled: None,
+            counted: None,
         });
     }
     // Rounds until every case's time is spent: a budget, decided before any result.
@@ -300,14 +461,20 @@ fn compare_bench(
     for c in &mut compared {
         c.result = paired(&c.rounds, args.noise_threshold);
         if args.profile {
-            let dir = logs.join(sparkles_bench::slug(&c.case));
             c.profiled = Some(profile_both(
                 &mut a1,
                 &mut b,
                 &c.case,
-                &dir,
+                &logs,
                 args.profile_time,
             ));
+        }
+        // After the profile: its figures are among the metrics where asked for.
+        if !args.no_count {
+            let count = |s: &mut Served| {
+                s.ask(json!({"op": "count", "case": c.case, "iterations": c.iterations}))
+            };
+            c.counted = Some((count(&mut a1)?, count(&mut b)?));
         }
         for s in [&mut a1, &mut b, &mut a2] {
             let _ = s.ask(json!({"op": "finish", "case": c.case}));
@@ -319,8 +486,10 @@ fn compare_bench(
     Ok(compared)
 }
 
-/// Profiles `case` on the base (A1) and the variant (B), captures in `dir`, and diffs the
-/// two profiles; an error says why there is no diff (the kernel refused sampling, say).
+/// Profiles `case` on the base (A1, into `<dir>/base/<case>/`) and the variant (B, into
+/// `<dir>/profile/<case>/`, diffed there against the base's by the variant's process:
+/// `diff.json`, `diff.svg`, its movers); an error says why there is no diff (the kernel
+/// refused sampling, say).
 fn profile_both(
     a1: &mut Served,
     b: &mut Served,
@@ -328,38 +497,58 @@ fn profile_both(
     dir: &Path,
     time: Duration,
 ) -> Result<Profiled, String> {
+    let slug = sparkles_bench::slug(case);
     let side = |s: &mut Served,
-                name: &str|
-     -> Result<(PathBuf, sparkles_report::profile::Profile), String> {
-        let capture = dir.join(name).join("capture.perf.data");
+                folder: &Path,
+                against: Option<&Path>|
+     -> Result<(PathBuf, ProfileSummary), String> {
+        // Nothing of an earlier comparison is left to be read as this one's.
+        match std::fs::remove_dir_all(folder) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(format!("{}: {e}", folder.display()))
+            }
+            _ => {}
+        }
+        let capture = folder.join("capture.perf.data");
         let answer = s
             .ask(json!({
                 "op": "profile",
                 "case": case,
                 "seconds": time.as_secs_f64(),
                 "path": capture,
+                "against": against,
             }))
             .map_err(|e| e.to_string())?;
-        if let Some(error) = answer["profile"]["error"].as_str() {
+        let summary: ProfileSummary = serde_json::from_value(answer["profile"].clone())
+            .map_err(|e| format!("{}: its profile answer: {e}", s.name))?;
+        if let Some(error) = &summary.error {
             return Err(format!("{}: no capture: {error}", s.name));
         }
-        // The profile is written beside its capture, as a run writes it.
-        let json = capture.with_file_name("profile.json");
-        let text = std::fs::read(&json).map_err(|e| format!("{}: {e}", json.display()))?;
-        let profile =
-            serde_json::from_slice(&text).map_err(|e| format!("{}: {e}", json.display()))?;
-        Ok((capture, profile))
+        Ok((capture, summary))
     };
-    let (base_capture, base) = side(a1, "base")?;
-    let (variant_capture, variant) = side(b, "variant")?;
-    let diff = sparkles_report::diff::diff(case, &base, &variant);
-    let diff_path = dir.join("diff.json");
-    let text = serde_json::to_vec_pretty(&diff).map_err(|e| e.to_string())?;
-    sparkles_perf_data::atomic_write::write_atomically(&diff_path, &text)
-        .map_err(|e| e.to_string())?;
+    let base_dir = dir.join("base").join(&slug);
+    let variant_dir = dir.join("profile").join(&slug);
+    let (base_capture, base) = side(a1, &base_dir, None)?;
+    let (variant_capture, variant) = side(b, &variant_dir, Some(&base_dir))?;
+    let diff_path = variant_dir.join("diff.json");
+    let diff = std::fs::read(&diff_path)
+        .map_err(|e| {
+            let why = variant
+                .notes
+                .iter()
+                .find(|n| n.contains("diff"))
+                .cloned()
+                .unwrap_or_else(|| format!("{}: {e}", diff_path.display()));
+            format!("no hot-function diff: {why}")
+        })
+        .and_then(|bytes| {
+            serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", diff_path.display()))
+        })?;
     Ok(Profiled {
         base_capture,
         variant_capture,
+        base,
+        variant,
         diff_path,
         diff,
     })
@@ -376,7 +565,7 @@ fn interval(low: Option<f64>, high: Option<f64>) -> String {
     }
 }
 
-fn print_table(all: &[Compared], base: &Side, variant: &Side) {
+fn print_table(all: &[Compared], rows: &[(BenchRow, BenchRow)], base: &Side, variant: &Side) {
     println!(
         "base {} against variant {}",
         base.describe(),
@@ -408,6 +597,14 @@ fn print_table(all: &[Compared], base: &Side, variant: &Side) {
     println!(
         "(change: the variant against the two base processes sampled around it, round by round; null: base A1 against base A2, the same code twice; a verdict clears zero and the null)"
     );
+    // What moved with a verdict's time: the counting passes' metrics, the profiles.
+    for (_, row) in rows {
+        let Some(c) = &row.comparison else { continue };
+        let change = matches!(c.verdict, Verdict::Regression | Verdict::Improvement);
+        if let (true, Some(e)) = (change, &c.explanation) {
+            println!("{}: why: {}", row.case, e.text);
+        }
+    }
     for c in all {
         match &c.profiled {
             None => {}
@@ -424,8 +621,9 @@ fn print_table(all: &[Compared], base: &Side, variant: &Side) {
     }
 }
 
-fn json_line(c: &Compared, base: &Side, variant: &Side) -> serde_json::Value {
+fn json_line(c: &Compared, row: &BenchRow, base: &Side, variant: &Side) -> Value {
     let r = c.result.as_ref();
+    let comparison = row.comparison.as_ref();
     json!({
         "schema": "sparkles.compare/1",
         "bench": c.bench,
@@ -446,6 +644,8 @@ fn json_line(c: &Compared, base: &Side, variant: &Side) -> serde_json::Value {
             "null_ci_high_pct": r.and_then(|r| r.null_ci_high_pct),
         },
         "samples": c.rounds,
+        "explanation": comparison.and_then(|c| c.explanation.as_ref()),
+        "metrics": comparison.map(|c| &c.metrics),
         "profile": match &c.profiled {
             None => serde_json::Value::Null,
             Some(Err(why)) => json!({"error": why}),
