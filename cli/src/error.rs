@@ -58,6 +58,19 @@ pub enum Error {
         /// What the command left: the file written whole, or as it was.
         kept: String,
     },
+    /// The recorded command could not be started (exit status 127 where it was not
+    /// found, 126 otherwise, as a shell gives).
+    #[error("cannot run '{command}': {source}")]
+    CannotRun {
+        /// The command, as given.
+        command: String,
+        /// Why exec failed.
+        source: std::io::Error,
+    },
+    /// The recorded command failed: its exit status (128 + N for signal N), passed on.
+    /// Already said where it happened.
+    #[error("the command failed (status {0})")]
+    CommandFailed(i32),
     /// Standard output could not be written.
     #[error("writing the output: {0}")]
     Output(std::io::Error),

@@ -113,6 +113,12 @@ fn main() {
             eprintln!("sparkles: {e}");
             std::process::exit(signal.exit_status());
         }
+        Err(Error::CommandFailed(status)) => std::process::exit(status),
+        Err(e @ Error::CannotRun { .. }) => {
+            eprintln!("error: {e}");
+            let not_found = matches!(&e, Error::CannotRun { source, .. } if source.kind() == std::io::ErrorKind::NotFound);
+            std::process::exit(if not_found { 127 } else { 126 });
+        }
         Err(e) => {
             eprintln!("error: {e}");
             std::process::exit(2);

@@ -406,6 +406,51 @@ fn record_a_command() {
     perf_reads(&path);
 }
 
+/// A command that cannot be started is an error naming it and why, with a shell's
+/// status (127 not found, 126 not executable), and no capture written (an earlier file
+/// at the path stays as it was); a command that fails passes its status on (128 + N for
+/// signal N), its capture written and its end said.
+#[test]
+fn record_says_how_the_command_ended_and_passes_its_status_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cmd.perf.data");
+    std::fs::write(&path, b"an earlier file").unwrap();
+    let o = path.to_str().unwrap();
+    for (command, status, why) in [
+        ("no-such-command-here", 127, "No such file or directory"),
+        ("/etc/passwd", 126, "Permission denied"),
+    ] {
+        let out = sparkles(&["record", "-o", o, "--", command]);
+        if refused(&out) {
+            return;
+        }
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(status), "{err}");
+        assert!(
+            err.contains(&format!("error: cannot run '{command}': {why}")),
+            "{err}"
+        );
+        assert!(!err.contains("written"), "{err}");
+        assert_eq!(std::fs::read(&path).unwrap(), b"an earlier file");
+    }
+    let out = sparkles(&["record", "-o", o, "--", "sh", "-c", "exit 3"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("'sh' exited with status 3"), "{err}");
+    assert!(err.contains("written to"), "{err}");
+    assert_ne!(std::fs::read(&path).unwrap(), b"an earlier file");
+    let out = sparkles(&["record", "-o", o, "--", "sh", "-c", "kill -TERM $$"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(128 + 15), "{err}");
+    assert!(err.contains("'sh' was ended by signal 15"), "{err}");
+    let out = sparkles(&["record", "-o", o, "--", "true"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 #[test]
 fn record_a_running_process_for_a_duration() {
     let mut child = Command::new("sh")

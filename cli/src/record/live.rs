@@ -41,9 +41,14 @@ pub(super) fn record(
     let session_restrictions = session.restrictions.len();
     wait_for_the_end(child.as_ref(), args.pid, deadline);
     let mut capture = session.finish();
+    let mut ended_by_itself = None;
     if let Some(c) = child.take() {
-        // Stopped by --duration or a signal: end the child as perf does.
-        c.kill_and_wait();
+        if c.exited() {
+            ended_by_itself = Some(c);
+        } else {
+            // Stopped by --duration or a signal: end the child as perf does.
+            c.kill_and_wait();
+        }
     }
     for u in &capture.uncovered {
         eprintln!("sparkles record: not covered: {u}");
@@ -53,7 +58,15 @@ pub(super) fn record(
     }
     let written = write(&mut capture, &args.output, started);
     let Some(signal) = interrupted() else {
-        return written;
+        written?;
+        // The command's own end is passed on, as a shell passes it on.
+        return match ended_by_itself.map(|c| c.end()) {
+            Some(End::Status(0)) | None => Ok(()),
+            Some(end) => {
+                eprintln!("sparkles record: '{}' {end}", args.command[0]);
+                Err(Error::CommandFailed(end.exit_status()))
+            }
+        };
     };
     let kept = match written {
         Ok(()) => format!(
@@ -93,6 +106,23 @@ fn start_command(
         });
     }
     let (read_end, write_end) = (fds[0], fds[1]);
+    // The exec's failure comes back on a second pipe, closed by a successful exec
+    // (O_CLOEXEC): its errno, or nothing.
+    let mut exec_fds = [0i32; 2];
+    // SAFETY: as above.
+    if unsafe { libc::pipe2(exec_fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        let e = std::io::Error::last_os_error();
+        // SAFETY: closing the pipe we own.
+        unsafe {
+            libc::close(read_end);
+            libc::close(write_end);
+        }
+        return Err(Error::Os {
+            what: "pipe",
+            source: e,
+        });
+    }
+    let (exec_read, exec_write) = (exec_fds[0], exec_fds[1]);
     // SAFETY: the child only calls close, read, execvp and _exit before replacing
     // itself, all async-signal-safe, on memory prepared before the fork.
     let pid = unsafe { libc::fork() };
@@ -100,8 +130,9 @@ fn start_command(
         let e = std::io::Error::last_os_error();
         // SAFETY: closing the pipe we own.
         unsafe {
-            libc::close(read_end);
-            libc::close(write_end);
+            for fd in [read_end, write_end, exec_read, exec_write] {
+                libc::close(fd);
+            }
         }
         return Err(Error::Os {
             what: "fork",
@@ -112,6 +143,7 @@ fn start_command(
         // SAFETY: see above; the pointers stay valid in the child's copy.
         unsafe {
             libc::close(write_end);
+            libc::close(exec_read);
             let mut byte = 0u8;
             // Exec only on the go byte: EOF means the parent gave up (or died).
             let mut n;
@@ -123,14 +155,19 @@ fn start_command(
             }
             if n == 1 {
                 libc::execvp(argv_ptrs[0], argv_ptrs.as_ptr());
+                let errno = (*libc::__errno_location()).to_ne_bytes();
+                libc::write(exec_write, errno.as_ptr().cast(), errno.len());
             }
             libc::_exit(127);
         }
     }
-    // SAFETY: closing our copy of the read end, which we own.
-    unsafe { libc::close(read_end) };
+    // SAFETY: closing our copies of the ends the child uses, which we own.
+    unsafe {
+        libc::close(read_end);
+        libc::close(exec_write);
+    }
     let session = Session::start(config, Target::Process(pid as u32), system);
-    let child = Child(pid);
+    let child = Child::new(pid);
     // The go byte only once sampling is on; without it the child exits unexec'd.
     // SAFETY: one byte from a valid buffer to our own pipe; then closing it.
     unsafe {
@@ -139,13 +176,44 @@ fn start_command(
         }
         libc::close(write_end);
     }
-    match session {
-        Ok(session) => Ok((session, child)),
-        Err(e) => {
+    let exec_error = session.is_ok().then(|| exec_failure(exec_read)).flatten();
+    // SAFETY: closing the exec pipe's read end, which we own.
+    unsafe { libc::close(exec_read) };
+    match (session, exec_error) {
+        (Ok(session), None) => Ok((session, child)),
+        (Ok(session), Some(source)) => {
+            // Nothing ran: no capture is written, the output is left as it was.
+            drop(session);
+            child.kill_and_wait();
+            Err(Error::CannotRun {
+                command: command[0].clone(),
+                source,
+            })
+        }
+        (Err(e), _) => {
             child.kill_and_wait();
             Err(e.into())
         }
     }
+}
+
+/// Waits for the child's exec: `None` once it succeeded (the pipe closed), else the
+/// error it failed with.
+fn exec_failure(fd: i32) -> Option<std::io::Error> {
+    let mut errno = [0u8; 4];
+    let mut got = 0;
+    while got < errno.len() {
+        // SAFETY: reading into the rest of a local buffer from our own pipe.
+        let n = unsafe { libc::read(fd, errno[got..].as_mut_ptr().cast(), errno.len() - got) };
+        if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+            continue;
+        }
+        if n <= 0 {
+            break;
+        }
+        got += n as usize;
+    }
+    (got == errno.len()).then(|| std::io::Error::from_raw_os_error(i32::from_ne_bytes(errno)))
 }
 
 /// Waits until the sampled command exits, the attached process ends, the deadline
@@ -223,15 +291,74 @@ fn compressed(written: &sparkles_perf_data::writer::Written) -> String {
 
 /// A child forked by `record`.
 #[derive(Debug)]
-struct Child(libc::pid_t);
+struct Child(libc::pid_t, std::cell::Cell<Option<i32>>);
+
+/// How the recorded command ended.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum End {
+    /// It exited with this status.
+    Status(i32),
+    /// A signal ended it.
+    Signal(i32),
+}
+
+impl End {
+    /// The status a shell gives for it: the exit status, or 128 + the signal.
+    fn exit_status(self) -> i32 {
+        match self {
+            End::Status(n) => n,
+            End::Signal(n) => 128 + n,
+        }
+    }
+}
+
+impl std::fmt::Display for End {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            End::Status(n) => write!(f, "exited with status {n}"),
+            End::Signal(n) => {
+                // SAFETY: strsignal returns a static (or thread-local) string or null.
+                let name = unsafe { libc::strsignal(n) };
+                let name = if name.is_null() {
+                    format!("signal {n}")
+                } else {
+                    // SAFETY: a NUL-terminated string from libc.
+                    let text = unsafe { std::ffi::CStr::from_ptr(name) };
+                    format!("signal {n} ({})", text.to_string_lossy())
+                };
+                write!(f, "was ended by {name}")
+            }
+        }
+    }
+}
 
 impl Child {
-    /// Whether it has exited (reaping it if so).
+    fn new(pid: libc::pid_t) -> Child {
+        Child(pid, std::cell::Cell::new(None))
+    }
+
+    /// Whether it has exited (reaping it if so, and keeping its status).
     fn exited(&self) -> bool {
+        if self.1.get().is_some() {
+            return true;
+        }
         let mut status = 0;
         // SAFETY: waitpid on our own child with a valid status pointer.
         let rc = unsafe { libc::waitpid(self.0, &mut status, libc::WNOHANG) };
+        if rc == self.0 {
+            self.1.set(Some(status));
+        }
         rc == self.0 || rc < 0
+    }
+
+    /// How it ended, once [`Child::exited`] said it had.
+    fn end(&self) -> End {
+        match self.1.get() {
+            Some(s) if libc::WIFSIGNALED(s) => End::Signal(libc::WTERMSIG(s)),
+            Some(s) => End::Status(libc::WEXITSTATUS(s)),
+            // Reaped elsewhere: its status is unknown, and nothing says it failed.
+            None => End::Status(0),
+        }
     }
 
     fn kill_and_wait(self) {
