@@ -1,13 +1,15 @@
 //! How often a planted change is found, and an unchanged case misjudged: `sparkles
 //! compare` (three processes, interleaved rounds, the null) against the harness's own
-//! `--save-baseline` then `--baseline` (two runs one after the other), at equal time per
-//! case, on a repository whose second commit plants +1%, +2% and +5% more work in three
-//! cases and leaves two alone (testdata/support/planted_repo.rs).
+//! `--save-baseline` then `--baseline` (two runs one after the other) and criterion 0.8's
+//! (the same two runs, of a criterion bench with the same cases and work), at equal time
+//! per case, on a repository whose second commit plants +1%, +2% and +5% more work in
+//! three cases and leaves two alone (testdata/support/planted_repo.rs).
 //!
 //! `cargo bench -p sparkles-cli --bench compare_power [-- --runs N --time SECS]`: N runs
 //! (10) of each way; SECS of measurement per case (2), which compare spends over its
-//! rounds and the baseline way splits between its two runs. Prints, per case, how many
-//! runs called it a regression, an improvement, or inside the noise, and the wall time.
+//! rounds and the two baseline ways split between their two runs (criterion with a 0.2 s
+//! warm-up on top). Prints, per case, how many runs called it a regression, an
+//! improvement, or inside the noise, and each way's wall time a run.
 
 #[path = "../../testdata/support/planted_repo.rs"]
 mod planted_repo;
@@ -46,12 +48,86 @@ fn json_lines(path: &Path) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// The criterion bench `crit` of commit `rev`, built by `cargo bench --no-run` in a worktree
+/// of `repo` into `target`, copied to `kept` (each commit's build has the same file name).
+fn criterion_exe(repo: &Path, rev: &str, trees: &Path, target: &Path, kept: &Path) -> PathBuf {
+    let tree = trees.join(rev);
+    planted_repo::git(
+        repo,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "--detach",
+            &tree.to_string_lossy(),
+            rev,
+        ],
+    );
+    let out = Command::new("cargo")
+        .args([
+            "bench",
+            "--no-run",
+            "--bench",
+            "crit",
+            "--message-format=json-render-diagnostics",
+        ])
+        .current_dir(&tree)
+        .env("CARGO_TARGET_DIR", target)
+        .output()
+        .expect("cargo runs");
+    assert!(
+        out.status.success(),
+        "the criterion bench at {rev} does not build: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let built = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|m| m["reason"] == "compiler-artifact" && m["target"]["name"] == "crit")
+        .find_map(|m| m["executable"].as_str().map(PathBuf::from))
+        .expect("cargo names the criterion bench's executable");
+    std::fs::copy(&built, kept).expect("the criterion bench is copied");
+    kept.to_path_buf()
+}
+
+/// Criterion's verdict per case in a `--baseline` run's output: the case from the line
+/// that starts with its name (`spin/plus1pct   time: [...]`), the verdict from the
+/// explanation below it.
+fn criterion_verdicts(stdout: &str) -> Vec<(String, &'static str)> {
+    let names: Vec<&str> = CASES.iter().map(|c| c.0).chain(["spin/same"]).collect();
+    let mut case = None;
+    let mut verdicts = Vec::new();
+    for line in stdout.lines() {
+        if let Some(first) = line.split_whitespace().next() {
+            if !line.starts_with(char::is_whitespace) && names.contains(&first) {
+                case = Some(first.to_string());
+            }
+        }
+        let verdict = if line.contains("Performance has regressed.") {
+            "regression"
+        } else if line.contains("Performance has improved.") {
+            "improvement"
+        } else if line.contains("No change in performance detected.")
+            || line.contains("Change within noise threshold.")
+        {
+            "inside_the_noise"
+        } else {
+            continue;
+        };
+        if let Some(c) = case.take() {
+            verdicts.push((c, verdict));
+        }
+    }
+    verdicts
+}
+
 fn main() {
     let runs = support::number_arg("--runs", 10.0) as u32;
     let seconds = support::number_arg("--time", 2.0);
     let repo = tempfile::tempdir().expect("a scratch folder");
+    let scratch = tempfile::tempdir().expect("a scratch folder");
     let harness = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench-integration");
-    planted_repo::repository(repo.path(), &harness, &CASES, false);
+    planted_repo::repository_with_criterion(repo.path(), &harness, &CASES, false);
     let exe = PathBuf::from(env!("CARGO_BIN_EXE_sparkles"));
     let target = exe
         .parent()
@@ -64,8 +140,10 @@ fn main() {
     let mut paired_wall = 0.0;
     for run in 0..runs {
         let start = Instant::now();
+        // Only the sparkles bench: the criterion one does not serve.
         let out = Command::new(&exe)
-            .args(["compare", "--base", "HEAD~1", "--time", &time, "--json"])
+            .args(["compare", "--base", "HEAD~1", "--bench", "planted"])
+            .args(["--time", &time, "--json"])
             .arg(&json)
             .current_dir(repo.path())
             .env("CARGO_TARGET_DIR", &target)
@@ -129,17 +207,78 @@ fn main() {
             count(&mut saved, row["case"].as_str().unwrap_or("?"), verdict);
         }
     }
+    eprintln!("compare_power: save-then-compare's verdicts: {saved:?}");
+    // Criterion: the base saves baseline `power`, the variant compares with it, each given
+    // half a case's time; a fresh criterion folder a run, read and written by both.
+    let crit = [
+        criterion_exe(
+            repo.path(),
+            &base_rev,
+            scratch.path(),
+            &target,
+            &scratch.path().join("crit-base"),
+        ),
+        criterion_exe(
+            repo.path(),
+            &variant_rev,
+            scratch.path(),
+            &target,
+            &scratch.path().join("crit-variant"),
+        ),
+    ];
+    let home = scratch.path().join("criterion");
+    let half = format!("{}", seconds / 2.0);
+    let mut criterion = Tally::new();
+    let mut criterion_wall = 0.0;
+    for run in 0..runs {
+        let _ = std::fs::remove_dir_all(&home);
+        let start = Instant::now();
+        let mut said = String::new();
+        for (exe, flags) in crit
+            .iter()
+            .zip([["--save-baseline", "power"], ["--baseline", "power"]])
+        {
+            let out = Command::new(exe)
+                .args(["--bench", "--noplot", "--color", "never"])
+                .args(["--measurement-time", &half, "--warm-up-time", "0.2"])
+                .args(flags)
+                .env("CRITERION_HOME", &home)
+                .current_dir(repo.path())
+                .output()
+                .expect("the criterion bench runs");
+            assert!(
+                out.status.success(),
+                "run {run}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            said = String::from_utf8_lossy(&out.stdout).into_owned();
+        }
+        criterion_wall += start.elapsed().as_secs_f64();
+        let verdicts = criterion_verdicts(&said);
+        if verdicts.len() != CASES.len() + 1 {
+            eprintln!("compare_power: run {run}: criterion gave {verdicts:?} in:\n{said}");
+        }
+        for (case, verdict) in verdicts {
+            count(&mut criterion, &case, verdict);
+        }
+    }
+    eprintln!("compare_power: criterion's verdicts: {criterion:?}");
     println!(
-        "{runs} runs each, {seconds} s of measurement per case (compare: {:.1} s a run; save-then-compare: {:.1} s a run)",
+        "{runs} runs each, {seconds} s of measurement per case (compare: {:.1} s a run; save-then-compare: {:.1} s a run; criterion: {:.1} s a run)",
         paired_wall / f64::from(runs),
-        saved_wall / f64::from(runs)
+        saved_wall / f64::from(runs),
+        criterion_wall / f64::from(runs)
     );
     println!(
         "{:<16} {:<22} {:>10} {:>11} {:>16}",
         "case", "way", "regression", "improvement", "inside the noise"
     );
     for (case, _, _) in CASES.iter().chain([("spin/same", 0, 0)].iter()) {
-        for (way, tally) in [("compare", &paired), ("save, then compare", &saved)] {
+        for (way, tally) in [
+            ("compare", &paired),
+            ("save, then compare", &saved),
+            ("criterion", &criterion),
+        ] {
             let t = tally.get(*case).cloned().unwrap_or_default();
             let n = |k: &str| t.get(k).copied().unwrap_or(0);
             println!(

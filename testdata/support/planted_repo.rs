@@ -1,7 +1,7 @@
 //! A git repository of a package whose sparkles bench plants changes: a commit whose bench
 //! does not build, the base, and the variant, in which each planted case does more work
-//! (and, where asked, a case only the variant has). For `sparkles compare`'s test and its
-//! power bench.
+//! (and, where asked, a case only the variant has); where asked, a criterion bench beside
+//! it plants the same work. For `sparkles compare`'s test and its power bench.
 
 #![allow(dead_code)] // each user takes what it needs
 #![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
@@ -40,6 +40,39 @@ fn main() {{
     )
 }
 
+/// The criterion bench at one side: the same cases, names and `spin` work as
+/// [`bench_source`]'s.
+fn criterion_source(planted: &[(&str, u64)], extra_case: bool) -> String {
+    let mut cases =
+        String::from("    c.bench_function(\"spin/same\", |b| b.iter(|| spin(20_000)));\n");
+    for (name, work) in planted {
+        cases.push_str(&format!(
+            "    c.bench_function(\"{name}\", |b| b.iter(|| spin({work})));\n"
+        ));
+    }
+    if extra_case {
+        cases.push_str("    c.bench_function(\"spin/new\", |b| b.iter(|| spin(1_000)));\n");
+    }
+    format!(
+        r#"use criterion::{{criterion_group, criterion_main, Criterion}};
+
+fn spin(n: u64) -> u64 {{
+    let mut x = 1u64;
+    for i in 0..n {{
+        x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(i));
+    }}
+    x
+}}
+
+fn cases(c: &mut Criterion) {{
+{cases}}}
+
+criterion_group!(planted, cases);
+criterion_main!(planted);
+"#
+    )
+}
+
 /// Runs git in `dir`, which must succeed.
 pub fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
@@ -60,7 +93,39 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
 /// variant; `planted` names each case with its base and variant work; the package depends
 /// on the harness at `harness` (bench-integration/).
 pub fn repository(dir: &Path, harness: &Path, planted: &[(&str, u64, u64)], extra_case: bool) {
+    make(dir, harness, planted, extra_case, false);
+}
+
+/// [`repository`], whose package also has a criterion bench, `crit` (criterion 0.8 as the
+/// workspace builds it, without default features), with the same cases and work at every
+/// commit (the base's at HEAD~2).
+pub fn repository_with_criterion(
+    dir: &Path,
+    harness: &Path,
+    planted: &[(&str, u64, u64)],
+    extra_case: bool,
+) {
+    make(dir, harness, planted, extra_case, true);
+}
+
+fn make(
+    dir: &Path,
+    harness: &Path,
+    planted: &[(&str, u64, u64)],
+    extra_case: bool,
+    criterion: bool,
+) {
     let harness = harness.canonicalize().unwrap();
+    // Without rayon and plotters (criterion's defaults), which the workspace's lock file
+    // does not hold: the package then resolves offline.
+    let (criterion_dep, criterion_bench) = if criterion {
+        (
+            "criterion = { version = \"0.8\", default-features = false, features = [\"cargo_bench_support\"] }\n",
+            "\n[[bench]]\nname = \"crit\"\nharness = false\n",
+        )
+    } else {
+        ("", "")
+    };
     std::fs::create_dir_all(dir.join("benches")).unwrap();
     std::fs::create_dir_all(dir.join("src")).unwrap();
     std::fs::write(
@@ -75,11 +140,11 @@ edition = "2021"
 
 [dev-dependencies]
 sparkles-bench = {{ path = "{}" }}
-
+{criterion_dep}
 [[bench]]
 name = "planted"
 harness = false
-
+{criterion_bench}
 [profile.bench]
 debug = "line-tables-only"
 "#,
@@ -99,16 +164,26 @@ debug = "line-tables-only"
     git(dir, &["config", "user.email", "test@example.invalid"]);
     git(dir, &["config", "user.name", "test"]);
     std::fs::write(dir.join("benches/planted.rs"), "fn main() { not rust }\n").unwrap();
+    let base: Vec<(&str, u64)> = planted.iter().map(|&(n, b, _)| (n, b)).collect();
+    let variant: Vec<(&str, u64)> = planted.iter().map(|&(n, _, v)| (n, v)).collect();
+    if criterion {
+        std::fs::write(dir.join("benches/crit.rs"), criterion_source(&base, false)).unwrap();
+    }
     git(dir, &["add", "."]);
     git(dir, &["commit", "-q", "-m", "a bench that does not build"]);
-    let base: Vec<(&str, u64)> = planted.iter().map(|&(n, b, _)| (n, b)).collect();
     std::fs::write(dir.join("benches/planted.rs"), bench_source(&base, false)).unwrap();
     git(dir, &["commit", "-q", "-am", "base"]);
-    let variant: Vec<(&str, u64)> = planted.iter().map(|&(n, _, v)| (n, v)).collect();
     std::fs::write(
         dir.join("benches/planted.rs"),
         bench_source(&variant, extra_case),
     )
     .unwrap();
+    if criterion {
+        std::fs::write(
+            dir.join("benches/crit.rs"),
+            criterion_source(&variant, extra_case),
+        )
+        .unwrap();
+    }
     git(dir, &["commit", "-q", "-am", "variant: more work planted"]);
 }
