@@ -206,10 +206,30 @@ pub fn set_comparison(
         .as_ref()
         .map(|p| p.significant_movers())
         .unwrap_or_default();
+    // Why the profile names no function, where it names none.
+    let where_missing = match &row.profile {
+        _ if !movers.is_empty() => None,
+        None => Some(
+            "not profiled (run with --profile, against a baseline saved with --profile)"
+                .to_string(),
+        ),
+        Some(p) => Some(
+            p.error
+                .as_ref()
+                .map(|e| format!("no capture: {e}"))
+                .or_else(|| {
+                    p.notes
+                        .iter()
+                        .find_map(|n| n.strip_prefix("no profile diff: ").map(String::from))
+                })
+                .unwrap_or_else(|| "no hot function moved beyond the sampling noise".to_string()),
+        ),
+    };
     comparison.explanation = Some(crate::explain::explain(
         &comparison,
         instructions_missing.as_deref(),
         &movers,
+        where_missing.as_deref(),
     ));
     row.comparison = Some(comparison);
 }

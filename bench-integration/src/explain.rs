@@ -83,7 +83,9 @@ pub enum Cause {
     LessIo,
     /// Several of the above at once.
     Mixed,
-    /// The time moved and no measured cause did.
+    /// No counted cause moved, and the profile's hot functions did: where, not why.
+    MovedFunctions,
+    /// The time moved and no measured cause did (no counter, no profiled function).
     Unexplained,
     /// The time did not move (inside the noise, or too few samples to tell).
     None,
@@ -105,6 +107,7 @@ impl Cause {
             Cause::FewerSyscalls => "fewer syscalls",
             Cause::LessIo => "less I/O",
             Cause::Mixed => "mixed",
+            Cause::MovedFunctions => "moved functions",
             Cause::Unexplained => "unexplained",
             Cause::None => "none",
         }
@@ -250,11 +253,14 @@ fn short(v: f64) -> String {
 
 /// The explanation of `row`'s change (its `comparison` set, its metrics compared):
 /// `instructions_missing` says why instructions and cycles are unavailable, where they
-/// are; `movers` are the profile's significant movers (`name`, change in points).
+/// are; `movers` are the profile's significant movers (`name`, change in points), and
+/// `where_missing` says why there are none where the profile could not say (a baseline
+/// saved without `--profile`, a run without it).
 pub fn explain(
     comparison: &crate::record::Comparison,
     instructions_missing: Option<&str>,
     movers: &[(String, f64)],
+    where_missing: Option<&str>,
 ) -> Explanation {
     let metric = |id: &str| comparison.metrics.iter().find(|m| m.id == id);
     let interval = |pct: f64, low: Option<f64>, high: Option<f64>| match (low, high) {
@@ -368,31 +374,43 @@ pub fn explain(
             ));
         }
     }
-    let kind = match causes.as_slice() {
-        [] => Cause::Unexplained,
-        [(k, _)] => *k,
-        _ => Cause::Mixed,
-    };
-    let mut parts: Vec<String> = causes.into_iter().map(|(_, t)| t).collect();
-    if parts.is_empty() {
-        let clock = metric("task-clock")
-            .map(|m| format!(" (task-clock/iter {})", pct(m)))
-            .unwrap_or_default();
-        parts.push(format!("no measured cause moved{clock}"));
-    }
-    if let Some(why) = instructions_missing {
-        parts.push(format!("instructions and cycles unavailable: {why}"));
-    }
-    let mut text = format!("{head}: {}", parts.join("; "));
     let shown: Vec<String> = movers
         .iter()
         .take(3)
         .map(|(name, pp)| format!("{name} {pp:+.1} pp"))
         .collect();
-    if !shown.is_empty() {
-        text.push_str(&format!("; where: {}", shown.join(", ")));
+    let kind = match causes.as_slice() {
+        [] if !shown.is_empty() => Cause::MovedFunctions,
+        [] => Cause::Unexplained,
+        [(k, _)] => *k,
+        _ => Cause::Mixed,
+    };
+    let mut parts: Vec<String> = causes.into_iter().map(|(_, t)| t).collect();
+    let where_part = if shown.is_empty() {
+        where_missing.map(|why| format!("where: {why}"))
+    } else {
+        Some(format!("where: {}", shown.join(", ")))
+    };
+    // With no counted cause, where the time went leads the line.
+    if kind == Cause::MovedFunctions {
+        parts.extend(where_part.clone());
     }
-    Explanation { kind, text }
+    if parts.is_empty() || kind == Cause::MovedFunctions {
+        let clock = metric("task-clock")
+            .map(|m| format!(" (task-clock/iter {})", pct(m)))
+            .unwrap_or_default();
+        parts.push(format!("no counted cause moved{clock}"));
+    }
+    if let Some(why) = instructions_missing {
+        parts.push(format!("instructions and cycles unavailable: {why}"));
+    }
+    if kind != Cause::MovedFunctions {
+        parts.extend(where_part);
+    }
+    Explanation {
+        kind,
+        text: format!("{head}: {}", parts.join("; ")),
+    }
 }
 
 #[cfg(test)]
@@ -466,7 +484,7 @@ mod tests {
                 change("ipc", 1.0, 1.0),
             ],
         );
-        let e = explain(&work, None, &[("mix_bits".into(), 9.3)]);
+        let e = explain(&work, None, &[("mix_bits".into(), 9.3)], None);
         assert_eq!(e.kind, Cause::MoreWork, "{}", e.text);
         assert!(
             e.text
@@ -485,12 +503,12 @@ mod tests {
             ],
         );
         assert_eq!(
-            explain(&slower, None, &[]).kind,
+            explain(&slower, None, &[], None).kind,
             Cause::SlowerPerInstruction
         );
 
         let faults = regression(30.0, vec![change("rusage.minor_faults", 0.0, 1024.0)]);
-        let e = explain(&faults, Some("ENOENT: no PMU"), &[]);
+        let e = explain(&faults, Some("ENOENT: no PMU"), &[], None);
         assert_eq!(e.kind, Cause::MoreFaults, "{}", e.text);
         assert!(
             e.text
@@ -500,10 +518,13 @@ mod tests {
         );
 
         let syscalls = regression(50.0, vec![change("syscalls", 2.0, 52.0)]);
-        assert_eq!(explain(&syscalls, None, &[]).kind, Cause::MoreSyscalls);
+        assert_eq!(
+            explain(&syscalls, None, &[], None).kind,
+            Cause::MoreSyscalls
+        );
 
         let io = regression(50.0, vec![change("io.rchar", 4096.0, 1048576.0)]);
-        assert_eq!(explain(&io, None, &[]).kind, Cause::MoreIo);
+        assert_eq!(explain(&io, None, &[], None).kind, Cause::MoreIo);
 
         let both = regression(
             40.0,
@@ -512,7 +533,37 @@ mod tests {
                 change("rusage.minor_faults", 1.0, 100.0),
             ],
         );
-        assert_eq!(explain(&both, None, &[]).kind, Cause::Mixed);
+        assert_eq!(explain(&both, None, &[], None).kind, Cause::Mixed);
+    }
+
+    #[test]
+    fn where_leads_when_no_counted_cause_moved_and_its_absence_is_said() {
+        let clock = regression(25.0, vec![change("task-clock", 1e6, 1.25e6)]);
+        let movers = [("extra_fnv".to_string(), 24.3)];
+        let e = explain(&clock, Some("ENOENT: no PMU"), &movers, None);
+        assert_eq!(e.kind, Cause::MovedFunctions, "{}", e.text);
+        assert_eq!(
+            e.text,
+            "regression +25.0% [+23.0, +27.0]: where: extra_fnv +24.3 pp; no counted cause moved (task-clock/iter +25.0%); instructions and cycles unavailable: ENOENT: no PMU"
+        );
+        // No movers: why there are none ends the line, and the cause stays unexplained.
+        let e = explain(&clock, None, &[], Some("the baseline has no profile"));
+        assert_eq!(e.kind, Cause::Unexplained, "{}", e.text);
+        assert!(
+            e.text.ends_with("; where: the baseline has no profile"),
+            "{}",
+            e.text
+        );
+        // A counted cause leads; where follows it.
+        let faults = regression(30.0, vec![change("rusage.minor_faults", 0.0, 1024.0)]);
+        let e = explain(&faults, None, &movers, None);
+        assert_eq!(e.kind, Cause::MoreFaults, "{}", e.text);
+        assert!(
+            e.text.ends_with("; where: extra_fnv +24.3 pp"),
+            "{}",
+            e.text
+        );
+        assert!(!e.text.contains("no counted cause"), "{}", e.text);
     }
 
     #[test]
@@ -524,7 +575,7 @@ mod tests {
             null_ci_low_pct: Some(-0.9),
             null_ci_high_pct: Some(0.4),
         });
-        let e = explain(&c, None, &[]);
+        let e = explain(&c, None, &[], None);
         assert!(
             e.text
                 .starts_with("regression +5.0% [+3.0, +7.0] (null -0.3% [-0.9, +0.4]): "),
@@ -532,7 +583,7 @@ mod tests {
             e.text
         );
         c.verdict = Verdict::InsideTheNoise;
-        let e = explain(&c, None, &[]);
+        let e = explain(&c, None, &[], None);
         assert_eq!(
             e.text,
             "inside the noise +5.0% [+3.0, +7.0] (null -0.3% [-0.9, +0.4]): nothing to explain"
@@ -542,7 +593,7 @@ mod tests {
     #[test]
     fn without_a_pmu_time_alone_is_never_more_work() {
         let clock = regression(25.0, vec![change("task-clock", 1e6, 1.25e6)]);
-        let e = explain(&clock, Some("ENOENT: no PMU for this event"), &[]);
+        let e = explain(&clock, Some("ENOENT: no PMU for this event"), &[], None);
         assert_eq!(e.kind, Cause::Unexplained, "{}", e.text);
         assert!(e.text.contains("task-clock/iter +25.0%"), "{}", e.text);
         assert!(
@@ -556,6 +607,6 @@ mod tests {
     fn the_same_code_explains_nothing() {
         let mut same = regression(0.0, vec![change("instructions", 1e6, 1e6)]);
         same.verdict = Verdict::InsideTheNoise;
-        assert_eq!(explain(&same, None, &[]).kind, Cause::None);
+        assert_eq!(explain(&same, None, &[], None).kind, Cause::None);
     }
 }

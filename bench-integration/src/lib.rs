@@ -203,7 +203,7 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
     // Everything that can fail on bad input fails here, before anything is measured.
     let mut files = RunFiles::prepare(args, &suite_name)?;
     let mut console = Console::new(args);
-    files.warn_about_the_baseline();
+    files.warn_about_the_baseline(args);
     for note in catalog::unavailable_notes(selection.metrics(), |m| {
         selection.is_filtered() || asked.contains(&m.source)
     }) {
@@ -402,8 +402,23 @@ impl RunFiles {
     }
 
     /// Says when the baseline was measured elsewhere, or cannot say where.
-    fn warn_about_the_baseline(&self) {
+    fn warn_about_the_baseline(&self, args: &HarnessArgs) {
         let Some(base) = &self.baseline else { return };
+        // The hot-function diff ("where" in each verdict's line) needs a profile on both
+        // sides: said before anything is measured.
+        let profiled = base.rows.iter().any(|r| r.profile.is_some());
+        let name = args.baseline.as_deref().unwrap_or("NAME");
+        match (args.profile.is_some(), profiled) {
+            (true, false) => eprintln!(
+                "warning: baseline {} was saved without --profile: this run's profiles have nothing to be diffed against, so no verdict will say where the time went; save it with `--profile --save-baseline {name}`",
+                base.path.display()
+            ),
+            (false, true) => eprintln!(
+                "note: baseline {} was saved with --profile and this run has none: add --profile for the hot-function diff (where the time went)",
+                base.path.display()
+            ),
+            _ => {}
+        }
         match &base.environment {
             Some(then) => {
                 let differences = then.differences(&self.environment);

@@ -190,6 +190,13 @@ fn each_planted_cause_is_named_and_the_same_code_explains_nothing() {
             "{}",
             e.text
         );
+        // Neither run profiled: the line says where could not be told, and how to.
+        assert!(
+            e.text
+                .ends_with("; where: not profiled (run with --profile, against a baseline saved with --profile)"),
+            "{}",
+            e.text
+        );
         assert!(
             c.metrics_missing.is_empty() || c.metrics_missing.iter().all(|m| !m.reason.is_empty())
         );
