@@ -228,8 +228,9 @@ pub struct HarnessArgs {
     #[arg(long, value_name = "N")]
     pub profile_period: Option<u64>,
 
-    /// How long each case's body runs under the sampler.
-    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = parse_duration)]
+    /// How long each case's body runs under the sampler: a duration (`2s`, `500ms`) or a
+    /// number of seconds, as criterion's `--profile-time` takes it.
+    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = parse_seconds)]
     pub profile_time: Duration,
 
     /// Bytes of user stack copied per sample (for DWARF unwinding); 0 for frame-pointer
@@ -282,6 +283,49 @@ pub enum ColorChoice {
     Never,
 }
 
+impl HarnessArgs {
+    /// The `--profile-*` flags given on this command line (set away from their
+    /// defaults): without `--profile` they do nothing in a run, which is said.
+    pub fn profile_flags_given(&self) -> Vec<&'static str> {
+        let defaults = HarnessArgs::default_values();
+        [
+            ("--profile-event", self.profile_event.is_some()),
+            ("--profile-freq", self.profile_freq != defaults.profile_freq),
+            ("--profile-period", self.profile_period.is_some()),
+            ("--profile-time", self.profile_time != defaults.profile_time),
+            (
+                "--profile-stack",
+                self.profile_stack != defaults.profile_stack,
+            ),
+            ("--profile-full-stacks", self.profile_full_stacks),
+            ("--profile-format", !self.profile_format.is_empty()),
+            ("--profile-no-compress", self.profile_no_compress),
+            (
+                "--profile-unwind",
+                self.profile_unwind != defaults.profile_unwind,
+            ),
+        ]
+        .into_iter()
+        .filter_map(|(flag, given)| given.then_some(flag))
+        .collect()
+    }
+
+    fn default_values() -> HarnessArgs {
+        // The empty command line parses: every flag has a default or is optional.
+        <HarnessArgs as clap::Parser>::try_parse_from(["bench"])
+            .unwrap_or_else(|e| unreachable!("the harness's flags have no defaults: {e}"))
+    }
+}
+
+/// A duration, or a bare number of seconds (criterion's spelling of `--profile-time`).
+fn parse_seconds(text: &str) -> Result<Duration, String> {
+    match text.trim().parse::<f64>() {
+        Ok(seconds) => Duration::try_from_secs_f64(seconds)
+            .map_err(|_| format!("'{text}' is not a number of seconds")),
+        Err(_) => parse_duration(text),
+    }
+}
+
 fn parse_duration(text: &str) -> Result<Duration, String> {
     if text.trim().chars().all(|c| c.is_ascii_digit() || c == '.') {
         return Err(format!("'{text}' needs a unit (ns, us, ms, s)"));
@@ -328,6 +372,24 @@ mod tests {
         assert_eq!(a.sample_order, SampleOrder::Blocked);
         let a = parse(&["--metrics", "rusage.*,io.syscr"]).unwrap();
         assert_eq!(a.metrics.unwrap(), ["rusage.*", "io.syscr"]);
+        // --profile-time as criterion takes it (seconds), or with a unit.
+        assert_eq!(
+            parse(&["--profile-time", "2"]).unwrap().profile_time,
+            Duration::from_secs(2)
+        );
+        assert_eq!(
+            parse(&["--profile-time", "250ms"]).unwrap().profile_time,
+            Duration::from_millis(250)
+        );
+        let e = parse(&["--profile-time=-1"]).unwrap_err().to_string();
+        assert!(e.contains("--profile-time"), "{e}");
+        // The profile flags a command line gave, for the warning without --profile.
+        assert!(parse(&[]).unwrap().profile_flags_given().is_empty());
+        let a = parse(&["--profile-event", "cpu-clock", "--profile-time", "1s"]).unwrap();
+        assert_eq!(
+            a.profile_flags_given(),
+            ["--profile-event", "--profile-time"]
+        );
     }
 
     #[test]

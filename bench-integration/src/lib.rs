@@ -200,6 +200,20 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
     if !args.bench {
         return Ok(smoke(cases, args, filtered_out));
     }
+    // A filter that matches nothing (cargo passes it to every bench target): said, and
+    // nothing written: no empty table, baseline or run report in place of the last.
+    if cases.is_empty() && filtered_out > 0 {
+        eprintln!(
+            "{suite_name}: the filters {} leave none of its {filtered_out} cases (`--list` names them): nothing run, no file written",
+            args.filters
+                .iter()
+                .chain(&args.skip)
+                .map(|f| format!("'{f}'"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        return Ok(Outcome::default());
+    }
     // Everything that can fail on bad input fails here, before anything is measured.
     let mut files = RunFiles::prepare(args, &suite_name)?;
     let mut console = Console::new(args);
@@ -478,6 +492,16 @@ fn protocol(
         profile: None,
     };
     let mut profile_note = String::new();
+    if args.profile.is_none() {
+        let given = args.profile_flags_given();
+        if !given.is_empty() {
+            eprintln!(
+                "warning: {} {} nothing without --profile: no case is sampled in this run (add --profile)",
+                given.join(", "),
+                if given.len() == 1 { "does" } else { "do" }
+            );
+        }
+    }
     // Where nothing can be sampled the catalog has said why (the profile metrics are
     // unavailable, with the reason): the flags are still checked, and no pass runs.
     if args.profile.is_some() && sparkles_sampler::UNAVAILABLE.is_some() {

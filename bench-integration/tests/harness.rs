@@ -154,6 +154,44 @@ fn a_corrupt_or_missing_baseline_fails_before_measuring_and_is_left_alone() {
     assert!(!json.exists(), "nothing is written by a run that failed");
 }
 
+/// A filter that matches no case runs nothing and writes nothing: the last run's report,
+/// rows and baseline stay as they were (cargo passes one filter to every bench target,
+/// so this is no failure).
+#[test]
+fn a_filter_that_matches_nothing_writes_nothing() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().to_str().unwrap();
+    let json = dir.path().join("rows.jsonl");
+    let run = |filter: &str| {
+        run_main(
+            demo::suite(),
+            args(&[
+                "--bench",
+                "--samples",
+                "6",
+                "--out-dir",
+                out_dir,
+                "--bench-json",
+                json.to_str().unwrap(),
+                "--save-baseline",
+                "b",
+                filter,
+            ]),
+        )
+    };
+    assert_eq!(run("compute/sieve"), 0);
+    let report = sparkles_bench::run_report::path_in(dir.path());
+    let kept = |p: &std::path::Path| std::fs::read(p).unwrap();
+    let before = [kept(&json), kept(&report)];
+    assert_eq!(run("no/such/case"), 0);
+    assert_eq!([kept(&json), kept(&report)], before);
+    let saved = dir.path().join("baselines/b/demo.jsonl");
+    assert!(std::fs::read_to_string(&saved)
+        .unwrap()
+        .contains("compute/sieve"));
+}
+
 #[test]
 #[cfg(unix)] // getrusage's fault counts
 fn tier0_reads_zero_faults_for_a_quiet_body_and_one_per_touched_page() {

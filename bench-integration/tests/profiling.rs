@@ -238,6 +238,14 @@ fn a_profiled_baseline_gives_each_case_a_hot_function_diff() {
         .unwrap()
         .trim_end()
         .ends_with("</svg>"));
+    // A later run without the baseline leaves no diff of the earlier one beside its
+    // capture.
+    let third = run(
+        suite(),
+        &flags(&[]).iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    assert!(third.rows[0].profile.as_ref().unwrap().movers.is_empty());
+    assert!(!case.join("diff.json").exists() && !case.join("diff.svg").exists());
 }
 
 /// `--profile=mem` on a case that touches a fresh 4 MiB buffer each iteration: on a

@@ -121,6 +121,10 @@ pub(crate) fn read_captures(
                 .join("profile")
                 .join(&slug)
         };
+        // An earlier run's diff is not this capture's: gone whether or not one is made.
+        for name in ["diff.json", "diff.svg"] {
+            let _ = std::fs::remove_file(dir.join(name));
+        }
         if let Some(against) = against {
             let from = match against {
                 Against::Baseline(base) => beside(&base.path),
