@@ -186,7 +186,28 @@ pub fn set_comparison(
     mut comparison: crate::record::Comparison,
     unavailable: &dyn Fn(&str) -> Option<String>,
 ) {
-    let (metrics, missing) = crate::explain::compare_metrics(base_row, row, unavailable);
+    let (mut metrics, mut missing) = crate::explain::compare_metrics(base_row, row, unavailable);
+    // The profile pass's own figures (its sample and loss counts) say how well the case
+    // was sampled, not how it ran: not compared.
+    metrics.retain(|m| !m.id.starts_with("profile."));
+    missing.retain(|m| !m.id.starts_with("profile."));
+    // Throughput is the timing inverted: its change, interval and verdict are timing's,
+    // never a second verdict from one value a side.
+    for m in metrics
+        .iter_mut()
+        .filter(|m| m.id.starts_with("throughput."))
+    {
+        let inverted = |pct: f64| (1.0 / (1.0 + pct / 100.0) - 1.0) * 100.0;
+        m.change_pct = Some(inverted(comparison.delta_pct));
+        m.ci_low_pct = comparison.ci_high_pct.map(inverted);
+        m.ci_high_pct = comparison.ci_low_pct.map(inverted);
+        m.verdict = match comparison.verdict {
+            crate::stats::Verdict::Regression => crate::explain::MetricVerdict::Lower,
+            crate::stats::Verdict::Improvement => crate::explain::MetricVerdict::Higher,
+            crate::stats::Verdict::InsideTheNoise => crate::explain::MetricVerdict::InsideTheNoise,
+            crate::stats::Verdict::Underpowered => crate::explain::MetricVerdict::Underpowered,
+        };
+    }
     comparison.metrics = metrics;
     comparison.metrics_missing = missing;
     // Instructions and cycles: measured on both sides, or why not.
@@ -270,6 +291,45 @@ mod tests {
         let b = rows[1].comparison.as_ref().unwrap();
         assert_eq!(b.verdict, Verdict::Improvement);
         assert!(rows[2].comparison.is_none());
+    }
+
+    #[test]
+    fn throughput_follows_timing_and_profile_counts_are_not_compared() {
+        let mut base = row("t", 100.0);
+        let mut new = row("t", 125.0);
+        for (r, t) in [(&mut base, 1e9), (&mut new, 0.8e9)] {
+            r.metrics.insert("throughput.bytes_per_sec".into(), Some(t));
+            r.metrics.insert("profile.samples".into(), Some(4000.0));
+        }
+        new.metrics.insert("profile.samples".into(), Some(3000.0));
+        let change = compare(
+            &base.timing.as_ref().unwrap().samples,
+            &new.timing.as_ref().unwrap().samples,
+        )
+        .unwrap();
+        set_comparison(&mut new, &base, change.into(), &|_| None);
+        let c = new.comparison.unwrap();
+        assert_eq!(c.verdict, Verdict::Regression);
+        let t = c
+            .metrics
+            .iter()
+            .find(|m| m.id == "throughput.bytes_per_sec")
+            .unwrap();
+        assert_eq!(t.verdict, crate::explain::MetricVerdict::Lower, "{t:?}");
+        let pct = t.change_pct.unwrap();
+        assert!(
+            (pct - (100.0 / (100.0 + c.delta_pct) - 1.0) * 100.0).abs() < 1e-9,
+            "{t:?}"
+        );
+        assert!(
+            t.ci_low_pct.unwrap() <= pct && pct <= t.ci_high_pct.unwrap(),
+            "{t:?}"
+        );
+        assert!(
+            c.metrics.iter().all(|m| !m.id.starts_with("profile.")),
+            "{:?}",
+            c.metrics
+        );
     }
 
     #[test]

@@ -99,16 +99,18 @@ const CSS: &str = r#"
 body { font: 14px/1.45 system-ui, sans-serif; margin: 1.5em 2em; color: #1d1d1f; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 2em; border-top: 1px solid #ddd; padding-top: 1em; }
 table { border-collapse: collapse; margin: .5em 0; }
-th, td { padding: 3px 10px; text-align: right; border-bottom: 1px solid #eee; white-space: nowrap; }
+th, td { padding: 3px 7px; text-align: right; border-bottom: 1px solid #eee; white-space: nowrap; }
+td.case { white-space: normal; overflow-wrap: anywhere; max-width: 16em; }
 th { cursor: pointer; background: #f5f5f7; }
 td.name, th.name, td.text { text-align: left; }
-td.text { white-space: normal; min-width: 24em; max-width: 46em; }
+td.text { white-space: normal; min-width: 14em; max-width: 26em; }
+td.fn { white-space: normal; overflow-wrap: anywhere; min-width: 8em; max-width: 14em; }
 .regression { color: #b00020; font-weight: 600; } .improvement { color: #107c10; font-weight: 600; }
 .inside_the_noise, .underpowered { color: #6e6e73; }
 .why { color: #333; font-style: italic; }
 p.machine { color: #8a4b00; font-weight: 600; }
 tr.kept td { color: #555; background: #fafafa; } p.kept { color: #555; }
-iframe { width: 100%; height: 520px; border: 1px solid #ddd; }
+iframe { width: 100%; border: 1px solid #ddd; }
 .charts svg { margin-right: 1em; }
 "#;
 
@@ -193,7 +195,7 @@ impl RunReport<'_> {
                     @if compared { th { (if paired { "base" } else { "baseline" }) } th { "change" } th { "95% CI" }
                         @if paired { th { "null" } th { "null 95% CI" } th { "rounds" } }
                         th.name { "verdict" } th.name { "why" } }
-                    @if profiled { th.name { "top function" } th { "samples" } th { "lost" } th { "throttled" } }
+                    @if profiled { th.name { "top function" } th title="samples (lost, throttled)" { "samples" } }
                 } }
                 tbody {
                     @for row in self.rows { (self.summary_row(row, None, compared, paired, profiled)) }
@@ -225,7 +227,7 @@ impl RunReport<'_> {
             .unwrap_or_else(|| "—".into());
         html! {
             tr class=[kept.map(|_| "kept")] {
-                td.name { a href=(format!("#{}", anchor(row, kept))) { (row.case) } }
+                td.name.case { a href=(format!("#{}", anchor(row, kept))) { (row.case) } }
                 @if !self.kept.is_empty() {
                     td.name { (kept.map(|k| format!("{} ({})", k.run_at, k.suite)).unwrap_or_else(|| "this run".into())) }
                 }
@@ -253,8 +255,9 @@ impl RunReport<'_> {
                                     None => { td { "—" } td { "—" } td { "—" } }
                                 }
                             }
-                            td.name class=(verdict_class(c.verdict)) { (c.verdict.label()) @if c.machine_shift_pct.is_some() { " *" } }
-                            td.text.why { (c.explanation.as_ref().map(|e| e.text.as_str()).unwrap_or("")) }
+                            td class=(format!("name {}", verdict_class(c.verdict))) { (c.verdict.label()) @if c.machine_shift_pct.is_some() { " *" } }
+                            // The verdict, change and interval have their cells: the line's rest.
+                            td.text.why { (c.explanation.as_ref().map(|e| e.text.split_once(": ").map_or(e.text.as_str(), |(_, rest)| rest)).unwrap_or("")) }
                         }
                         None => {
                             td { "—" } td { "—" } td { "—" }
@@ -266,12 +269,13 @@ impl RunReport<'_> {
                 @if profiled {
                     @match &row.profile {
                         Some(p) => {
-                            td.name { (p.top.first().map(|h| h.name.as_str()).unwrap_or("—")) }
-                            td { (p.samples) }
-                            td { (p.lost + p.lost_samples) }
-                            td { (p.throttled.count) }
+                            td.name.fn { (p.top.first().map(|h| h.name.as_str()).unwrap_or("—")) }
+                            td data-v=(p.samples) { (p.samples)
+                                @if p.lost + p.lost_samples > 0 || p.throttled.count > 0 {
+                                    " (" (p.lost + p.lost_samples) " lost, " (p.throttled.count) " throttled)"
+                                } }
                         }
-                        None => { td {} td {} td {} td {} }
+                        None => { td {} td {} }
                     }
                 }
             }
@@ -390,12 +394,14 @@ impl RunReport<'_> {
                             @let estimated = row.counting.as_ref().and_then(|c| c.estimate(id)).is_some();
                             tr {
                                 td.name { (id) @if estimated { " (estimated: scaled from the time its group ran)" } }
-                                td { (value.map(|v| format!("{v:.4}")).unwrap_or_else(|| "—".into())) }
+                                @let spread = row.metric_samples.get(id).and_then(|s| crate::stats::Summary::of(s)).map(|s| s.mad);
+                                td { (value.map(|v| metric_value(v, spread)).unwrap_or_else(|| "—".into())) }
                                 td { (row.metric_samples.get(id).map(Vec::len).unwrap_or(0)) }
                                 @if !changes.is_empty() {
                                     @match change {
                                         Some(m) => {
-                                            td { (format!("{:.4}", m.base)) }
+                                            @let base_spread = self.base_of(&row.case).and_then(|b| b.metric_samples.get(id)).and_then(|s| crate::stats::Summary::of(s)).map(|s| s.mad);
+                                            td { (metric_value(m.base, base_spread)) }
                                             td { (m.change_pct.map(|p| format!("{p:+.1}%")).unwrap_or_else(|| "from 0".into())) }
                                             td.name { (m.verdict.label()) }
                                         }
@@ -420,7 +426,7 @@ fn movers(p: &crate::profile::ProfileSummary) -> Markup {
                     td.name { (m.name) }
                     td { (format!("{:.1}%", m.base_pct)) } td { (format!("{:.1}%", m.new_pct)) }
                     td { (format!("{:+.1} pp", m.change_pp)) } td { (format!("{:.1}", m.z)) }
-                    td.name class=(if m.significant { "regression" } else { "inside_the_noise" }) { (if m.significant { "moved" } else { "noise" }) }
+                    td class=(if m.significant { "name regression" } else { "name inside_the_noise" }) { (if m.significant { "moved" } else { "noise" }) }
                 } } } }
         }
     }
@@ -505,7 +511,7 @@ fn memory_sections(_: &crate::profile::ProfileSummary) -> Markup {
 fn flame_frame(title: String, svg: Option<String>) -> Markup {
     html! {
         @if let Some(svg) = svg {
-            iframe title=(title) src=(sparkles_report::html::svg_data_url(&svg)) {}
+            (sparkles_report::html::svg_frame(&title, &svg))
         }
     }
 }
@@ -521,6 +527,21 @@ fn anchor(row: &BenchRow, kept: Option<&KeptCase>) -> String {
         Some(k) => format!("earlier-{}-{}", k.suite, row.slug),
         None => row.slug.clone(),
     }
+}
+
+/// A metric's value to the digits its noise supports: to the leading digit of `spread`
+/// (its brackets' MAD) where they vary, a whole count as a whole number, else four
+/// significant figures.
+fn metric_value(v: f64, spread: Option<f64>) -> String {
+    if !v.is_finite() {
+        return format!("{v}");
+    }
+    let decimals = match spread.filter(|s| *s > 0.0 && s.is_finite()) {
+        Some(s) => (-s.log10().floor()).max(0.0),
+        None if v == v.trunc() => 0.0,
+        None => (3.0 - v.abs().log10().floor()).max(0.0),
+    };
+    format!("{v:.prec$}", prec = (decimals as usize).min(6))
 }
 
 fn ci(lo: Option<f64>, hi: Option<f64>) -> String {
@@ -559,6 +580,21 @@ fn svg(draw: impl FnOnce(Area<'_>) -> Drawn) -> String {
 }
 
 /// Value range of `values` with a margin.
+/// An axis label for a time in a chart spanning `range` ns: its unit from the largest
+/// value, and as many decimals as the span's tenth needs to tell ticks apart.
+fn axis_ns(range: &std::ops::Range<f64>) -> impl Fn(&f64) -> String {
+    let top = range.end.abs().max(range.start.abs());
+    let (scale, unit) = match top {
+        t if t < 1e3 => (1.0, "ns"),
+        t if t < 1e6 => (1e3, "µs"),
+        t if t < 1e9 => (1e6, "ms"),
+        _ => (1e9, "s"),
+    };
+    let step = ((range.end - range.start) / 10.0 / scale).max(1e-12);
+    let decimals = (-step.log10().floor()).clamp(0.0, 6.0) as usize;
+    move |v: &f64| format!("{:.decimals$} {unit}", v / scale)
+}
+
 fn range(values: impl Iterator<Item = f64>) -> std::ops::Range<f64> {
     let (lo, hi) = values.fold((f64::INFINITY, 0.0f64), |(l, h), v| (l.min(v), h.max(v)));
     let lo = if lo.is_finite() { lo } else { 0.0 };
@@ -603,20 +639,21 @@ fn distribution_svg(samples: &[f64], base: Option<&[f64]>) -> String {
             .map(|i| x.start + (x.end - x.start) * i as f64 / 120.0)
             .collect();
         let caption = if base.is_some() {
-            "per-iteration time (ns): this run (blue) above, the baseline (red) below"
+            "per-iteration time: this run (blue) above, the baseline (red) below"
         } else {
-            "per-iteration time (ns): distribution and samples"
+            "per-iteration time: distribution and samples"
         };
         let mut chart = ChartBuilder::on(&root)
             .caption(caption, ("sans-serif", 14))
             .margin(8)
             .x_label_area_size(28)
             .y_label_area_size(10)
-            .build_cartesian_2d(x, 0.0..2.0)?;
+            .build_cartesian_2d(x.clone(), 0.0..2.0)?;
         chart
             .configure_mesh()
             .disable_y_mesh()
             .disable_y_axis()
+            .x_label_formatter(&axis_ns(&x))
             .draw()?;
         let jitter = |i: usize| ((i.wrapping_mul(2654435761) % 1000) as f64 / 1000.0 - 0.5) * 0.3;
         let series = [(samples, 1.5, BLUE)]
@@ -662,13 +699,21 @@ fn distribution_svg(samples: &[f64], base: Option<&[f64]>) -> String {
 fn run_order_svg(samples: &[f64]) -> String {
     svg(|root| {
         root.fill(&WHITE)?;
+        let y = range(samples.iter().copied());
         let mut chart = ChartBuilder::on(&root)
-            .caption("samples in run order (ns)", ("sans-serif", 14))
+            .caption(
+                "per-iteration time of the samples in run order",
+                ("sans-serif", 14),
+            )
             .margin(8)
             .x_label_area_size(28)
             .y_label_area_size(60)
-            .build_cartesian_2d(0usize..samples.len().max(2), range(samples.iter().copied()))?;
-        chart.configure_mesh().draw()?;
+            .build_cartesian_2d(0usize..samples.len().max(2), y.clone())?;
+        chart
+            .configure_mesh()
+            .y_label_formatter(&axis_ns(&y))
+            .x_desc("sample")
+            .draw()?;
         chart.draw_series(LineSeries::new(
             samples.iter().copied().enumerate(),
             BLUE.stroke_width(1),
@@ -738,6 +783,25 @@ mod tests {
     }
 
     #[test]
+    fn axis_labels_have_units_and_tell_ticks_apart() {
+        let f = axis_ns(&(7_400_000.0..7_600_000.0));
+        assert_eq!(f(&7_420_000.0), "7.42 ms");
+        let f = axis_ns(&(1295.0..1305.0));
+        assert_eq!(f(&1300.0), "1.300 µs");
+        assert_eq!(axis_ns(&(10.0..90.0))(&42.0), "42 ns");
+    }
+
+    #[test]
+    fn metric_values_carry_the_digits_their_noise_supports() {
+        assert_eq!(metric_value(619193052.7888, Some(12_000.0)), "619193053");
+        assert_eq!(metric_value(1.23456, Some(0.02)), "1.23");
+        assert_eq!(metric_value(256.0, None), "256");
+        assert_eq!(metric_value(0.123456, None), "0.1235");
+        assert_eq!(metric_value(1234.5678, None), "1235");
+        assert_eq!(metric_value(3.5, Some(0.0)), "3.500");
+    }
+
+    #[test]
     fn a_side_by_side_comparison_shows_both_sides_and_the_null() {
         let base = row("c", vec![100.0, 101.0, 102.0, 100.0, 101.0, 102.0]);
         let mut variant = row("c", vec![110.0, 111.0, 112.0, 110.0, 111.0, 112.0]);
@@ -763,6 +827,11 @@ mod tests {
         .page()
         .into_string();
         assert!(html.contains("measured side by side"), "{html}");
+        // The verdict's cell carries its colour's class (one class attribute).
+        assert!(
+            html.contains(r#"<td class="name regression">regression"#),
+            "{html}"
+        );
         assert!(
             html.contains("<th>null</th><th>null 95% CI</th><th>rounds</th>"),
             "{html}"

@@ -156,3 +156,118 @@ fn one_page_tells_the_run_and_renders_in_a_browser_with_nothing_fetched() {
     assert!(std::fs::metadata(&shot).unwrap().len() > 10_000);
     eprintln!("screenshot: {}", shot.display());
 }
+
+/// The summary fits a 1400 px window: a profiled comparison with a long explanation and
+/// a long top function (a Rust trait method's path) lays out in Chromium with no
+/// horizontal scrollbar.
+#[test]
+fn the_summary_fits_a_1400_px_window() {
+    use sparkles_bench::profile::{HotFunction, ProfileSummary};
+    use sparkles_bench::record::BenchRow;
+    let Some(browser) = browser::chromium() else {
+        skip::skip(
+            "chromium",
+            "no chromium here: the layout cannot be measured",
+        );
+        return;
+    };
+    let samples = |centre: f64| {
+        (0..12)
+            .map(|i| centre + f64::from(i % 4))
+            .collect::<Vec<_>>()
+    };
+    let row = |case: &str, centre: f64| -> BenchRow {
+        let line = format!(
+            r#"{{"schema":"sparkles.bench/1","case":"{case}","slug":"{}","ok":true,"error":null,"iterations":100,"timing":null,"metrics":{{}}}}"#,
+            sparkles_bench::slug(case)
+        );
+        let mut r: BenchRow = serde_json::from_str(&line).unwrap();
+        r.timing = sparkles_bench::record::Timing::from_samples(samples(centre));
+        r.metrics
+            .insert("throughput.bytes_per_sec".into(), Some(619193052.7888));
+        r.profile = Some(ProfileSummary {
+            event: "cpu-clock".into(),
+            samples: 4000,
+            top: vec![HotFunction {
+                name: "<sparkles_bench::bencher::Plain<F> as sparkles_bench::bencher::Routine>::run::{{closure}}<demo::regex::find_all_matches_in_a_long_haystack>".into(),
+                self_pct: 13.4,
+                total_pct: 100.0,
+            }],
+            ..Default::default()
+        });
+        r
+    };
+    let base: Vec<BenchRow> = [
+        "regex/find_all/haystack_of_a_megabyte",
+        "json/parse/twitter_with_every_field",
+    ]
+    .iter()
+    .map(|c| row(c, 1000.0))
+    .collect();
+    let mut rows: Vec<BenchRow> = base.iter().map(|b| row(&b.case, 1300.0)).collect();
+    for (r, b) in rows.iter_mut().zip(&base) {
+        let change = sparkles_bench::stats::compare(
+            &b.timing.as_ref().unwrap().samples,
+            &r.timing.as_ref().unwrap().samples,
+        )
+        .unwrap();
+        sparkles_bench::baseline::set_comparison(r, b, change.into(), &|_| {
+            Some(
+                "ENOENT: no PMU for this event: running under a hypervisor that does not expose it"
+                    .into(),
+            )
+        });
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let page = sparkles_bench::run_report::RunReport {
+        suite: "wide",
+        rows: &rows,
+        baseline: Some(&base),
+        baseline_name: Some("main"),
+        machine_warning: None,
+        profile_dir: dir.path(),
+        kept: &[],
+    }
+    .page()
+    .into_string();
+    // The page measures itself once laid out, into an attribute the DOM dump shows.
+    let probe = r#"<script>window.addEventListener('load', function () {
+  var t = document.getElementById('summary').getBoundingClientRect();
+  document.body.setAttribute('data-layout', [Math.ceil(t.right), window.innerWidth, document.documentElement.scrollWidth].join(','));
+});</script></body>"#;
+    let path = dir.path().join("index.html");
+    std::fs::write(&path, page.replacen("</body>", probe, 1)).unwrap();
+    let out = browser_command(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--window-size=1400,900",
+            "--dump-dom",
+        ])
+        .arg(format!("file://{}", path.display()))
+        .output()
+        .unwrap();
+    let dom = String::from_utf8_lossy(&out.stdout);
+    let layout = dom
+        .split("data-layout=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_else(|| {
+            panic!(
+                "no layout measured: {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+    let [right, width, scroll]: [u32; 3] = layout
+        .split(',')
+        .map(|n| n.parse().unwrap())
+        .collect::<Vec<_>>()
+        .try_into()
+        .unwrap();
+    assert!(width > 1000 && width <= 1400, "{layout}");
+    assert!(
+        right <= width && scroll <= width,
+        "the summary is {right} px wide in a {width} px window (page {scroll} px): {layout}"
+    );
+}

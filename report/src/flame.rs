@@ -18,12 +18,40 @@ fn colour(kind: Kind) -> inferno::flamegraph::color::Color {
     inferno::flamegraph::color::Color { r, g, b }
 }
 
-/// The flamegraph of a profile's folded stacks, as SVG text.
-pub fn svg(profile: &Profile, folded: &Folded) -> Result<String, Error> {
+/// The colour of the frames the harness adds: the case's root and "all".
+const HARNESS: inferno::flamegraph::color::Color = inferno::flamegraph::color::Color {
+    r: 200,
+    g: 200,
+    b: 210,
+};
+
+/// Each frame's colour: its kind's, and the harness's for the frames it adds.
+fn palette(folded: &Folded) -> inferno::flamegraph::color::PaletteMap {
     let mut palette = inferno::flamegraph::color::PaletteMap::default();
     for (name, kind) in &folded.kinds {
         palette.insert(name, colour(*kind));
     }
+    // The frames the harness adds (the case's root, named after it, and inferno's
+    // "all") are no code of anyone's: the harness's grey, never a kind's colour (inferno
+    // would pick its own, often the kernel's red).
+    palette.insert("all", HARNESS);
+    for line in folded.text().lines() {
+        let first = line.split(';').next().unwrap_or_default();
+        let root = match line.contains(';') {
+            true => first,
+            false => first.rsplit_once(' ').map_or(first, |(name, _)| name),
+        };
+        if !folded.kinds.contains_key(root) {
+            palette.insert(root, HARNESS);
+        }
+    }
+    palette
+}
+
+/// The flamegraph of a profile's folded stacks, as SVG text.
+pub fn svg(profile: &Profile, folded: &Folded) -> Result<String, Error> {
+    let mut palette = palette(folded);
+    let text = folded.text();
     let mut options = inferno::flamegraph::Options::default();
     options.title = format!(
         "{}: {}, {} samples, {} lost{}",
@@ -42,7 +70,7 @@ pub fn svg(profile: &Profile, folded: &Folded) -> Result<String, Error> {
         }
     );
     options.subtitle = Some(format!(
-        "user code blue, std orange, libraries yellow, kernel red{}; unwinding {} ({:.1}% truncated)",
+        "user code blue, std orange, libraries yellow, kernel red{}, the case's root grey; unwinding {} ({:.1}% truncated)",
         if profile.weighting == "wall" { ", waiting purple" } else { "" },
         profile.unwinding.mode, profile.unwinding.truncated_pct
     ));
@@ -53,7 +81,6 @@ pub fn svg(profile: &Profile, folded: &Folded) -> Result<String, Error> {
         _ => "weight".into(),
     };
     options.palette_map = Some(&mut palette);
-    let text = folded.text();
     let mut out = Vec::new();
     if text.is_empty() {
         return Err(Error::Empty);
@@ -66,4 +93,21 @@ pub fn svg(profile: &Profile, folded: &Folded) -> Result<String, Error> {
     })?;
     // inferno writes UTF-8 (it escapes what it takes from the names).
     Ok(String::from_utf8_lossy(&out).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_case_root_and_all_are_the_harness_colour() {
+        let mut folded = Folded::parse("spin/same;{closure#0};spin 10\nother 3\n").unwrap();
+        folded.kinds.insert("spin".into(), Kind::User);
+        folded.kinds.insert("{closure#0}".into(), Kind::User);
+        let p = palette(&folded);
+        for frame in ["all", "spin/same", "other"] {
+            assert_eq!(p.get(frame), Some(HARNESS), "{frame}");
+        }
+        assert_eq!(p.get("spin"), Some(colour(Kind::User)));
+    }
 }

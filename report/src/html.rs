@@ -16,7 +16,7 @@ h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 1.5em; }
 table { border-collapse: collapse; margin: .5em 0; }
 th, td { padding: 3px 10px; text-align: right; border-bottom: 1px solid #eee; }
 th { background: #f5f5f7; } td.name, th.name { text-align: left; }
-iframe { width: 100%; height: 620px; border: 1px solid #ddd; }
+iframe { width: 100%; border: 1px solid #ddd; }
 "#;
 
 /// An SVG document as a `data:` URL.
@@ -26,6 +26,30 @@ pub fn svg_data_url(svg: &str) -> String {
         "data:image/svg+xml;base64,{}",
         base64::engine::general_purpose::STANDARD.encode(svg)
     )
+}
+
+/// The height an SVG document asks for, in pixels (its root element's `height`).
+fn svg_height(svg: &str) -> Option<u32> {
+    let root = &svg[svg.find("<svg")?..];
+    let root = &root[..root.find('>')?];
+    let at = root.find(" height=\"")? + " height=\"".len();
+    let value = &root[at..];
+    let value = &value[..value.find('"')?];
+    value
+        .trim_end_matches("px")
+        .parse::<f64>()
+        .ok()
+        .map(|h| h.ceil() as u32)
+}
+
+/// A flamegraph in a frame of its own height (a tall flamegraph is drawn from the bottom:
+/// a shorter frame would show its empty top), its source the SVG itself, so that its zoom
+/// and search script runs.
+pub fn svg_frame(title: &str, svg: &str) -> Markup {
+    let height = svg_height(svg).unwrap_or(620).max(120) + 4;
+    html! {
+        iframe title=(title) style=(format!("height: {height}px")) src=(svg_data_url(svg)) {}
+    }
 }
 
 fn view(title: &str, entries: &[Entry], n: usize) -> Markup {
@@ -69,7 +93,7 @@ pub fn page(p: &Profile, folded: &Folded) -> Result<String, Error> {
                 @if !p.notes.is_empty() {
                     ul { @for n in &p.notes { li { (n) } } }
                 }
-                iframe title=(format!("flamegraph of {}", p.case)) src=(svg_data_url(&svg)) {}
+                (svg_frame(&format!("flamegraph of {}", p.case), &svg))
                 (view("Functions (inlined frames their own)", &p.functions, 25))
                 (view("Symbols (as perf report --no-children)", &p.symbols, 25))
                 (memory_sections(p.memory.as_ref(), p.numa.as_ref(), 15))
@@ -175,5 +199,20 @@ fn numa_grid(n: &Numa) -> Markup {
                 }
             } } }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_flamegraph_frame_is_as_tall_as_its_svg() {
+        let tall = r#"<?xml version="1.0"?><svg version="1.1" width="1200" height="3518" xmlns="http://www.w3.org/2000/svg"><rect height="17"/></svg>"#;
+        let frame = svg_frame("f", tall).into_string();
+        assert!(frame.contains(r#"style="height: 3522px""#), "{frame}");
+        // An SVG that says no height gets the old frame.
+        let frame = svg_frame("f", "<svg><g/></svg>").into_string();
+        assert!(frame.contains(r#"style="height: 624px""#), "{frame}");
     }
 }
