@@ -458,6 +458,18 @@ impl Builder {
             Some(n) => normalize(n),
             None => function.clone(),
         };
+        // Rooted at a case, the harness's frames around its body (the timing loop, the
+        // thread it runs on) are the case's own: their time is the case root's row in the
+        // flat views too, never a harness function's self time.
+        let harness_root = self
+            .root
+            .filter(|_| f.function.as_deref().is_some_and(is_harness_frame))
+            .map(|root| self.labels.text(root).to_string());
+        let is_root = harness_root.is_some();
+        let (function, symbol) = match harness_root {
+            Some(case) => (case.clone(), case),
+            None => (function, symbol),
+        };
         let kind = kind_of(f);
         // ';' separates frames and ' ' the weight: neither may be in a name. Kernel
         // frames are marked as perf marks them.
@@ -466,7 +478,10 @@ impl Builder {
             label.push_str("_[k]");
         }
         let folded = self.labels.intern(&label);
-        self.kinds.entry(label).or_insert(kind);
+        // The case's root is coloured as the harness's (flame.rs), not as code.
+        if !is_root {
+            self.kinds.entry(label).or_insert(kind);
+        }
         let k = Keys {
             function: self.functions.id(&function),
             symbol: self.symbols.id(&symbol),

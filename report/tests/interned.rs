@@ -105,10 +105,13 @@ fn folded_stacks_are_rooted_at_the_case() {
         f("clone3"),
     ];
     let elsewhere = vec![f("poll"), f("sparkles_drain_helper"), f("clone3")];
+    // A sample in the timing loop itself, between calls of the body.
+    let in_the_loop = through_harness[2..].to_vec();
     let (mut rooted, mut whole) = (Builder::rooted_at("compute/sieve"), Builder::new());
     for b in [&mut rooted, &mut whole] {
         b.add(&through_harness, false, 3);
         b.add(&elsewhere, false, 1);
+        b.add(&in_the_loop, false, 2);
     }
     let unwinding = || Unwinding::default();
     let (rp, rf) = rooted.finish("compute/sieve", "cpu-clock", 0, unwinding());
@@ -126,8 +129,27 @@ fn folded_stacks_are_rooted_at_the_case() {
     assert!(wf
         .text()
         .contains("sparkles_bench::bencher::Bencher::serve"));
-    assert_eq!(
-        rp.functions, wp.functions,
-        "the flat views keep every frame"
+    assert!(
+        text.contains("\ncompute/sieve 2") || text.starts_with("compute/sieve 2"),
+        "{text}"
     );
+    // The flat views keep every frame of the user's, and charge the harness's frames
+    // (the loop's own time among them) to the case: no harness function has self time.
+    let harness = |n: &str| n.contains("sparkles_bench::");
+    for (rooted, whole) in [(&rp.functions, &wp.functions), (&rp.symbols, &wp.symbols)] {
+        assert!(rooted.iter().all(|e| !harness(&e.name)), "{rooted:?}");
+        let case = rooted.iter().find(|e| e.name == "compute/sieve").unwrap();
+        assert_eq!((case.self_, case.total), (2, 5), "{case:?}");
+        let theirs = |v: &[sparkles_report::profile::Entry]| {
+            v.iter()
+                .filter(|e| !harness(&e.name) && e.name != "compute/sieve")
+                .cloned()
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(theirs(rooted), theirs(whole));
+        assert!(
+            whole.iter().any(|e| harness(&e.name) && e.self_ == 2),
+            "{whole:?}"
+        );
+    }
 }
