@@ -116,9 +116,10 @@ impl ProfileSummary {
     pub fn significant_movers(&self) -> Vec<(String, f64)> {
         #[cfg(feature = "profile")]
         {
+            // Each inlining chain once: a callee inlined into a mover is part of it.
             self.movers
                 .iter()
-                .filter(|m| m.significant)
+                .filter(|m| m.significant && m.part_of.is_none())
                 .map(|m| (m.name.clone(), m.change_pp))
                 .collect()
         }

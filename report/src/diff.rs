@@ -65,6 +65,11 @@ pub struct Mover {
     /// Whether the change is a finding: p-value under the corrected threshold and at
     /// least [`MIN_CHANGE_PP`].
     pub significant: bool,
+    /// The significant mover this one is part of: a function inlined only into that
+    /// symbol, which moved the same way (its points are inside that mover's, not added
+    /// to them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub part_of: Option<String>,
 }
 
 /// A diff (`sparkles.diff/1`).
@@ -90,7 +95,8 @@ pub struct Diff {
     /// Each thing that weakens the comparison, said for people (also in `table`).
     #[serde(default)]
     pub warnings: Vec<String>,
-    /// Every function of either profile, most significant first.
+    /// Every function of either profile: the significant ones first, each group by the
+    /// size of its change.
     pub movers: Vec<Mover>,
 }
 
@@ -98,6 +104,12 @@ impl Diff {
     /// The significant movers.
     pub fn significant(&self) -> impl Iterator<Item = &Mover> {
         self.movers.iter().filter(|m| m.significant)
+    }
+
+    /// The significant movers, each inlining chain once: a function inlined into a
+    /// mover that moved the same way is left to it.
+    pub fn findings(&self) -> impl Iterator<Item = &Mover> {
+        self.significant().filter(|m| m.part_of.is_none())
     }
 }
 
@@ -279,16 +291,39 @@ pub fn diff(case: &str, base: &Profile, new: &Profile) -> Diff {
                         df,
                         p_value: p,
                         significant: p < threshold && change_pp.abs() >= MIN_CHANGE_PP,
+                        part_of: None,
                     }
                 })
                 .max_by(|a, b| a.z.abs().total_cmp(&b.z.abs()))
         })
         .collect();
+    // A function inlined only into one symbol, both moving the same way: one finding.
+    let inlined_into: BTreeMap<&str, &str> = [base, new]
+        .iter()
+        .flat_map(|p| p.functions.iter())
+        .filter_map(|e| Some((e.name.as_str(), e.inlined_into.as_deref()?)))
+        .collect();
+    let moved: BTreeMap<String, f64> = movers
+        .iter()
+        .filter(|m| m.significant)
+        .map(|m| (m.name.clone(), m.change_pp))
+        .collect();
+    for m in movers.iter_mut().filter(|m| m.significant) {
+        if let Some(symbol) = inlined_into.get(m.name.as_str()) {
+            if moved
+                .get(*symbol)
+                .is_some_and(|pp| pp.signum() == m.change_pp.signum())
+            {
+                m.part_of = Some(symbol.to_string());
+            }
+        }
+    }
+    // Findings first, each group by how far it moved (the test's t is in the table).
     movers.sort_by(|a, b| {
         b.significant
             .cmp(&a.significant)
-            .then(b.z.abs().total_cmp(&a.z.abs()))
             .then(b.change_pp.abs().total_cmp(&a.change_pp.abs()))
+            .then(b.z.abs().total_cmp(&a.z.abs()))
             .then(a.name.cmp(&b.name))
     });
     Diff {
@@ -355,7 +390,10 @@ pub fn table(d: &Diff, top: usize) -> String {
             } else {
                 "noise"
             },
-            m.name
+            match &m.part_of {
+                Some(s) => format!("{} (inlined into {s}: part of its change)", m.name),
+                None => m.name.clone(),
+            }
         ));
     }
     out

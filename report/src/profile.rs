@@ -113,6 +113,11 @@ pub struct Entry {
     pub blocks: Vec<u32>,
     /// What its code is.
     pub kind: Kind,
+    /// In the functions view, the symbol its self samples all land in, where that is
+    /// another function (it was inlined there, and only there): its time is part of that
+    /// symbol's self time, not beside it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inlined_into: Option<String>,
 }
 
 /// How many consecutive blocks a capture's samples are cut into for the diff's
@@ -269,6 +274,31 @@ struct Counts {
     kind: Option<Kind>,
     /// Self weight per line, for the hottest.
     lines: FxHashMap<u32, u64>,
+    /// The symbol rows its self samples land in (a function row's), where every one came
+    /// from a frame inlined there.
+    self_in: SelfIn,
+}
+
+/// Which symbol rows a function row's self samples land in.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+enum SelfIn {
+    #[default]
+    Nowhere,
+    One(usize),
+    Several,
+}
+
+impl SelfIn {
+    /// Self samples of the row landed in symbol row `symbol`, from a frame inlined there
+    /// or (not `inlined`) from its own physical frame: then it has time of its own.
+    fn landed(&mut self, symbol: usize, inlined: bool) {
+        *self = match *self {
+            _ if !inlined => SelfIn::Several,
+            SelfIn::Nowhere => SelfIn::One(symbol),
+            SelfIn::One(s) if s == symbol => SelfIn::One(s),
+            _ => SelfIn::Several,
+        };
+    }
 }
 
 /// An interned stack as the profile counts it: the rows its samples add to, worked out
@@ -577,6 +607,11 @@ impl Builder {
             });
             (line, file)
         });
+        if let Some(&s) = symbols.first() {
+            self.functions.counts[keys[0].function]
+                .self_in
+                .landed(s, leaf.inlined);
+        }
         let module = self.module_counts(leaf, keys[0].kind);
         let row = |r: usize| u32::try_from(r).unwrap_or(u32::MAX);
         let hot = Hot {
@@ -742,6 +777,11 @@ impl Builder {
         // symbols: one row per physical frame (its containing symbol).
         let mut first = true;
         for (f, k) in frames.iter().zip(keys).filter(|(f, _)| !f.inlined) {
+            if first {
+                self.functions.counts[keys[0].function]
+                    .self_in
+                    .landed(k.symbol, leaf.inlined);
+            }
             let c = &mut self.symbols.counts[k.symbol];
             if first {
                 c.self_ += weight;
@@ -799,7 +839,13 @@ impl Builder {
         out
     }
 
-    fn rows<'a>(&self, map: impl Iterator<Item = (&'a str, &'a Counts)>) -> Vec<Entry> {
+    /// A flat view's rows; `symbols` names the symbol rows a function row's self
+    /// samples land in (the functions view's).
+    fn rows<'a>(
+        &self,
+        map: impl Iterator<Item = (&'a str, &'a Counts)>,
+        symbols: Option<&Rows>,
+    ) -> Vec<Entry> {
         let pct = |w: u64| 100.0 * w as f64 / self.weight.max(1) as f64;
         let block_of = self.block_of();
         let blocks = |c: &Counts| -> Vec<u32> {
@@ -831,6 +877,12 @@ impl Builder {
                 self_samples: c.self_samples,
                 blocks: blocks(c),
                 kind: c.kind.unwrap_or(Kind::Unknown),
+                inlined_into: match (c.self_in, symbols) {
+                    (SelfIn::One(s), Some(rows)) if *rows.names[s] != *name => {
+                        Some(rows.names[s].to_string())
+                    }
+                    _ => None,
+                },
             })
             .collect();
         rows.sort_by(|a, b| {
@@ -851,11 +903,15 @@ impl Builder {
         unwinding: Unwinding,
     ) -> (Profile, Folded) {
         self.flush();
-        let functions =
-            self.rows((self.functions.names.iter().map(|n| &**n)).zip(&self.functions.counts));
-        let symbols =
-            self.rows((self.symbols.names.iter().map(|n| &**n)).zip(&self.symbols.counts));
-        let mut modules = self.rows(self.modules.values().map(|(n, c)| (n.as_str(), c)));
+        let functions = self.rows(
+            (self.functions.names.iter().map(|n| &**n)).zip(&self.functions.counts),
+            Some(&self.symbols),
+        );
+        let symbols = self.rows(
+            (self.symbols.names.iter().map(|n| &**n)).zip(&self.symbols.counts),
+            None,
+        );
+        let mut modules = self.rows(self.modules.values().map(|(n, c)| (n.as_str(), c)), None);
         modules.retain(|m| m.self_ > 0);
         // Lines of the ten hottest functions.
         let hot: HashSet<&str> = functions.iter().take(10).map(|e| e.name.as_str()).collect();

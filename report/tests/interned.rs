@@ -153,3 +153,56 @@ fn folded_stacks_are_rooted_at_the_case() {
         );
     }
 }
+
+/// A function inlined only into one symbol is that symbol's: its row says so, and where
+/// both move the same way the diff reports one finding, the symbol, with the callee
+/// `part_of` it; a function with self time of its own is its own finding.
+#[test]
+fn a_callee_inlined_into_a_mover_is_part_of_it() {
+    let mut names = Names::new();
+    let mut copied = frame(&mut names, "copied<u8>", 2, true);
+    copied.symbol = Some(names.intern("extra_fnv"));
+    let fnv = frame(&mut names, "extra_fnv", 1, false);
+    let other = frame(&mut names, "other", 1, false);
+    let main = frame(&mut names, "main", 1, false);
+    let profile = |hot: u64, interned: bool| {
+        let mut b = Builder::new();
+        let stacks = [
+            vec![copied.clone(), fnv.clone(), main.clone()],
+            vec![fnv.clone(), main.clone()],
+            vec![other.clone(), main.clone()],
+        ];
+        for i in 0..2000u64 {
+            let which = match i % 100 {
+                n if n < hot => 0,
+                n if n < hot + 5 => 1,
+                _ => 2,
+            };
+            if interned {
+                b.add_interned(which, &stacks[which], false, 1);
+            } else {
+                b.add(&stacks[which], false, 1);
+            }
+        }
+        b.finish("case", "cpu-clock", 0, Unwinding::default()).0
+    };
+    for interned in [false, true] {
+        let (base, new) = (profile(10, interned), profile(40, interned));
+        let row = |name: &str| new.functions.iter().find(|e| e.name == name).unwrap();
+        assert_eq!(row("copied<u8>").inlined_into.as_deref(), Some("extra_fnv"));
+        assert_eq!(row("extra_fnv").inlined_into, None);
+        assert_eq!(row("other").inlined_into, None);
+        let d = sparkles_report::diff::diff("case", &base, &new);
+        let findings: Vec<&str> = d.findings().map(|m| m.name.as_str()).collect();
+        assert!(findings.contains(&"extra_fnv"), "{findings:?}");
+        assert!(!findings.contains(&"copied<u8>"), "{findings:?}");
+        let callee = d.movers.iter().find(|m| m.name == "copied<u8>").unwrap();
+        assert!(callee.significant, "{callee:?}");
+        assert_eq!(callee.part_of.as_deref(), Some("extra_fnv"));
+        // `other` lost share: a finding of its own, moving the other way.
+        assert!(findings.contains(&"other"), "{findings:?}");
+        // Ordered by the size of the change among the findings.
+        let sizes: Vec<f64> = d.significant().map(|m| m.change_pp.abs()).collect();
+        assert!(sizes.windows(2).all(|w| w[0] >= w[1]), "{sizes:?}");
+    }
+}

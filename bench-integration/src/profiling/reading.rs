@@ -222,7 +222,9 @@ fn diff_against(
     })?;
     let svg = diff::svg(&d, &Folded::parse(&text)?, folded)?;
     sparkles_perf_data::atomic_write::write_atomically(&dir.join("diff.svg"), svg.as_bytes())?;
-    Ok((d.movers.into_iter().take(3).collect(), d.warnings))
+    // Each inlining chain once: a callee inlined into a mover is in diff.json, not here.
+    let movers = d.movers.into_iter().filter(|m| m.part_of.is_none()).take(3);
+    Ok((movers.collect(), d.warnings))
 }
 
 /// Unwinds, names and aggregates one case's capture; writes its artifacts beside it.

@@ -653,7 +653,7 @@ fn json_line(c: &Compared, row: &BenchRow, base: &Side, variant: &Side) -> Value
                 "base_capture": p.base_capture,
                 "variant_capture": p.variant_capture,
                 "diff": p.diff_path,
-                "movers": p.diff.significant().map(|m| m.name.clone()).collect::<Vec<_>>(),
+                "movers": p.diff.findings().map(|m| m.name.clone()).collect::<Vec<_>>(),
             }),
         },
     })
