@@ -342,6 +342,70 @@ pub(crate) fn read_symbols(file: &object::File<'_>) -> Vec<SymbolEntry> {
     let mut names: Vec<(&mut String, u64)> =
         out.iter_mut().map(|s| (&mut s.name, s.start)).collect();
     unversion(&mut names);
+    let named: std::collections::HashSet<u64> = out.iter().map(|s| s.start).collect();
+    out.extend(
+        plt_symbols(file)
+            .into_iter()
+            .filter(|p| !named.contains(&p.start)),
+    );
     out.sort_by_key(|s| (s.start, std::cmp::Reverse(s.end)));
     out
+}
+
+/// One PLT entry's size on x86-64, and of `.plt`'s first entry (the resolver's, PLT0).
+const X86_64_PLT_ENTRY: u64 = 16;
+
+/// The PLT's entries named as perf and objdump name them (`puts@plt`), which no symbol
+/// table lists: on x86-64, the i-th `R_X86_64_JUMP_SLOT` relocation of `.rela.plt` is
+/// the i-th entry of `.plt.sec` where the file has one (IBT), else of `.plt` after its
+/// first, and names the dynamic symbol it binds. Nothing for other machines, or where
+/// the sections' contents are not in this file (a separate debug file).
+fn plt_symbols(file: &object::File<'_>) -> Vec<SymbolEntry> {
+    use object::{Object, ObjectSection, ObjectSymbol};
+    const R_X86_64_JUMP_SLOT: u64 = 7;
+    if file.architecture() != object::Architecture::X86_64 || !file.is_little_endian() {
+        return Vec::new();
+    }
+    let Some(rela) = file
+        .section_by_name(".rela.plt")
+        .and_then(|s| s.data().ok())
+        .filter(|d| !d.is_empty())
+    else {
+        return Vec::new();
+    };
+    let (plt, first) = match file.section_by_name(".plt.sec") {
+        Some(sec) => (sec, 0),
+        None => match file.section_by_name(".plt") {
+            Some(sec) => (sec, X86_64_PLT_ENTRY),
+            None => return Vec::new(),
+        },
+    };
+    if plt.kind() != object::SectionKind::Text {
+        return Vec::new();
+    }
+    let names: std::collections::HashMap<usize, String> = file
+        .dynamic_symbols()
+        .filter_map(|s| Some((s.index().0, split_version(s.name().ok()?).0.to_string())))
+        .collect();
+    let section_end = plt.address() + plt.size();
+    let word = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap_or([0; 8]));
+    rela.chunks_exact(24)
+        .filter(|r| word(&r[8..16]) & 0xffff_ffff == R_X86_64_JUMP_SLOT)
+        .enumerate()
+        .filter_map(|(i, r)| {
+            let name = names.get(&((word(&r[8..16]) >> 32) as usize))?;
+            let start = plt.address() + first + i as u64 * X86_64_PLT_ENTRY;
+            (start + X86_64_PLT_ENTRY <= section_end).then(|| SymbolEntry {
+                start,
+                end: start + X86_64_PLT_ENTRY,
+                name: format!("{name}@plt"),
+                file: None,
+                section_end,
+                size: X86_64_PLT_ENTRY,
+                weak: false,
+                global: false,
+                versioned: false,
+            })
+        })
+        .collect()
 }

@@ -606,3 +606,66 @@ fn a_debug_files_symbols_win_and_versions_come_off_names() {
         );
     }
 }
+
+/// PLT entries are named as objdump and perf name them (`puts@plt`), though no symbol
+/// table lists them: every `<X@plt>` objdump prints, in a gcc build that calls libc
+/// through its PLT, with and without IBT's `.plt.sec`.
+#[test]
+fn plt_entries_are_named_as_objdump_names_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("plt.c");
+    std::fs::write(
+        &src,
+        "#include <stdio.h>\n#include <string.h>\nint main(int c, char **v) { for (int i = 0; i < c; i++) puts(v[i]); return (int)strlen(v[0]) - 5; }\n",
+    )
+    .unwrap();
+    for (out, extra) in [
+        ("plt", &[][..]),
+        ("plt-ibt", &["-fcf-protection=full", "-Wl,-z,ibtplt"][..]),
+    ] {
+        let mut args = vec!["gcc", "-O1"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["-o", out, "plt.c"]);
+        if !run(tmp.path(), &args) {
+            return;
+        }
+        let exe = tmp.path().join(out);
+        let dump = match Command::new("objdump").arg("-d").arg(&exe).output() {
+            Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).into_owned(),
+            other => {
+                skip::skip("binutils", format!("objdump -d: {other:?}"));
+                return;
+            }
+        };
+        // `0000000000001030 <puts@plt>:`, outside .plt.got (entries of GOT slots, not of
+        // .rela.plt's relocations).
+        let mut named = 0;
+        let mut in_got = false;
+        for line in dump.lines() {
+            if let Some(section) = line.strip_prefix("Disassembly of section ") {
+                in_got = section.starts_with(".plt.got");
+            }
+            let Some((addr, rest)) = line.split_once(" <") else {
+                continue;
+            };
+            let Some(name) = rest.strip_suffix(">:").filter(|n| n.ends_with("@plt")) else {
+                continue;
+            };
+            if in_got {
+                continue;
+            }
+            let addr = u64::from_str_radix(addr.trim(), 16).unwrap();
+            let m = Module::open_in(&exe, &SearchPaths::none()).unwrap();
+            for at in [addr, addr + 4] {
+                let frames = m.frames(at);
+                let got = frames.first().and_then(|f| f.function.clone());
+                assert_eq!(got.as_deref(), Some(name), "{out} {at:#x}: {frames:?}");
+            }
+            named += 1;
+        }
+        assert!(
+            named >= 2,
+            "{out}: objdump named {named} PLT entries:\n{dump}"
+        );
+    }
+}
