@@ -176,6 +176,10 @@ pub fn compare_rows(
     compared
 }
 
+/// Why a comparison's line names no function where the run was not profiled.
+pub const NOT_PROFILED: &str =
+    "not profiled (run with --profile, against a baseline saved with --profile)";
+
 /// Sets `row`'s comparison against `base_row`: `comparison` (the timing's) with every
 /// metric both rows have and the line that explains it (instructions and cycles, the
 /// profile's significant movers). `unavailable` says why this run has no value for a
@@ -230,10 +234,7 @@ pub fn set_comparison(
     // Why the profile names no function, where it names none.
     let where_missing = match &row.profile {
         _ if !movers.is_empty() => None,
-        None => Some(
-            "not profiled (run with --profile, against a baseline saved with --profile)"
-                .to_string(),
-        ),
+        None => Some(NOT_PROFILED.to_string()),
         Some(p) => Some(
             p.error
                 .as_ref()
