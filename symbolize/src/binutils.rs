@@ -6,9 +6,17 @@ use std::fmt::Write;
 use crate::{Frame, Module};
 
 /// The frames binutils addr2line prints for `addr`: [`Module::frames`] with the innermost
-/// row's discriminator.
+/// row's discriminator, without the PLT's names (`puts@plt`), which binutils does not
+/// give (it prints `??`).
 pub fn frames(module: &Module, addr: u64) -> Vec<Frame> {
     let mut out = module.frames(addr);
+    out.retain(|f| {
+        f.file.is_some()
+            || !f
+                .function
+                .as_deref()
+                .is_some_and(|n| n.ends_with("@plt"))
+    });
     if let Some(first) = out.first_mut() {
         first.discriminator = module.discriminator(addr);
     }
