@@ -10,13 +10,7 @@ use crate::{Frame, Module};
 /// give (it prints `??`).
 pub fn frames(module: &Module, addr: u64) -> Vec<Frame> {
     let mut out = module.frames(addr);
-    out.retain(|f| {
-        f.file.is_some()
-            || !f
-                .function
-                .as_deref()
-                .is_some_and(|n| n.ends_with("@plt"))
-    });
+    out.retain(|f| f.file.is_some() || !f.function.as_deref().is_some_and(|n| n.ends_with("@plt")));
     if let Some(first) = out.first_mut() {
         first.discriminator = module.discriminator(addr);
     }
