@@ -105,6 +105,7 @@ th { cursor: pointer; background: #f5f5f7; }
 td.name, th.name, td.text { text-align: left; }
 td.text { white-space: normal; min-width: 14em; max-width: 26em; }
 td.fn { white-space: normal; overflow-wrap: anywhere; min-width: 8em; max-width: 14em; }
+table:not(#summary) td.name { white-space: normal; overflow-wrap: anywhere; max-width: 48em; }
 .regression { color: #b00020; font-weight: 600; } .improvement { color: #107c10; font-weight: 600; }
 .inside_the_noise, .underpowered { color: #6e6e73; }
 .why { color: #333; font-style: italic; }

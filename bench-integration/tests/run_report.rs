@@ -157,9 +157,9 @@ fn one_page_tells_the_run_and_renders_in_a_browser_with_nothing_fetched() {
     eprintln!("screenshot: {}", shot.display());
 }
 
-/// The summary fits a 1400 px window: a profiled comparison with a long explanation and
-/// a long top function (a Rust trait method's path) lays out in Chromium with no
-/// horizontal scrollbar.
+/// The page fits a 1400 px window: a profiled comparison with a long explanation, a long
+/// top function (a Rust trait method's path) and hot lines in std's long source paths
+/// lays out in Chromium with no horizontal scrollbar, the summary included.
 #[test]
 fn the_summary_fits_a_1400_px_window() {
     use sparkles_bench::profile::{HotFunction, ProfileSummary};
@@ -219,6 +219,22 @@ fn the_summary_fits_a_1400_px_window() {
         });
     }
     let dir = tempfile::tempdir().unwrap();
+    // Each case's hottest lines, with the long paths std's sources have.
+    for r in &rows {
+        let case = dir.path().join(&r.slug);
+        std::fs::create_dir_all(&case).unwrap();
+        let line = serde_json::json!({
+            "self_pct": 41.5,
+            "file": "/rustc/59807616e1fa2540724bfbac14d7976d7e4a3860/library/core/src/slice/sort/unstable/quicksort.rs/with/a/longer/path/than/any/window/has/room/for/in/one/line/of/text.rs",
+            "line": 1234,
+            "function": "<core::iter::adapters::map::Map<I,F> as core::iter::traits::iterator::Iterator>::fold<alloc::vec::Vec<u8>>",
+        });
+        std::fs::write(
+            case.join("profile.json"),
+            serde_json::json!({"lines": [line]}).to_string(),
+        )
+        .unwrap();
+    }
     let page = sparkles_bench::run_report::RunReport {
         suite: "wide",
         rows: &rows,
