@@ -13,10 +13,24 @@ use sparkles_bench::Suite;
 pub static SERIAL: Mutex<()> = Mutex::new(());
 
 pub fn args(extra: &[&str]) -> Vec<String> {
-    std::iter::once("bench")
+    let mut args: Vec<String> = std::iter::once("bench")
         .chain(extra.iter().copied())
         .map(String::from)
-        .collect()
+        .collect();
+    // A run that names no folder of its own writes into a fresh one under cargo's
+    // target/tmp, never into target/sparkles: a test's suite is no case of the user's run
+    // report, baselines or profiles.
+    if !extra
+        .iter()
+        .any(|a| *a == "--out-dir" || a.starts_with("--out-dir="))
+    {
+        let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+            .unwrap()
+            .keep();
+        args.push("--out-dir".into());
+        args.push(dir.to_string_lossy().into_owned());
+    }
+    args
 }
 
 pub fn run(suite: Suite, extra: &[&str]) -> sparkles_bench::Outcome {
