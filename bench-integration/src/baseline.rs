@@ -170,25 +170,28 @@ pub fn compare_rows(
         else {
             continue;
         };
-        set_comparison(row, base_row, change.into(), unavailable);
+        set_comparison(row, base_row, change.into(), unavailable, NOT_PROFILED);
         compared += 1;
     }
     compared
 }
 
-/// Why a comparison's line names no function where the run was not profiled.
+/// Why a comparison's line names no function where neither run was profiled, against a
+/// baseline ([`set_comparison`]'s `not_profiled`).
 pub const NOT_PROFILED: &str =
     "not profiled (run with --profile, against a baseline saved with --profile)";
 
 /// Sets `row`'s comparison against `base_row`: `comparison` (the timing's) with every
 /// metric both rows have and the line that explains it (instructions and cycles, the
 /// profile's significant movers). `unavailable` says why this run has no value for a
-/// metric, where it knows.
+/// metric, where it knows; `not_profiled` is what the line says of where the time went
+/// when neither side was profiled (how to profile them: [`NOT_PROFILED`] for a baseline).
 pub fn set_comparison(
     row: &mut BenchRow,
     base_row: &BenchRow,
     mut comparison: crate::record::Comparison,
     unavailable: &dyn Fn(&str) -> Option<String>,
+    not_profiled: &str,
 ) {
     let (mut metrics, mut missing) = crate::explain::compare_metrics(base_row, row, unavailable);
     // The profile pass's own figures (its sample and loss counts) say how well the case
@@ -234,7 +237,7 @@ pub fn set_comparison(
     // Why the profile names no function, where it names none.
     let where_missing = match &row.profile {
         _ if !movers.is_empty() => None,
-        None => Some(NOT_PROFILED.to_string()),
+        None => Some(not_profiled.to_string()),
         Some(p) => Some(
             p.error
                 .as_ref()
@@ -308,7 +311,7 @@ mod tests {
             &new.timing.as_ref().unwrap().samples,
         )
         .unwrap();
-        set_comparison(&mut new, &base, change.into(), &|_| None);
+        set_comparison(&mut new, &base, change.into(), &|_| None, NOT_PROFILED);
         let c = new.comparison.unwrap();
         assert_eq!(c.verdict, Verdict::Regression);
         let t = c

@@ -584,13 +584,7 @@ fn svg(draw: impl FnOnce(Area<'_>) -> Drawn) -> String {
 /// An axis label for a time in a chart spanning `range` ns: its unit from the largest
 /// value, and as many decimals as the span's tenth needs to tell ticks apart.
 fn axis_ns(range: &std::ops::Range<f64>) -> impl Fn(&f64) -> String {
-    let top = range.end.abs().max(range.start.abs());
-    let (scale, unit) = match top {
-        t if t < 1e3 => (1.0, "ns"),
-        t if t < 1e6 => (1e3, "µs"),
-        t if t < 1e9 => (1e6, "ms"),
-        _ => (1e9, "s"),
-    };
+    let (scale, unit) = crate::table::time_unit(range.end.abs().max(range.start.abs()));
     let step = ((range.end - range.start) / 10.0 / scale).max(1e-12);
     let decimals = (-step.log10().floor()).clamp(0.0, 6.0) as usize;
     move |v: &f64| format!("{:.decimals$} {unit}", v / scale)
@@ -814,7 +808,13 @@ mod tests {
             })
             .collect();
         let change = crate::paired::paired(&rounds, 0.5).unwrap();
-        crate::baseline::set_comparison(&mut variant, &base, (&change).into(), &|_| None);
+        crate::baseline::set_comparison(
+            &mut variant,
+            &base,
+            (&change).into(),
+            &|_| None,
+            crate::baseline::NOT_PROFILED,
+        );
         let rows = [variant];
         let html = RunReport {
             suite: "s",

@@ -4,18 +4,21 @@ use crate::metric::{MetricDescriptor, MetricFormat};
 use crate::record::BenchRow;
 use crate::stats::Verdict;
 
+/// The unit a time of `ns` nanoseconds is shown in: its size in nanoseconds, and its name
+/// (ns, µs, ms or s).
+pub fn time_unit(ns: f64) -> (f64, &'static str) {
+    match ns.abs() {
+        t if t < 1e3 => (1.0, "ns"),
+        t if t < 1e6 => (1e3, "µs"),
+        t if t < 1e9 => (1e6, "ms"),
+        _ => (1e9, "s"),
+    }
+}
+
 /// Formats nanoseconds with three significant digits in ns, µs, ms or s.
 pub fn format_ns(ns: f64) -> String {
-    let (value, unit) = if ns.abs() < 1e3 {
-        (ns, "ns")
-    } else if ns.abs() < 1e6 {
-        (ns / 1e3, "µs")
-    } else if ns.abs() < 1e9 {
-        (ns / 1e6, "ms")
-    } else {
-        (ns / 1e9, "s")
-    };
-    format!("{} {unit}", three_digits(value))
+    let (scale, unit) = time_unit(ns);
+    format!("{} {unit}", three_digits(ns / scale))
 }
 
 fn three_digits(v: f64) -> String {

@@ -211,12 +211,18 @@ fn the_summary_fits_a_1400_px_window() {
             &r.timing.as_ref().unwrap().samples,
         )
         .unwrap();
-        sparkles_bench::baseline::set_comparison(r, b, change.into(), &|_| {
-            Some(
-                "ENOENT: no PMU for this event: running under a hypervisor that does not expose it"
-                    .into(),
-            )
-        });
+        sparkles_bench::baseline::set_comparison(
+            r,
+            b,
+            change.into(),
+            &|_| {
+                Some(
+                    "ENOENT: no PMU for this event: running under a hypervisor that does not expose it"
+                        .into(),
+                )
+            },
+            sparkles_bench::baseline::NOT_PROFILED,
+        );
     }
     let dir = tempfile::tempdir().unwrap();
     // Each case's hottest lines, with the long paths std's sources have.

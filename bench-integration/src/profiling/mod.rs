@@ -15,16 +15,16 @@ mod reading;
 #[cfg(all(feature = "profile", test))]
 pub(crate) use reading::read_capture;
 #[cfg(feature = "profile")]
-pub(crate) use reading::{read_captures, Against};
+pub(crate) use reading::read_captures;
 
-/// Without the `profile` feature nothing is diffed: what would have been.
-#[cfg(not(feature = "profile"))]
+/// The profile a case's is diffed against (without the `profile` feature, what would
+/// have been: nothing is read).
 #[derive(Debug)]
-#[allow(dead_code)] // made by the callers, read by nothing in this build
+#[cfg_attr(not(feature = "profile"), allow(dead_code))]
 pub(crate) enum Against<'a> {
-    /// A baseline's profile.
+    /// The baseline's, saved beside its rows (`profile/<case folder>/`).
     Baseline(&'a crate::baseline::Baseline),
-    /// Another process's, in serve mode.
+    /// The one in this folder (its profile.json and folded.txt): serve mode's `against`.
     Folder(&'a std::path::Path),
 }
 

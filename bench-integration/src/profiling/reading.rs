@@ -9,8 +9,8 @@ use sparkles_report::diff::{self, Mover};
 use sparkles_report::profile::{self as report, Folded, Profile};
 use sparkles_report::stacks::{StackOptions, UnwindSummary};
 
+use super::Against;
 use crate::args::HarnessArgs;
-use crate::baseline::Baseline;
 use crate::profile::{HotFunction, ProfileSummary};
 use crate::runner::CaseReport;
 
@@ -150,15 +150,6 @@ pub(crate) fn read_captures(
         }
     }
     to_save
-}
-
-/// The profile a case's is diffed against.
-#[derive(Debug)]
-pub(crate) enum Against<'a> {
-    /// The baseline's, saved beside its rows (`profile/<case folder>/`).
-    Baseline(&'a Baseline),
-    /// The one in this folder (its profile.json and folded.txt): serve mode's `against`.
-    Folder(&'a Path),
 }
 
 /// The names of a profile's JSON and folded stacks beside its capture: the on-CPU

@@ -327,20 +327,14 @@ fn rows_of(c: &Compared, base: &Side, variant: &Side) -> (BenchRow, BenchRow) {
             .as_ref()
             .map(|(_, v)| v["unavailable"].clone())
             .unwrap_or(Value::Null);
-        sparkles_bench::baseline::set_comparison(&mut variant_row, &base_row, comparison, &|id| {
-            unavailable[id].as_str().map(String::from)
-        });
-        // Side by side, the way to a profile is compare's own flag.
-        if let Some(e) = variant_row
-            .comparison
-            .as_mut()
-            .and_then(|c| c.explanation.as_mut())
-        {
-            e.text = e.text.replace(
-                sparkles_bench::baseline::NOT_PROFILED,
-                "not profiled (sparkles compare --profile profiles both sides)",
-            );
-        }
+        sparkles_bench::baseline::set_comparison(
+            &mut variant_row,
+            &base_row,
+            comparison,
+            &|id| unavailable[id].as_str().map(String::from),
+            // Side by side, the way to a profile is compare's own flag.
+            "not profiled (sparkles compare --profile profiles both sides)",
+        );
     }
     (base_row, variant_row)
 }
