@@ -5,8 +5,10 @@
 //! table's verdicts and puts the warning in the run report.
 //!
 //! The machine is not made to change speed: the stored probe samples are rewritten (as
-//! though the baseline's machine had been slower by a factor 1/0.7), so the shift this
-//! run sees is about −30% whatever the load on the machine running the test. Each run is
+//! though the baseline's machine had been 20 times slower), so the shift this run sees is
+//! about −95%, and still beyond −50% where the load beside the test slows this run's probe
+//! tenfold. (A planted −30% was cancelled once by a busy CI round: the saving run had the
+//! machine to itself and the comparing run ran 1.4 times slower.) Each run is
 //! this test binary again as the child (`child_runs_the_suite`), so its standard error
 //! can be read.
 
@@ -124,16 +126,17 @@ fn a_baseline_whose_machine_moved_marks_every_verdict() {
     let median = probe["median_ns"].as_f64().unwrap();
     assert!(samples.iter().any(|&v| v <= median) && samples.iter().any(|&v| v >= median));
 
-    // The baseline's machine as though it had run the probe 1/0.7 times as long: this
-    // run's machine is then about 30% faster.
+    // The baseline's machine as though it had run the probe 20 times as long: this run's
+    // machine is then about 95% faster, whatever the load does to this run.
+    const SLOWER: f64 = 20.0;
     let mut slower = env.clone();
-    slower["machine_probe"]["samples_ns"] = samples.iter().map(|v| v / 0.7).collect();
-    slower["machine_probe"]["median_ns"] = (median / 0.7).into();
+    slower["machine_probe"]["samples_ns"] = samples.iter().map(|v| v * SLOWER).collect();
+    slower["machine_probe"]["median_ns"] = (median * SLOWER).into();
     std::fs::write(&env_path, serde_json::to_string_pretty(&slower).unwrap()).unwrap();
     let moved = run(out, &["--baseline", "b"]);
     for shift in shifts(&moved) {
         let shift = shift.expect("every compared row is marked");
-        assert!((-45.0..=-15.0).contains(&shift), "shift {shift}");
+        assert!((-99.9..=-50.0).contains(&shift), "shift {shift}");
     }
     let warnings: Vec<&str> = moved
         .stderr
