@@ -502,6 +502,8 @@ fn protocol(
             );
         }
     }
+    #[cfg(feature = "profile")]
+    viewer_formats_built(&args.profile_format, sparkles_report::export::FIREFOX)?;
     // Where nothing can be sampled the catalog has said why (the profile metrics are
     // unavailable, with the reason): the flags are still checked, and no pass runs.
     if args.profile.is_some() && sparkles_sampler::UNAVAILABLE.is_some() {
@@ -520,6 +522,19 @@ fn protocol(
 
 /// The counting pass's tiers for the selected metrics; none where no metric needs the
 /// pass.
+/// Every `--profile-format` this build can write (`firefox` where `firefox` is built in):
+/// a format that is not is a usage error naming the feature, before anything runs.
+#[cfg(feature = "profile")]
+fn viewer_formats_built(formats: &[args::ViewerFormat], firefox: bool) -> Result<(), Error> {
+    if formats.contains(&args::ViewerFormat::Firefox) && !firefox {
+        return Err(Error::Usage {
+            flag: "--profile-format",
+            message: format!("firefox: {}", sparkles_report::export::NO_FIREFOX),
+        });
+    }
+    Ok(())
+}
+
 fn count_plan(selection: &Selection, catalog: &Catalog) -> Option<CountPlan> {
     selection.needs_counting_pass().then(|| CountPlan {
         tier0: selection.needs(Source::Tier0),
@@ -729,6 +744,23 @@ mod tests {
         // One case: its notes stay its own.
         assert!(super::profiling::common_notes(&[&a]).is_empty());
         assert!(super::profiling::common_notes(&[]).is_empty());
+    }
+
+    /// `--profile-format firefox` in a build without feature `firefox` fails before the
+    /// run, naming the feature; speedscope's needs none.
+    #[cfg(feature = "profile")]
+    #[test]
+    fn a_viewer_format_not_built_in_is_a_usage_error_naming_its_feature() {
+        use super::args::ViewerFormat::{Firefox, Speedscope};
+        let e = super::viewer_formats_built(&[Speedscope, Firefox], false).unwrap_err();
+        let text = e.to_string();
+        assert!(
+            text.contains("--profile-format") && text.contains("feature `firefox`"),
+            "{text}"
+        );
+        assert!(matches!(e, super::Error::Usage { .. }));
+        assert!(super::viewer_formats_built(&[Speedscope], false).is_ok());
+        assert!(super::viewer_formats_built(&[Speedscope, Firefox], true).is_ok());
     }
 
     #[cfg(feature = "profile")]

@@ -7,9 +7,10 @@
 //! every file is whole and every temporary file gone, then exits with
 //! [`Interrupt::exit_status`].
 
+use std::fs::File;
 use std::io::Write;
-use std::path::Path;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 
 use crate::error::Error;
 
@@ -37,22 +38,21 @@ pub fn write_all_atomically(files: &[(&Path, &[u8])]) -> Result<(), Error> {
         written.push((*path, whole_temp_file(path, bytes, 0o666)?));
     }
     for (path, tmp) in written {
-        tmp.persist(path).map_err(|e| Error::io(path, e.error))?;
+        tmp.persist(path).map_err(|e| Error::io(path, e))?;
     }
     Ok(())
 }
 
 fn write_with_mode(path: &Path, bytes: &[u8], mode: u32) -> Result<(), Error> {
     let tmp = whole_temp_file(path, bytes, mode)?;
-    tmp.persist(path).map_err(|e| Error::io(path, e.error))?;
+    tmp.persist(path).map_err(|e| Error::io(path, e))?;
     Ok(())
 }
 
 /// `bytes` in a synced temporary file beside `path`; an error names `path` (the file
 /// that could not be written, not its temporary name), and the temporary file is gone.
-fn whole_temp_file(path: &Path, bytes: &[u8], mode: u32) -> Result<tempfile::NamedTempFile, Error> {
+fn whole_temp_file(path: &Path, bytes: &[u8], mode: u32) -> Result<TempFile, Error> {
     let mut tmp = temp_file_beside(path, mode)?;
-    // The file itself: tempfile's own writes would add its temporary name to the error.
     let file = tmp.as_file_mut();
     file.write_all(bytes)
         .and_then(|()| file.sync_all())
@@ -64,34 +64,86 @@ fn whole_temp_file(path: &Path, bytes: &[u8], mode: u32) -> Result<tempfile::Nam
 /// over `path` when whole, removed when dropped before. An error names the folder
 /// that could not be made, or `path` when its temporary file could not be (a read-only
 /// or full file system).
-pub fn temp_file_beside(path: &Path, mode: u32) -> Result<tempfile::NamedTempFile, Error> {
+pub fn temp_file_beside(path: &Path, mode: u32) -> Result<TempFile, Error> {
     let dir = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-    let mut builder = tempfile::Builder::new();
-    builder.prefix(".sparkles-").suffix(".tmp");
-    #[cfg(unix)]
-    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(mode));
-    #[cfg(not(unix))]
-    let _ = mode;
-    builder
-        .tempfile_in(dir)
-        .map_err(|e| Error::io(path, without_temp_name(e)))
+    TempFile::create_in(dir, mode).map_err(|e| Error::io(path, e))
 }
 
-/// The operating system's error of a temporary file's creation, without the temporary
-/// name tempfile appends to it (`… at path "…/.sparkles-x.tmp"`): the file that could not
-/// be written is the one to name.
-fn without_temp_name(e: std::io::Error) -> std::io::Error {
-    if e.get_ref().is_none() {
-        return e;
+/// A file written under a temporary name (`.sparkles-PID-N.tmp`, created new, so never
+/// another's) until [`TempFile::persist`] renames it into place; dropped before, it is
+/// removed. (The tempfile crate does this too, but brings four crates, rustix among the
+/// slowest to build, into every bench that uses the harness: issue 33's build weight.)
+#[derive(Debug)]
+pub struct TempFile {
+    path: PathBuf,
+    file: File,
+    /// Renamed into place: nothing to remove on drop.
+    kept: bool,
+}
+
+/// The temporary files this process has made: with its pid, a name no other file has.
+static MADE: AtomicU64 = AtomicU64::new(0);
+
+impl TempFile {
+    /// A new file in `dir` (which exists) with `mode` less the umask.
+    fn create_in(dir: &Path, mode: u32) -> std::io::Result<TempFile> {
+        let mut options = std::fs::OpenOptions::new();
+        options.read(true).write(true).create_new(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, mode);
+        #[cfg(not(unix))]
+        let _ = mode;
+        loop {
+            let n = MADE.fetch_add(1, Ordering::Relaxed);
+            let path = dir.join(format!(".sparkles-{}-{n}.tmp", std::process::id()));
+            match options.open(&path) {
+                Ok(file) => {
+                    return Ok(TempFile {
+                        path,
+                        file,
+                        kept: false,
+                    })
+                }
+                // Left by an earlier process of the same pid that was killed: the next name.
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e),
+            }
+        }
     }
-    let text = e.to_string();
-    match text.split_once(" at path ") {
-        Some((os, _)) => std::io::Error::new(e.kind(), os.to_string()),
-        None => e,
+
+    /// The open file.
+    pub fn as_file_mut(&mut self) -> &mut File {
+        &mut self.file
+    }
+
+    /// Renames the file over `to` (on the same file system: it is in `to`'s folder). On an
+    /// error the temporary file is removed and `to` is as it was.
+    pub fn persist(mut self, to: &Path) -> std::io::Result<()> {
+        std::fs::rename(&self.path, to)?;
+        self.kept = true;
+        Ok(())
+    }
+}
+
+impl Write for TempFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.file.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        if !self.kept {
+            let _ = std::fs::remove_file(&self.path);
+        }
     }
 }
 
@@ -220,6 +272,25 @@ mod tests {
         write_all_atomically(&[(&rows, b"new rows"), (&env, b"new env")]).unwrap();
         assert_eq!(std::fs::read(&env).unwrap(), b"new env");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+    }
+
+    #[test]
+    fn a_temporary_file_dropped_unpersisted_is_removed_and_names_never_repeat() {
+        let dir = tempfile::tempdir().unwrap();
+        let dest = dir.path().join("out.bin");
+        let a = temp_file_beside(&dest, 0o600).unwrap();
+        let mut b = temp_file_beside(&dest, 0o600).unwrap();
+        assert_ne!(a.path, b.path);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+        drop(a);
+        b.write_all(b"whole").unwrap();
+        b.persist(&dest).unwrap();
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left, ["out.bin"]);
+        assert_eq!(std::fs::read(&dest).unwrap(), b"whole");
     }
 
     #[test]

@@ -440,14 +440,22 @@ pub fn speedscope(t: &Timeline) -> Result<Vec<u8>, Error> {
     })
 }
 
+/// Whether this build has the Firefox Profiler's export (feature `firefox`).
+pub const FIREFOX: bool = cfg!(feature = "firefox");
+
+/// Why the Firefox Profiler's export is missing from a build without feature `firefox`.
+pub const NO_FIREFOX: &str = "this build has no Firefox Profiler export: it is sparkles-report's feature `firefox` (sparkles-bench's `firefox`; the sparkles command has it)";
+
 /// A marker of an interval where the capture misses samples (records lost, sampling
 /// throttled).
+#[cfg(feature = "firefox")]
 #[derive(Debug, Clone)]
 struct GapMarker {
     name: fxprof_processed_profile::StringHandle,
     what: fxprof_processed_profile::StringHandle,
 }
 
+#[cfg(feature = "firefox")]
 impl fxprof_processed_profile::StaticSchemaMarker for GapMarker {
     const UNIQUE_MARKER_TYPE_NAME: &'static str = "SparklesGap";
     const DESCRIPTION: Option<&'static str> =
@@ -492,6 +500,7 @@ impl fxprof_processed_profile::StaticSchemaMarker for GapMarker {
 /// std, library, kernel), and markers where records were lost or sampling throttled.
 /// Times are relative to the first record; the profile's wall-clock start is the
 /// capture's modification time less its span.
+#[cfg(feature = "firefox")]
 pub fn firefox(t: &Timeline, modified: Option<std::time::SystemTime>) -> Result<Vec<u8>, Error> {
     use fxprof_processed_profile::{
         CategoryColor, CategoryPairHandle, CpuDelta, Frame, FrameFlags, FrameInfo, MarkerTiming,
@@ -643,6 +652,16 @@ pub fn firefox(t: &Timeline, modified: Option<std::time::SystemTime>) -> Result<
     serde_json::to_vec(&p).map_err(|e| Error::Export {
         what: "firefox",
         reason: e.to_string(),
+    })
+}
+
+/// The Firefox Profiler's export, missing from this build: an error that says so
+/// ([`NO_FIREFOX`]).
+#[cfg(not(feature = "firefox"))]
+pub fn firefox(_: &Timeline, _: Option<std::time::SystemTime>) -> Result<Vec<u8>, Error> {
+    Err(Error::Export {
+        what: "firefox",
+        reason: NO_FIREFOX.to_string(),
     })
 }
 

@@ -12,7 +12,7 @@
 //! - [`numa`]: accesses by (CPU node, memory node).
 //! - [`names`]: names that survive a rebuild.
 //! - [`diff`]: the hot-function diff of two profiles.
-//! - [`pprof`]: gzipped profile.proto export.
+//! - [`pprof`]: gzipped profile.proto export (feature `pprof`).
 
 pub mod diff;
 pub mod error;
@@ -24,6 +24,7 @@ pub mod names;
 pub mod notes;
 pub mod numa;
 pub mod offcpu;
+#[cfg(feature = "pprof")]
 pub mod pprof;
 pub mod profile;
 pub mod stacks;
