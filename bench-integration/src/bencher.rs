@@ -468,6 +468,7 @@ fn profile_pass(routine: &mut dyn Routine, plan: &ProfilePlan) -> Result<Profile
             failure = Some(e);
             break;
         }
+        summary.iterations += plan.iterations;
     }
     summary.seconds = start.elapsed().as_secs_f64();
     let mut capture = session.finish();

@@ -66,6 +66,9 @@ pub struct ProfileSummary {
     pub throttled: sparkles_perf_data::throttle::Throttled,
     /// How long the body ran under the sampler, seconds.
     pub seconds: f64,
+    /// Iterations of the body it ran: the diff's blocks hold whole ones.
+    #[serde(default)]
+    pub iterations: u64,
     /// Bytes of the capture.
     pub bytes: u64,
     /// Bytes of its records before compression (equal to the records' share of `bytes`

@@ -106,6 +106,11 @@ fn profile_writes_a_capture_per_case() {
     assert_eq!(json["schema"], "sparkles.profile/1");
     assert_eq!(json["case"], "spin/loop");
     assert_eq!(json["samples"].as_u64(), Some(profile.samples));
+    // The diff's blocks hold whole iterations of the body, as many as the pass ran.
+    assert!(profile.iterations > 0, "{profile:?}");
+    if profile.samples >= sparkles_report::profile::MIN_BLOCKED_SAMPLES {
+        assert_eq!(json["blocked_by"], "iterations", "{}", json["blocked_by"]);
+    }
     let svg = std::fs::read_to_string(dir.join("flamegraph.svg")).unwrap();
     assert!(svg.contains("spin/loop: ") && svg.trim_end().ends_with("</svg>"));
     let folded = std::fs::read_to_string(dir.join("folded.txt")).unwrap();

@@ -23,7 +23,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::profile::{Entry, Folded, Profile};
+use crate::profile::{BlockedBy, Entry, Folded, Profile, MIN_ROUND_BLOCKS};
 
 /// Family-wise false-positive rate over all functions of one diff.
 pub const ALPHA: f64 = 0.001;
@@ -89,6 +89,10 @@ pub struct Diff {
     /// `binomial` (a capture too short to cut, or a profile without block counts).
     #[serde(default)]
     pub variance: Sides<String>,
+    /// What each side's blocks hold, said for people ("14 blocks of whole rounds of its
+    /// phases, 1,690 samples a round"); empty where it has none.
+    #[serde(default)]
+    pub blocks: Sides<String>,
     /// What weakens each side's shares: throttling, loss, truncated stacks.
     #[serde(default)]
     pub quality: Sides<Quality>,
@@ -336,9 +340,18 @@ pub fn diff(case: &str, base: &Profile, new: &Profile) -> Diff {
             base: method(base).into(),
             new: method(new).into(),
         },
+        blocks: Sides {
+            base: blocks(base),
+            new: blocks(new),
+        },
         warnings: [("base", base), ("new", new)]
             .into_iter()
             .flat_map(|(side, p)| Quality::of(p).warnings(side))
+            .chain(
+                [("base", base), ("new", new)]
+                    .into_iter()
+                    .filter_map(|(side, p)| too_few_rounds(p).map(|w| format!("{side}: {w}"))),
+            )
             .chain(
                 [("base", base), ("new", new)]
                     .into_iter()
@@ -359,6 +372,34 @@ pub fn diff(case: &str, base: &Profile, new: &Profile) -> Diff {
     }
 }
 
+/// What a profile's blocks hold, for people.
+fn blocks(p: &Profile) -> String {
+    let k = p.block_samples.len();
+    let round = p.round_samples.unwrap_or(0.0);
+    match p.blocked_by {
+        _ if k == 0 => String::new(),
+        Some(BlockedBy::Rounds) => {
+            format!("{k} blocks of whole rounds of its phases, {round:.0} samples a round")
+        }
+        Some(BlockedBy::Iterations) => {
+            format!("{k} blocks of whole iterations, {round:.1} samples an iteration")
+        }
+        _ => format!("{k} blocks of samples"),
+    }
+}
+
+/// Where a capture runs in rounds too long to cut into blocks of whole ones: the warning.
+fn too_few_rounds(p: &Profile) -> Option<String> {
+    let round = p.round_samples?;
+    (p.blocked_by == Some(BlockedBy::Samples)).then(|| {
+        format!(
+            "it holds {:.1} rounds of {round:.0} samples, too few for blocks of whole rounds: its variance over {} blocks of samples is overstated where they hold different phases (record at least {MIN_ROUND_BLOCKS} rounds)",
+            p.samples as f64 / round.max(1.0),
+            p.block_samples.len()
+        )
+    })
+}
+
 /// How a profile's variances are estimated.
 fn method(p: &Profile) -> &'static str {
     if blocked(p) {
@@ -376,8 +417,26 @@ pub fn table(d: &Diff, top: usize) -> String {
         .map(|w| format!("warning: {w}\n"))
         .collect();
     out += &format!(
-        "{}: {} samples before, {} now; significant: p < {:.1e} and |change| >= {MIN_CHANGE_PP} pp\n{:>8} {:>8} {:>8}  {:<12} name\n",
-        d.case, d.base_samples, d.new_samples, d.threshold, "before", "now", "change", "verdict"
+        "{}: {} samples before, {} now; significant: p < {:.1e} and |change| >= {MIN_CHANGE_PP} pp\n",
+        d.case, d.base_samples, d.new_samples, d.threshold
+    );
+    if !d.blocks.base.is_empty() || !d.blocks.new.is_empty() {
+        let or_none = |s: &str| {
+            if s.is_empty() {
+                "none".to_string()
+            } else {
+                s.to_string()
+            }
+        };
+        out += &format!(
+            "variance from blocks: before {}; now {}\n",
+            or_none(&d.blocks.base),
+            or_none(&d.blocks.new)
+        );
+    }
+    out += &format!(
+        "{:>8} {:>8} {:>8}  {:<12} name\n",
+        "before", "now", "change", "verdict"
     );
     for m in d.movers.iter().take(top) {
         out.push_str(&format!(

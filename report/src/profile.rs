@@ -121,8 +121,80 @@ pub struct Entry {
 }
 
 /// How many consecutive blocks a capture's samples are cut into for the diff's
-/// batch-means variance.
+/// batch-means variance, where no rounds are found in it.
 pub const BLOCKS: usize = 20;
+
+/// What a profile's blocks (the diff's replicates) hold.
+///
+/// A share's variance is measured from its spread over blocks, which is right where
+/// every block is a draw of the same mix. A program that runs in rounds of phases (a
+/// bench body that parses then serializes, a script's stages, a collector's cycle) gives
+/// blocks of a twentieth of the capture that hold one phase or another: their shares
+/// swing with the phases, the variance is overstated, and a real change is called noise.
+/// Blocks of whole rounds are draws of the same mix again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BlockedBy {
+    /// [`BLOCKS`] equal runs of samples: no rounds found, or too few to cut.
+    Samples,
+    /// Whole bench iterations: the harness says how many the capture holds
+    /// ([`Blocks::Repeats`]).
+    Iterations,
+    /// Whole rounds of the program's phases, their length found in the capture by the
+    /// autocorrelation of its hottest functions' shares along it.
+    Rounds,
+}
+
+/// How a profile's blocks are to be cut.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Blocks {
+    /// Whole rounds of the program's phases where the capture runs in rounds, else
+    /// [`BLOCKS`]ths of its samples.
+    #[default]
+    Found,
+    /// The samples come from this many repeats of the same work, evenly spread over the
+    /// capture (a bench body's iterations): blocks of whole repeats, no rounds looked for.
+    Repeats(u64),
+    /// [`BLOCKS`]ths of the samples whatever the capture holds (the diff's first
+    /// estimator, kept to measure the others against).
+    Samples,
+}
+
+/// The fewest blocks of whole rounds a capture is cut into; a capture of fewer rounds
+/// keeps blocks of [`BLOCKS`]ths, with a note.
+pub const MIN_ROUND_BLOCKS: usize = 5;
+
+/// The shortest capture, in fine blocks, whose rounds are looked for.
+const MIN_FINE: usize = 64;
+/// At most this many fine blocks of whole chunks are correlated.
+const MAX_FINE: u64 = 2048;
+/// Functions whose shares along the capture are correlated: the hottest, each of at
+/// least 1% of the samples.
+const ROUND_FUNCTIONS: usize = 12;
+/// A round is found where the autocorrelation at its length is at least this (of the
+/// variance beyond sampling noise), after the correlation has gone negative.
+const ROUND_CORRELATION: f64 = 0.5;
+
+/// And at least this many standard errors of the autocorrelation's estimate.
+const ROUND_CLEAR: f64 = 4.0;
+
+/// How a capture's chunks are cut into blocks.
+#[derive(Debug, Clone, Copy)]
+struct Blocking {
+    /// Chunks per block.
+    len: f64,
+    count: usize,
+    by: BlockedBy,
+    /// Chunks per round, where blocks hold whole ones.
+    round: Option<f64>,
+}
+
+impl Blocking {
+    /// The block chunk `chunk` falls in (a last, partial block's chunks in the one before).
+    fn of(&self, chunk: u32) -> usize {
+        ((f64::from(chunk) / self.len) as usize).min(self.count - 1)
+    }
+}
 
 /// Samples of a block-count chunk: blocks are whole chunks.
 const CHUNK: u64 = 16;
@@ -173,10 +245,20 @@ pub struct Profile {
     pub event_note: Option<String>,
     /// Samples.
     pub samples: u64,
-    /// Samples in each of the [`BLOCKS`] consecutive blocks the rows' `blocks` count
-    /// (empty where the capture is too short to cut).
+    /// Samples in each of the consecutive blocks the rows' `blocks` count (empty where
+    /// the capture is too short to cut): [`BLOCKS`] of them, or as many whole rounds as
+    /// fit (`blocked_by`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub block_samples: Vec<u64>,
+    /// What the blocks are cut along: `samples` (twentieths of the capture), `iterations`
+    /// (whole bench iterations) or `rounds` (whole rounds of the program's phases, found
+    /// in the capture); absent where there are no blocks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocked_by: Option<BlockedBy>,
+    /// Samples in one iteration or round, where the capture has them (with
+    /// `blocked_by` `samples`: too few of them to cut into blocks of whole ones).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub round_samples: Option<f64>,
     /// Samples and records the kernel dropped (LOST_SAMPLES and LOST).
     pub lost: u64,
     /// Of `lost`, records the ring buffers dropped (LOST).
@@ -452,6 +534,8 @@ pub struct Builder {
     /// The case's name as the root of folded stacks that run through the harness (the
     /// harness's frames folded into it); `None` keeps whole stacks.
     root: Option<u32>,
+    /// How the diff's blocks are cut ([`Builder::cut_blocks`]).
+    blocks: Blocks,
 }
 
 impl std::fmt::Debug for Builder {
@@ -476,6 +560,11 @@ impl Builder {
         let mut b = Builder::default();
         b.root = Some(b.labels.intern(case).id());
         b
+    }
+
+    /// How the diff's blocks are to be cut ([`Blocks`]).
+    pub fn cut_blocks(&mut self, how: Blocks) {
+        self.blocks = how;
     }
 
     fn keys(&mut self, f: &NamedFrame) -> Keys {
@@ -818,23 +907,142 @@ impl Builder {
         f
     }
 
-    /// The block each chunk of samples falls in: `BLOCKS` blocks of whole chunks, or
-    /// none for a capture too short to cut.
-    fn block_of(&self) -> Option<impl Fn(u32) -> usize> {
+    /// How the capture's chunks are cut into blocks, and the note to make where rounds
+    /// were found but too few fit; `None` for a capture too short to cut.
+    fn blocking(&self) -> Option<(Blocking, Option<String>)> {
+        if self.samples < MIN_BLOCKED_SAMPLES {
+            return None;
+        }
         let chunks = self.samples.div_ceil(CHUNK);
-        (self.samples >= MIN_BLOCKED_SAMPLES)
-            .then_some(move |chunk: u32| (u64::from(chunk) * BLOCKS as u64 / chunks) as usize)
+        let twentieths = Blocking {
+            len: chunks as f64 / BLOCKS as f64,
+            count: BLOCKS,
+            by: BlockedBy::Samples,
+            round: None,
+        };
+        let (round, by) = match self.blocks {
+            Blocks::Samples => return Some((twentieths, None)),
+            Blocks::Repeats(n) => (chunks as f64 / n.max(1) as f64, BlockedBy::Iterations),
+            Blocks::Found => match self.round_length(chunks) {
+                Some(round) => (round, BlockedBy::Rounds),
+                None => return Some((twentieths, None)),
+            },
+        };
+        // Whole rounds, as near a twentieth of the capture as they come.
+        let len = (twentieths.len / round).round().max(1.0) * round;
+        let count = (chunks as f64 / len) as usize;
+        if count < MIN_ROUND_BLOCKS {
+            let what = match by {
+                BlockedBy::Iterations => "iterations",
+                _ => "rounds of phases",
+            };
+            let note = format!(
+                "the capture holds {:.1} {what} of {:.0} samples each, too few to cut into {MIN_ROUND_BLOCKS} blocks of whole ones: its variance is measured over {BLOCKS} blocks of samples, which overstates it where one holds phases (a diff against it finds less)",
+                chunks as f64 / round,
+                round * CHUNK as f64
+            );
+            let twentieths = Blocking {
+                round: Some(round),
+                ..twentieths
+            };
+            return Some((twentieths, Some(note)));
+        }
+        let blocking = Blocking {
+            len,
+            count,
+            by,
+            round: Some(round),
+        };
+        Some((blocking, None))
+    }
+
+    /// The length in chunks of the capture's rounds of phases, where it runs in rounds:
+    /// the first peak of the autocorrelation of its hottest functions' shares along the
+    /// capture (per fine block of whole chunks), after it has gone negative, where that
+    /// peak is at least [`ROUND_CORRELATION`] of their variance beyond sampling noise and
+    /// clear of the noise of the estimate. `None` for a capture with no rounds (a steady
+    /// mix, or phases that do not repeat in it).
+    fn round_length(&self, chunks: u64) -> Option<f64> {
+        let per_fine = chunks.div_ceil(MAX_FINE).max(1);
+        let fine = chunks.div_ceil(per_fine) as usize;
+        if fine < MIN_FINE {
+            return None;
+        }
+        let fine_samples = per_fine * CHUNK;
+        let size = |i: usize| fine_samples.min(self.samples - i as u64 * fine_samples) as f64;
+        let mut hottest: Vec<&Counts> = (self.functions.counts.iter())
+            .filter(|c| c.self_samples * 100 >= self.samples)
+            .collect();
+        hottest.sort_by_key(|c| std::cmp::Reverse(c.self_samples));
+        hottest.truncate(ROUND_FUNCTIONS);
+        let max_lag = fine / MIN_ROUND_BLOCKS;
+        let mut cov = vec![0.0f64; max_lag + 1];
+        let (mut signal, mut total) = (0.0f64, 0.0f64);
+        let mut x = vec![0.0f64; fine];
+        for c in hottest {
+            x.fill(0.0);
+            for &(chunk, n) in &c.chunks {
+                x[(u64::from(chunk) / per_fine) as usize] += f64::from(n);
+            }
+            let mean = c.self_samples as f64 / self.samples as f64;
+            for (i, v) in x.iter_mut().enumerate() {
+                *v = *v / size(i) - mean;
+            }
+            let c0 = x.iter().map(|v| v * v).sum::<f64>() / fine as f64;
+            let noise = mean * (1.0 - mean) / fine_samples as f64;
+            signal += (c0 - noise).max(0.0);
+            total += c0;
+            for (lag, acc) in cov.iter_mut().enumerate().skip(1) {
+                *acc += x.iter().zip(&x[lag..]).map(|(a, b)| a * b).sum::<f64>() / fine as f64;
+            }
+        }
+        if signal <= 0.0 {
+            return None;
+        }
+        let rho: Vec<f64> = cov.iter().map(|c| c / signal).collect();
+        let negative = (1..=max_lag).find(|&l| rho[l] < 0.0)?;
+        let peak = (negative..=max_lag)
+            .map(|l| rho[l])
+            .fold(f64::MIN, f64::max);
+        // Clear of the estimate's own noise, which a correlated series makes large
+        // (Bartlett: the variance of an autocorrelation estimate is (1 + 2 Σ ρ_j²) / n
+        // over the lags before it, in the series' own units, sampling noise included).
+        let observed = |c: f64| c / total;
+        let bartlett = 1.0
+            + 2.0
+                * cov[1..negative]
+                    .iter()
+                    .map(|&c| observed(c).powi(2))
+                    .sum::<f64>();
+        let noise = (bartlett / fine as f64).sqrt();
+        if peak < ROUND_CORRELATION || observed(peak * signal) < ROUND_CLEAR * noise {
+            return None;
+        }
+        // The first peak near the highest (the round, not a multiple of it).
+        // A peak at the end of the lags looked at is no round found.
+        let lag = (negative..max_lag)
+            .find(|&l| rho[l] >= 0.8 * peak && rho[l] >= rho[l - 1] && rho[l] >= rho[l + 1])?;
+        // Between fine blocks: the vertex of the parabola through the peak and its two
+        // neighbours.
+        let (a, b, c) = (rho[lag - 1], rho[lag], rho[lag + 1]);
+        let curve = a - 2.0 * b + c;
+        let shift = if curve < 0.0 {
+            (0.5 * (a - c) / curve).clamp(-0.5, 0.5)
+        } else {
+            0.0
+        };
+        Some((lag as f64 + shift) * per_fine as f64)
     }
 
     /// Samples in each block.
-    fn block_samples(&self) -> Vec<u64> {
-        let Some(block_of) = self.block_of() else {
+    fn block_samples(&self, blocking: Option<&Blocking>) -> Vec<u64> {
+        let Some(blocking) = blocking else {
             return Vec::new();
         };
-        let mut out = vec![0u64; BLOCKS];
+        let mut out = vec![0u64; blocking.count];
         for chunk in 0..self.samples.div_ceil(CHUNK) {
             let size = CHUNK.min(self.samples - chunk * CHUNK);
-            out[block_of(chunk as u32)] += size;
+            out[blocking.of(chunk as u32)] += size;
         }
         out
     }
@@ -845,15 +1053,15 @@ impl Builder {
         &self,
         map: impl Iterator<Item = (&'a str, &'a Counts)>,
         symbols: Option<&Rows>,
+        blocking: Option<&Blocking>,
     ) -> Vec<Entry> {
         let pct = |w: u64| 100.0 * w as f64 / self.weight.max(1) as f64;
-        let block_of = self.block_of();
         let blocks = |c: &Counts| -> Vec<u32> {
-            match &block_of {
-                Some(block_of) if c.self_samples > 0 => {
-                    let mut out = vec![0u32; BLOCKS];
+            match blocking {
+                Some(blocking) if c.self_samples > 0 => {
+                    let mut out = vec![0u32; blocking.count];
                     for &(chunk, n) in &c.chunks {
-                        out[block_of(chunk)] += n;
+                        out[blocking.of(chunk)] += n;
                     }
                     out
                 }
@@ -903,15 +1111,23 @@ impl Builder {
         unwinding: Unwinding,
     ) -> (Profile, Folded) {
         self.flush();
+        let (blocking, block_note) = self.blocking().unzip();
+        let blocking = blocking.as_ref();
         let functions = self.rows(
             (self.functions.names.iter().map(|n| &**n)).zip(&self.functions.counts),
             Some(&self.symbols),
+            blocking,
         );
         let symbols = self.rows(
             (self.symbols.names.iter().map(|n| &**n)).zip(&self.symbols.counts),
             None,
+            blocking,
         );
-        let mut modules = self.rows(self.modules.values().map(|(n, c)| (n.as_str(), c)), None);
+        let mut modules = self.rows(
+            self.modules.values().map(|(n, c)| (n.as_str(), c)),
+            None,
+            blocking,
+        );
         modules.retain(|m| m.self_ > 0);
         // Lines of the ten hottest functions.
         let hot: HashSet<&str> = functions.iter().take(10).map(|e| e.name.as_str()).collect();
@@ -941,7 +1157,9 @@ impl Builder {
             event: event.into(),
             event_note: None,
             samples: self.samples,
-            block_samples: self.block_samples(),
+            block_samples: self.block_samples(blocking),
+            blocked_by: blocking.map(|b| b.by),
+            round_samples: blocking.and_then(|b| b.round).map(|r| r * CHUNK as f64),
             lost,
             lost_records: 0,
             lost_samples: 0,
@@ -952,7 +1170,7 @@ impl Builder {
             lines,
             modules,
             unwinding,
-            notes: Vec::new(),
+            notes: block_note.flatten().into_iter().collect(),
             weighting: period(),
             memory: None,
             numa: None,
@@ -1169,10 +1387,14 @@ impl<'a> Pass<'a> {
             per_event: vec![0; chosen.len()],
             chosen,
             namer: StackNamer::for_capture(data, options),
-            builder: if options.root_at_case {
-                Builder::rooted_at(case)
-            } else {
-                Builder::new()
+            builder: {
+                let mut b = if options.root_at_case {
+                    Builder::rooted_at(case)
+                } else {
+                    Builder::new()
+                };
+                b.cut_blocks(options.blocks);
+                b
             },
             memory: MemoryBuilder::new(),
             numa: numa_placement(data),

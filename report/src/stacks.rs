@@ -38,6 +38,8 @@ pub struct StackOptions {
     /// case's body (thread start, `Bencher::serve`, the timing loop) folded into one root
     /// frame named after the case ([`is_harness_frame`]). The flat views keep every frame.
     pub root_at_case: bool,
+    /// How the on-CPU profile's blocks (the diff's replicates) are cut.
+    pub blocks: crate::profile::Blocks,
 }
 
 /// Whether `function` is one of a harness's own frames (or a closure in it): the sparkles

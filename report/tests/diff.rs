@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use sparkles_report::diff::diff;
 use sparkles_report::names::Names;
-use sparkles_report::profile::{profile_capture, Builder, Profile, Unwinding};
+use sparkles_report::profile::{profile_capture, Blocks, Builder, Profile, Unwinding};
 use sparkles_report::stacks::{NamedFrame, StackOptions};
 
 #[path = "../../testdata/support/commands.rs"]
@@ -33,7 +33,23 @@ fn profile_with(
     out: &str,
     samples: u64,
 ) -> Option<Profile> {
-    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testdata/report/hotspots.c");
+    record_program(dir, "hotspots.c", bin, defines, out, 0.45, samples)
+}
+
+/// Builds `testdata/report/SOURCE` with `defines` as `bin` and records about `samples`
+/// samples of it into `out`, each of its runs about `seconds`.
+fn record_program(
+    dir: &Path,
+    source: &str,
+    bin: &str,
+    defines: &[&str],
+    out: &str,
+    seconds: f64,
+    samples: u64,
+) -> Option<Profile> {
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../testdata/report")
+        .join(source);
     if !Path::new(&dir.join(bin)).is_file() {
         let mut args = vec!["gcc", "-O2", "-g"];
         args.extend_from_slice(defines);
@@ -42,10 +58,10 @@ fn profile_with(
     }
     let program = format!("./{bin}");
     if samples == commands::SAMPLES {
-        perf_record(dir, "dwarf", out, &program, 0.45)?;
+        perf_record(dir, "dwarf", out, &program, seconds)?;
     } else {
         // Many samples, quickly: up to 16 kHz where the kernel allows it.
-        perf_record_samples(dir, "fp", out, &program, 0.45, samples, 16_000)?;
+        perf_record_samples(dir, "fp", out, &program, seconds, samples, 16_000)?;
     }
     let (p, _) = profile_capture(&dir.join(out), out, &StackOptions::default()).unwrap();
     Some(p)
@@ -119,8 +135,15 @@ fn a_tenth_more_work_in_one_function_is_found_and_ranks_first() {
     let d = diff("a tenth more", &base, &slower);
     let top = &d.movers[0];
     eprintln!(
-        "{} and {} samples; top mover {} {:.2}% -> {:.2}% (t {:.1}, p {:.1e})",
-        d.base_samples, d.new_samples, top.name, top.base_pct, top.new_pct, top.z, top.p_value
+        "{} and {} samples; top mover {} {:.2}% -> {:.2}% (t {:.1}, p {:.1e}); blocks: {:?}",
+        d.base_samples,
+        d.new_samples,
+        top.name,
+        top.base_pct,
+        top.new_pct,
+        top.z,
+        top.p_value,
+        d.blocks
     );
     assert_eq!(top.name, "eight", "{:#?}", &d.movers[..3]);
     assert!(top.significant && top.change_pp > 1.0, "{top:?}");
@@ -169,6 +192,77 @@ fn a_rebuild_that_changes_hashes_moves_nothing() {
     assert_eq!(d.movers.len(), 3, "one row per function, not per hash");
     assert_eq!(d.significant().count(), 0);
     assert!(d.movers.iter().all(|m| m.change_pp == 0.0));
+}
+
+/// A program in phases (`phases.c`: rounds of a phase of `alpha`, then one of `beta`),
+/// recorded twice as it is and once with its beta phase
+/// doubled: the two recordings of the same code give no significant mover, and the
+/// doubled phase (beta from about half of the samples to two thirds) is found and ranks
+/// first. Blocks of a twentieth of the capture are about a phase long, so their shares
+/// swing between the phases; blocks that fit the program hold whole rounds.
+#[test]
+fn a_doubled_phase_is_found_and_reruns_of_a_phased_program_are_noise() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    // About fourteen rounds at 16 kHz (more where the kernel allows less).
+    let n = 15_000;
+    let record = |bin: &str, defines: &[&str], out: &str| {
+        record_program(dir, "phases.c", bin, defines, out, 0.07, n)
+    };
+    let Some(base) = record("phases", &[], "base.data") else {
+        return;
+    };
+    let Some(again) = record("phases", &[], "again.data") else {
+        return;
+    };
+    let Some(doubled) = record("doubled", &["-DBETA_ITERS=(2*BASE_ITERS)"], "doubled.data") else {
+        return;
+    };
+    let blocks = |p: &Profile| (p.block_samples.len(), p.blocked_by);
+    eprintln!(
+        "blocks: base {:?}, again {:?}, doubled {:?}",
+        blocks(&base),
+        blocks(&again),
+        blocks(&doubled)
+    );
+    let same = diff("rerun", &base, &again);
+    let found: Vec<_> = same.significant().collect();
+    assert!(
+        found.is_empty(),
+        "same code, significant movers: {found:#?}"
+    );
+    let d = diff("doubled phase", &base, &doubled);
+    let top = &d.movers[0];
+    eprintln!(
+        "{} and {} samples; top mover {} {:.1}% -> {:.1}% (t {:.1}, p {:.1e})",
+        d.base_samples, d.new_samples, top.name, top.base_pct, top.new_pct, top.z, top.p_value
+    );
+    // The same captures cut in twentieths, as the diff first did: for the record.
+    let twentieths = |out: &str| {
+        let options = StackOptions {
+            blocks: Blocks::Samples,
+            ..StackOptions::default()
+        };
+        profile_capture(&dir.join(out), out, &options).unwrap().0
+    };
+    let before = diff(
+        "doubled phase",
+        &twentieths("base.data"),
+        &twentieths("doubled.data"),
+    );
+    let beta = before.movers.iter().find(|m| m.name == "beta").unwrap();
+    eprintln!(
+        "in twentieths: beta {:+.1} pp, t {:.1}, p {:.1e}, significant {}",
+        beta.change_pp, beta.z, beta.p_value, beta.significant
+    );
+    assert!(
+        ["alpha", "beta"].contains(&top.name.as_str()),
+        "{:#?}",
+        &d.movers[..3]
+    );
+    assert!(top.significant && top.change_pp.abs() > 10.0, "{top:?}");
+    let beta = d.movers.iter().find(|m| m.name == "beta").unwrap();
+    assert!(beta.significant && beta.change_pp > 10.0, "{beta:?}");
 }
 
 /// A small deterministic generator (SplitMix64) for the synthetic captures below.
@@ -255,4 +349,82 @@ fn phases_are_not_movers_and_a_tenth_more_work_is() {
         "the phases are noise a binomial test calls movers: {binomial_false} of {pairs}"
     );
     assert!(found_first * 100 >= pairs * 95, "{found_first} of {pairs}");
+}
+
+/// A synthetic capture of 60,000 samples (fifteen seconds at 4 kHz) of a program in rounds, as scripts run: each
+/// round a phase of `alpha` (2,000 samples) then one of `beta` (`beta_len`), each phase's
+/// length off by up to a tenth at random, the capture starting anywhere in a round; in
+/// its phase a function takes 60% of the samples, `rest` the others.
+fn synthetic_rounds(seed: u64, beta_len: f64) -> Profile {
+    rounds(seed, beta_len, false)
+}
+
+/// [`synthetic_rounds`], its blocks cut as twentieths of the samples where `twentieths`.
+fn rounds(seed: u64, beta_len: f64, twentieths: bool) -> Profile {
+    let mut rng = Rng(seed);
+    let mut b = Builder::new();
+    if twentieths {
+        b.cut_blocks(Blocks::Samples);
+    }
+    let mut names = Names::new();
+    let [alpha, beta, rest, main] = ["alpha", "beta", "rest", "main"].map(|n| frame(&mut names, n));
+    let jitter = |rng: &mut Rng, len: f64| (len * (0.9 + 0.2 * rng.next())) as u64;
+    let mut in_beta = rng.next() < 0.5;
+    let mut left = (rng.next() * if in_beta { beta_len } else { 2000.0 }) as u64;
+    for _ in 0..60_000 {
+        while left == 0 {
+            in_beta = !in_beta;
+            left = jitter(&mut rng, if in_beta { beta_len } else { 2000.0 });
+        }
+        left -= 1;
+        let leaf = match (rng.next() < 0.6, in_beta) {
+            (true, false) => &alpha,
+            (true, true) => &beta,
+            _ => &rest,
+        };
+        b.add(&[leaf.clone(), main.clone()], false, 1);
+    }
+    b.finish("rounds", "cycles", 0, Unwinding::default()).0
+}
+
+/// Rounds of phases longer than a twentieth of the capture: two captures of the same
+/// program give a significant mover in almost no pair, and a doubled phase (beta from 30%
+/// of the samples to 40%) is found in almost every one, where blocks of a twentieth of
+/// the capture (half a round: one phase or the other) find it in few.
+#[test]
+fn rounds_of_long_phases_are_not_movers_and_a_doubled_phase_is() {
+    let pairs = 60;
+    let (mut false_found, mut found, mut found_by_twentieths) = (0, 0, 0);
+    for pair in 0..pairs {
+        let base = synthetic_rounds(2 * pair, 2000.0);
+        let same = synthetic_rounds(2 * pair + 1, 2000.0);
+        if diff("a/a", &base, &same).significant().count() > 0 {
+            false_found += 1;
+        }
+        let doubled = synthetic_rounds(1000 + pair, 4000.0);
+        let d = diff("a/b", &base, &doubled);
+        if d.movers
+            .iter()
+            .any(|m| m.name == "beta" && m.significant && m.change_pp > 5.0)
+        {
+            found += 1;
+        }
+        let d = diff(
+            "a/b",
+            &rounds(2 * pair, 2000.0, true),
+            &rounds(1000 + pair, 4000.0, true),
+        );
+        if d.movers.iter().any(|m| m.name == "beta" && m.significant) {
+            found_by_twentieths += 1;
+        }
+    }
+    eprintln!(
+        "{pairs} pairs: {false_found} A/A with a significant mover; doubled phase found in          {found} (blocks of a twentieth: {found_by_twentieths})"
+    );
+    assert!(false_found * 100 <= pairs * 5, "{false_found} of {pairs}");
+    assert!(found * 100 >= pairs * 95, "{found} of {pairs}");
+    assert!(
+        found_by_twentieths * 2 < pairs,
+        "{found_by_twentieths} of {pairs}"
+    );
 }

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde::Serialize;
 use sparkles_report::diff::{self, Mover};
-use sparkles_report::profile::{self as report, Folded, Profile};
+use sparkles_report::profile::{self as report, Blocks, Folded, Profile};
 use sparkles_report::stacks::{StackOptions, UnwindSummary};
 
 use super::Against;
@@ -230,6 +230,12 @@ pub(crate) fn read_capture(
         Ok(unwind) => StackOptions {
             unwind,
             root_at_case: !args.profile_full_stacks,
+            // The diff's blocks are whole iterations of the body (one that runs in
+            // phases has blocks that are draws of the same mix).
+            blocks: match summary.iterations {
+                0 => Blocks::Found,
+                n => Blocks::Repeats(n),
+            },
             ..StackOptions::default()
         },
         Err(e) => {
