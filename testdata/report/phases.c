@@ -1,11 +1,11 @@
 /* A program that runs in phases, as scripts do: each argument (the program's name
  * included) is one round of a phase of `alpha` then a phase of `beta`, a round about
- * 0.07 s on a 2-core VM, so a capture of a dozen rounds holds long stretches of one function
+ * 0.025 s on a 2-core VM, so a capture of fifty rounds holds long stretches of one function
  * and then of the other. A test doubles the beta phase with -DBETA_ITERS=(2*BASE_ITERS):
  * its share grows from about half to two thirds. Built with gcc -O2 -g. */
 #include <stdio.h>
 
-#define BASE_ITERS 20000000ul
+#define BASE_ITERS 7000000ul
 #ifndef BETA_ITERS
 #define BETA_ITERS BASE_ITERS
 #endif
