@@ -520,8 +520,6 @@ fn protocol(
     Ok((protocol, profile_note))
 }
 
-/// The counting pass's tiers for the selected metrics; none where no metric needs the
-/// pass.
 /// Every `--profile-format` this build can write (`firefox` where `firefox` is built in):
 /// a format that is not is a usage error naming the feature, before anything runs.
 #[cfg(feature = "profile")]
@@ -535,6 +533,8 @@ fn viewer_formats_built(formats: &[args::ViewerFormat], firefox: bool) -> Result
     Ok(())
 }
 
+/// The counting pass's tiers for the selected metrics; none where no metric needs the
+/// pass.
 fn count_plan(selection: &Selection, catalog: &Catalog) -> Option<CountPlan> {
     selection.needs_counting_pass().then(|| CountPlan {
         tier0: selection.needs(Source::Tier0),

@@ -23,7 +23,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::profile::{BlockedBy, Entry, Folded, Profile, MIN_ROUND_BLOCKS};
+use crate::profile::{BlockedBy, Entry, Folded, Profile};
 
 /// Family-wise false-positive rate over all functions of one diff.
 pub const ALPHA: f64 = 0.001;
@@ -350,7 +350,9 @@ pub fn diff(case: &str, base: &Profile, new: &Profile) -> Diff {
             .chain(
                 [("base", base), ("new", new)]
                     .into_iter()
-                    .filter_map(|(side, p)| too_few_rounds(p).map(|w| format!("{side}: {w}"))),
+                    .filter_map(|(side, p)| {
+                        crate::profile::too_few_rounds(p).map(|w| format!("{side}: {w}"))
+                    }),
             )
             .chain(
                 [("base", base), ("new", new)]
@@ -386,18 +388,6 @@ fn blocks(p: &Profile) -> String {
         }
         _ => format!("{k} blocks of samples"),
     }
-}
-
-/// Where a capture runs in rounds too long to cut into blocks of whole ones: the warning.
-fn too_few_rounds(p: &Profile) -> Option<String> {
-    let round = p.round_samples?;
-    (p.blocked_by == Some(BlockedBy::Samples)).then(|| {
-        format!(
-            "it holds {:.1} rounds of {round:.0} samples, too few for blocks of whole rounds: its variance over {} blocks of samples is overstated where they hold different phases (record at least {MIN_ROUND_BLOCKS} rounds)",
-            p.samples as f64 / round.max(1.0),
-            p.block_samples.len()
-        )
-    })
 }
 
 /// How a profile's variances are estimated.

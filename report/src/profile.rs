@@ -178,6 +178,20 @@ const ROUND_CORRELATION: f64 = 0.5;
 /// And at least this many standard errors of the autocorrelation's estimate.
 const ROUND_CLEAR: f64 = 4.0;
 
+/// Where a profile's repeats (iterations, or rounds of phases) are too few to cut into
+/// [`MIN_ROUND_BLOCKS`] blocks of whole ones, so its blocks are twentieths of its samples:
+/// the sentence that says so (a profile note, and a warning in a diff against it).
+pub fn too_few_rounds(p: &Profile) -> Option<String> {
+    let round = p.round_samples?;
+    (p.blocked_by == Some(BlockedBy::Samples)).then(|| {
+        format!(
+            "the capture holds {:.1} repeats of its work (iterations, or rounds of phases) of {round:.0} samples each, too few to cut into {MIN_ROUND_BLOCKS} blocks of whole ones: its variance over {} blocks of samples is overstated where they hold different phases, and a diff against it finds less (record at least {MIN_ROUND_BLOCKS})",
+            p.samples as f64 / round.max(1.0),
+            p.block_samples.len()
+        )
+    })
+}
+
 /// How a capture's chunks are cut into blocks.
 #[derive(Debug, Clone, Copy)]
 struct Blocking {
@@ -907,9 +921,10 @@ impl Builder {
         f
     }
 
-    /// How the capture's chunks are cut into blocks, and the note to make where rounds
-    /// were found but too few fit; `None` for a capture too short to cut.
-    fn blocking(&self) -> Option<(Blocking, Option<String>)> {
+    /// How the capture's chunks are cut into blocks; `None` for a capture too short to
+    /// cut. Where its repeats are too few for blocks of whole ones it keeps twentieths,
+    /// with the repeat's length ([`too_few_rounds`] says so).
+    fn blocking(&self) -> Option<Blocking> {
         if self.samples < MIN_BLOCKED_SAMPLES {
             return None;
         }
@@ -921,39 +936,28 @@ impl Builder {
             round: None,
         };
         let (round, by) = match self.blocks {
-            Blocks::Samples => return Some((twentieths, None)),
+            Blocks::Samples => return Some(twentieths),
             Blocks::Repeats(n) => (chunks as f64 / n.max(1) as f64, BlockedBy::Iterations),
             Blocks::Found => match self.round_length(chunks) {
                 Some(round) => (round, BlockedBy::Rounds),
-                None => return Some((twentieths, None)),
+                None => return Some(twentieths),
             },
         };
         // Whole rounds, as near a twentieth of the capture as they come.
         let len = (twentieths.len / round).round().max(1.0) * round;
         let count = (chunks as f64 / len) as usize;
         if count < MIN_ROUND_BLOCKS {
-            let what = match by {
-                BlockedBy::Iterations => "iterations",
-                _ => "rounds of phases",
-            };
-            let note = format!(
-                "the capture holds {:.1} {what} of {:.0} samples each, too few to cut into {MIN_ROUND_BLOCKS} blocks of whole ones: its variance is measured over {BLOCKS} blocks of samples, which overstates it where one holds phases (a diff against it finds less)",
-                chunks as f64 / round,
-                round * CHUNK as f64
-            );
-            let twentieths = Blocking {
+            return Some(Blocking {
                 round: Some(round),
                 ..twentieths
-            };
-            return Some((twentieths, Some(note)));
+            });
         }
-        let blocking = Blocking {
+        Some(Blocking {
             len,
             count,
             by,
             round: Some(round),
-        };
-        Some((blocking, None))
+        })
     }
 
     /// The length in chunks of the capture's rounds of phases, where it runs in rounds:
@@ -1111,7 +1115,7 @@ impl Builder {
         unwinding: Unwinding,
     ) -> (Profile, Folded) {
         self.flush();
-        let (blocking, block_note) = self.blocking().unzip();
+        let blocking = self.blocking();
         let blocking = blocking.as_ref();
         let functions = self.rows(
             (self.functions.names.iter().map(|n| &**n)).zip(&self.functions.counts),
@@ -1151,7 +1155,7 @@ impl Builder {
             .collect();
         lines.sort_by(|a, b| b.self_.cmp(&a.self_).then(a.line.cmp(&b.line)));
         let folded = self.folded();
-        let profile = Profile {
+        let mut profile = Profile {
             schema: "sparkles.profile/1".into(),
             case: case.into(),
             event: event.into(),
@@ -1170,12 +1174,13 @@ impl Builder {
             lines,
             modules,
             unwinding,
-            notes: block_note.flatten().into_iter().collect(),
+            notes: Vec::new(),
             weighting: period(),
             memory: None,
             numa: None,
             offcpu: None,
         };
+        profile.notes.extend(too_few_rounds(&profile));
         (profile, folded)
     }
 }

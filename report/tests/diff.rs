@@ -431,3 +431,51 @@ fn rounds_of_long_phases_are_not_movers_and_a_doubled_phase_is() {
         "{found_by_twentieths} of {pairs}"
     );
 }
+
+/// A capture of three repeats of its work (a bench pass of three slow iterations) is too
+/// few to cut into blocks of whole ones: it keeps twentieths of its samples, and both its
+/// profile and a diff against it say why.
+#[test]
+fn too_few_repeats_keep_twentieths_and_say_so() {
+    let profile = |repeats: u64| {
+        let mut b = Builder::new();
+        b.cut_blocks(Blocks::Repeats(repeats));
+        let mut names = Names::new();
+        let [work, main] = ["work", "main"].map(|n| frame(&mut names, n));
+        for _ in 0..4_000 {
+            b.add(&[work.clone(), main.clone()], false, 1);
+        }
+        b.finish("slow", "cycles", 0, Unwinding::default()).0
+    };
+    let few = profile(3);
+    assert_eq!(
+        few.blocked_by,
+        Some(sparkles_report::profile::BlockedBy::Samples)
+    );
+    assert_eq!(few.block_samples.len(), sparkles_report::profile::BLOCKS);
+    let round = few.round_samples.unwrap();
+    assert!((round - 4_000.0 / 3.0).abs() < 1.0, "{round}");
+    assert!(
+        few.notes.iter().any(|n| n.contains("3.0 repeats")),
+        "{:?}",
+        few.notes
+    );
+    let many = profile(100);
+    assert_eq!(
+        many.blocked_by,
+        Some(sparkles_report::profile::BlockedBy::Iterations)
+    );
+    assert!(many.notes.is_empty(), "{:?}", many.notes);
+    let d = diff("slow", &many, &few);
+    assert!(
+        d.warnings
+            .iter()
+            .any(|w| w.starts_with("new: ") && w.contains("3.0 repeats")),
+        "{:?}",
+        d.warnings
+    );
+    assert!(!d
+        .warnings
+        .iter()
+        .any(|w| w.starts_with("base: the capture")));
+}
