@@ -23,6 +23,28 @@ pub struct Baseline {
     pub environment: Option<Environment>,
 }
 
+/// The folder beside a baseline's rows file (`rows`) where a case's profile is kept
+/// (`profile/<case folder>/`): its profile.json and folded.txt, or the wall-clock ones.
+pub fn kept_profile_dir(rows: &Path, slug: impl AsRef<std::ffi::OsStr>) -> PathBuf {
+    rows.parent()
+        .unwrap_or(Path::new("."))
+        .join("profile")
+        .join(slug.as_ref())
+}
+
+impl Baseline {
+    /// Whether any of its cases was saved with a profile (rows do not carry it: the
+    /// profile is kept beside them, [`kept_profile_dir`]).
+    pub fn has_profiles(&self) -> bool {
+        self.rows.iter().any(|r| {
+            let dir = kept_profile_dir(&self.path, &r.slug);
+            ["profile.json", "profile-wall.json"]
+                .iter()
+                .any(|f| dir.join(f).is_file())
+        })
+    }
+}
+
 /// A baseline name must be one plain path component.
 fn check_name(name: &str, flag: &'static str) -> Result<(), Error> {
     let plain = !name.is_empty()
@@ -295,6 +317,24 @@ mod tests {
         let b = rows[1].comparison.as_ref().unwrap();
         assert_eq!(b.verdict, Verdict::Improvement);
         assert!(rows[2].comparison.is_none());
+    }
+
+    #[test]
+    fn a_baseline_has_profiles_where_one_is_kept_beside_its_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = Environment::current("demo");
+        let path = prepare_save("p", dir.path(), "demo").unwrap();
+        save(&path, &[row("a/x", 100.0), row("b", 100.0)], &env).unwrap();
+        let base = load("p", dir.path(), "demo").unwrap();
+        assert!(!base.has_profiles());
+        // Saved rows never carry the profile: it is kept beside them, per case folder.
+        assert!(base.rows.iter().all(|r| r.profile.is_none()));
+        let kept = kept_profile_dir(&path, crate::suite::slug("a/x"));
+        std::fs::create_dir_all(&kept).unwrap();
+        std::fs::write(kept.join("folded.txt"), "a 1\n").unwrap();
+        assert!(!base.has_profiles(), "folded stacks alone are no profile");
+        std::fs::write(kept.join("profile-wall.json"), "{}").unwrap();
+        assert!(base.has_profiles());
     }
 
     #[test]

@@ -420,7 +420,7 @@ impl RunFiles {
         let Some(base) = &self.baseline else { return };
         // The hot-function diff ("where" in each verdict's line) needs a profile on both
         // sides: said before anything is measured.
-        let profiled = base.rows.iter().any(|r| r.profile.is_some());
+        let profiled = base.has_profiles();
         let name = args.baseline.as_deref().unwrap_or("NAME");
         match (args.profile.is_some(), profiled) {
             (true, false) => eprintln!(

@@ -184,9 +184,14 @@ fn a_profiled_baseline_gives_each_case_a_hot_function_diff() {
         let mut suite = Suite::new("profdiff");
         // The hot code is one function (libc's memset): a loop of tiny debug-build calls
         // (black_box, Range::next, lt) splits its samples among them differently from
-        // run to run, as a periodic sampler and the loop beat.
+        // run to run, as a periodic sampler and the loop beat. Each call is long (1 MiB,
+        // tens of µs): the harness's loop between calls, compiled unoptimized in this
+        // test, is a few tenths of a percent of the samples. With 64 KiB calls it was
+        // 1-2%, and once on a busy CI machine 0.9% in one run, 9.7% in the next, evenly
+        // over that capture: a skew of where the timer's samples land that grows with
+        // the calls a second.
         suite.case("spin", |b| {
-            let mut buffer = vec![0u8; 64 << 10];
+            let mut buffer = vec![0u8; 1 << 20];
             let mut i = 0u8;
             b.iter(move || {
                 i = i.wrapping_add(1);
@@ -207,7 +212,9 @@ fn a_profiled_baseline_gives_each_case_a_hot_function_diff() {
             "--profile-time",
             "300ms",
             "--profile-event",
-            "cpu-clock",
+            // User mode only: the share of interrupts taken in the kernel differs between a
+            // busy machine's runs, and memset's share is what is left of it.
+            "cpu-clock:u",
             "--out-dir",
             dir.path().to_str().unwrap(),
         ];
@@ -234,6 +241,9 @@ fn a_profiled_baseline_gives_each_case_a_hot_function_diff() {
     }
     let kept = dir.path().join("baselines/main/profile/spin");
     assert!(kept.join("profile.json").is_file() && kept.join("folded.txt").is_file());
+    // What the next run's warning about an unprofiled baseline asks.
+    let saved = sparkles_bench::baseline::load("main", dir.path(), "profdiff").unwrap();
+    assert!(saved.has_profiles());
     let second = run(
         suite(),
         &flags(&["--baseline", "main"])

@@ -115,12 +115,7 @@ pub(crate) fn read_captures(
             .map(|n| n.to_os_string())
             .unwrap_or_default();
         // Beside the baseline's rows: its profile folder, one per case.
-        let beside = |rows: &Path| {
-            rows.parent()
-                .unwrap_or(Path::new("."))
-                .join("profile")
-                .join(&slug)
-        };
+        let beside = |rows: &Path| crate::baseline::kept_profile_dir(rows, &slug);
         // An earlier run's diff is not this capture's: gone whether or not one is made.
         for name in ["diff.json", "diff.svg"] {
             let _ = std::fs::remove_file(dir.join(name));
