@@ -38,9 +38,10 @@ impl Baseline {
     pub fn has_profiles(&self) -> bool {
         self.rows.iter().any(|r| {
             let dir = kept_profile_dir(&self.path, &r.slug);
-            ["profile.json", "profile-wall.json"]
+            [false, true]
+                .map(|wall| crate::profiling::artifact_names(wall).0)
                 .iter()
-                .any(|f| dir.join(f).is_file())
+                .any(|json| dir.join(json).is_file())
         })
     }
 }

@@ -28,6 +28,16 @@ pub(crate) enum Against<'a> {
     Folder(&'a std::path::Path),
 }
 
+/// The names of a profile's JSON and folded stacks beside its capture (and beside a
+/// baseline's rows): the on-CPU profile's, or the wall-clock one's.
+pub(crate) fn artifact_names(wall: bool) -> (&'static str, &'static str) {
+    if wall {
+        ("profile-wall.json", "folded-wall.txt")
+    } else {
+        ("profile.json", "folded.txt")
+    }
+}
+
 /// Without the `profile` feature no profile is saved with a baseline.
 #[cfg(not(feature = "profile"))]
 pub(crate) struct BaselineProfiles;

@@ -9,7 +9,7 @@ use sparkles_report::diff::{self, Mover};
 use sparkles_report::profile::{self as report, Blocks, Folded, Profile};
 use sparkles_report::stacks::{StackOptions, UnwindSummary};
 
-use super::Against;
+use super::{artifact_names, Against};
 use crate::args::HarnessArgs;
 use crate::profile::{HotFunction, ProfileSummary};
 use crate::runner::CaseReport;
@@ -145,16 +145,6 @@ pub(crate) fn read_captures(
         }
     }
     to_save
-}
-
-/// The names of a profile's JSON and folded stacks beside its capture: the on-CPU
-/// profile's, or the wall-clock one's.
-fn artifact_names(wall: bool) -> (&'static str, &'static str) {
-    if wall {
-        ("profile-wall.json", "folded-wall.txt")
-    } else {
-        ("profile.json", "folded.txt")
-    }
 }
 
 /// Copies a case's profile JSON and folded stacks (the wall-clock ones where `wall`)
