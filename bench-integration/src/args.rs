@@ -190,6 +190,17 @@ pub struct HarnessArgs {
     #[arg(long, value_name = "NAME[,NAME...]", value_delimiter = ',')]
     pub syscalls: Option<Vec<String>>,
 
+    /// Count each case's instructions exactly, and its simulated cache and branch misses,
+    /// under valgrind's callgrind in a child process after the timing pass (metrics
+    /// valgrind.*): the count where no PMU gives one, identical run to run.
+    #[arg(long)]
+    pub instructions: bool,
+
+    /// Most seconds one case's valgrind pass may take (valgrind's start and the case's
+    /// setup included); past it the case's valgrind metrics are absent, with the reason.
+    #[arg(long, value_name = "SECONDS", default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..))]
+    pub valgrind_timeout: u64,
+
     /// List every metric with its class, source and availability, then exit.
     #[arg(long)]
     pub list_metrics: bool,

@@ -242,8 +242,10 @@ pub fn set_comparison(
     comparison.metrics_missing = missing;
     // Instructions and cycles: measured on both sides, or why not.
     let has = |r: &BenchRow, id: &str| r.metrics.get(id).copied().flatten().is_some();
+    let both = |id: &str| has(row, id) && has(base_row, id);
+    // callgrind's count stands in for perf's where the PMU gives none.
     let instructions_missing =
-        (!(has(row, "instructions") && has(base_row, "instructions"))).then(|| {
+        (!both("instructions") && !both("valgrind.instructions")).then(|| {
             unavailable("instructions").unwrap_or_else(|| {
                 if has(row, "instructions") {
                     "not measured in the baseline".to_string()

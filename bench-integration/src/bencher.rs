@@ -35,6 +35,10 @@ pub(crate) struct CountPlan {
     pub perf: Option<Arc<TierPlan>>,
     /// Syscall tracepoints.
     pub syscalls: Option<Arc<TierPlan>>,
+    /// callgrind's collection, toggled by client requests: in a child under valgrind
+    /// only, every bracket a base run and a full one, each dumped
+    /// ([`crate::valgrind`]).
+    pub valgrind: bool,
 }
 
 /// What the scheduler asks of a case's thread.
@@ -122,6 +126,8 @@ struct Meter {
     tier0: Option<Tier0>,
     perf: Option<Tier>,
     syscalls: Option<Tier>,
+    /// callgrind collects between resume and pause (innermost of all).
+    valgrind: bool,
 }
 
 impl Meter {
@@ -130,6 +136,7 @@ impl Meter {
             tier0: None,
             perf: None,
             syscalls: None,
+            valgrind: false,
         }
     }
 
@@ -138,11 +145,15 @@ impl Meter {
             tier0: plan.tier0.then(Tier0::open),
             perf: plan.perf.as_ref().map(Tier::open),
             syscalls: plan.syscalls.as_ref().map(Tier::open),
+            valgrind: plan.valgrind,
         }
     }
 
     #[inline]
     fn resume(&mut self) {
+        if self.valgrind {
+            crate::valgrind::toggle_collect();
+        }
         if let Some(t) = &mut self.tier0 {
             t.resume();
         }
@@ -164,6 +175,9 @@ impl Meter {
         }
         if let Some(t) = &mut self.tier0 {
             t.pause();
+        }
+        if self.valgrind {
+            crate::valgrind::toggle_collect();
         }
     }
 
@@ -244,7 +258,9 @@ where
     fn run(&mut self, iterations: u64, meter: &mut Meter) -> Result<Duration, String> {
         let mut total = Duration::ZERO;
         let mut remaining = iterations;
-        while remaining > 0 {
+        // At least one batch: a run of no iterations brackets an empty region, as the
+        // other routines do.
+        loop {
             let k = remaining.min(self.batch.limit());
             self.inputs.extend((0..k).map(|_| (self.setup)()));
             meter.resume();
@@ -259,6 +275,9 @@ where
                 (self.release)(output);
             }
             remaining -= k;
+            if remaining == 0 {
+                break;
+            }
         }
         Ok(total)
     }
@@ -403,6 +422,9 @@ fn count_in_brackets(
     brackets: u32,
     plan: &CountPlan,
 ) -> Result<Counted, String> {
+    if plan.valgrind {
+        return count_under_callgrind(routine, iterations, brackets);
+    }
     let mut per_metric: Vec<(MetricId, Vec<f64>)> = Vec::new();
     let mut first_report = None;
     for _ in 0..brackets.max(1) {
@@ -431,6 +453,29 @@ fn count_in_brackets(
         .map(|(id, v)| (id.to_string(), v))
         .collect();
     Ok((medians, brackets, first_report.unwrap_or_default()))
+}
+
+/// The valgrind child's counting pass: each bracket a run of one iteration and one of
+/// `iterations + 1`, callgrind collecting inside the timed loop only, each run dumped with
+/// its label for the parent to read ([`crate::valgrind::dump_label`]).
+fn count_under_callgrind(
+    routine: &mut dyn Routine,
+    iterations: u64,
+    brackets: u32,
+) -> Result<Counted, String> {
+    let plan = CountPlan {
+        valgrind: true,
+        ..CountPlan::default()
+    };
+    for bracket in 0..brackets.max(1) {
+        for full in [false, true] {
+            crate::valgrind::zero_stats();
+            let n = if full { iterations + 1 } else { 1 };
+            routine.run(n, &mut Meter::open(&plan))?;
+            crate::valgrind::dump_stats_at(&crate::valgrind::dump_label(bracket, full));
+        }
+    }
+    Ok((Vec::new(), Vec::new(), CountingReport::default()))
 }
 
 /// A metric's id as the tiers name it.

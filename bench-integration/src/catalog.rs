@@ -44,6 +44,7 @@ impl Catalog {
         let (syscalls, syscall_plan) = counters::syscall_tier(options, &resolver, &system)?;
         descriptors.extend(syscalls);
         descriptors.extend(crate::profile::descriptors());
+        descriptors.extend(crate::valgrind::descriptors());
         Ok(Catalog {
             descriptors,
             plans: Plans {
@@ -94,7 +95,7 @@ impl Catalog {
                 .iter()
                 .filter(|d| match d.source {
                     _ if asked(d) => true,
-                    Source::Profile | Source::Perf | Source::Syscalls => false,
+                    Source::Profile | Source::Perf | Source::Syscalls | Source::Valgrind => false,
                     Source::Client => true,
                     Source::Tier0 => d.default_visible,
                 })

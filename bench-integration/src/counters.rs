@@ -421,6 +421,9 @@ pub struct CountingReport {
     /// Syscall tracepoints.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub syscalls: Option<TierReport>,
+    /// callgrind's pass (`--instructions`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub valgrind: Option<crate::valgrind::ValgrindReport>,
 }
 
 impl CountingReport {

@@ -296,8 +296,13 @@ pub fn explain(
     let time = comparison.delta_pct.abs();
     let mut causes: Vec<(Cause, String)> = Vec::new();
     // Work: instructions per iteration moving with the time (a third of its change at
-    // least), else cycles moving with instructions flat.
-    match (metric("instructions"), metric("cycles")) {
+    // least), else cycles moving with instructions flat. perf's count where the PMU gave
+    // one, else callgrind's (`--instructions`), and the line says which.
+    let (instructions, counted_by) = match metric("instructions") {
+        Some(i) => (Some(i), ""),
+        None => (metric("valgrind.instructions"), "valgrind; "),
+    };
+    match (instructions, metric("cycles")) {
         (Some(i), _) if moved(i, up, (time / 3.0).max(0.5), 0.0) => {
             let ipc = metric("ipc")
                 .map(|m| match m.verdict {
@@ -308,7 +313,7 @@ pub fn explain(
             causes.push((
                 if up { Cause::MoreWork } else { Cause::LessWork },
                 format!(
-                    "instructions/iter {} ({}){ipc}",
+                    "instructions/iter {} ({counted_by}{}){ipc}",
                     pct(i),
                     if up { "more work" } else { "less work" }
                 ),
@@ -331,6 +336,22 @@ pub fn explain(
                         MetricVerdict::InsideTheNoise => "flat".to_string(),
                         _ => pct(i),
                     },
+                    if up { "done slower" } else { "done faster" }
+                ),
+            ));
+        }
+        // No cycles counted (no PMU), the instruction count flat: the time moved with
+        // the same work.
+        (Some(i), None) if i.verdict == MetricVerdict::InsideTheNoise => {
+            causes.push((
+                if up {
+                    Cause::SlowerPerInstruction
+                } else {
+                    Cause::FasterPerInstruction
+                },
+                format!(
+                    "instructions/iter {} ({counted_by}flat): the same work {}",
+                    pct(i),
                     if up { "done slower" } else { "done faster" }
                 ),
             ));
@@ -601,6 +622,41 @@ mod tests {
             "{}",
             e.text
         );
+    }
+
+    #[test]
+    fn without_a_pmu_callgrinds_count_decides_and_is_named() {
+        let constant = |v: f64| vec![v; 8];
+        let count = |base: f64, new: f64| {
+            compare_metric("valgrind.instructions", &constant(base), &constant(new)).unwrap()
+        };
+        let work = regression(98.0, vec![count(6.0e5, 1.2e6)]);
+        let e = explain(&work, None, &[], None);
+        assert_eq!(e.kind, Cause::MoreWork, "{}", e.text);
+        assert!(
+            e.text
+                .starts_with("regression +98.0% [+96.0, +100.0]: instructions/iter +100.0% (valgrind; more work)"),
+            "{}",
+            e.text
+        );
+        // The same instructions, slower: the same work done slower, said as such.
+        let slower = regression(30.0, vec![count(6.0e5, 6.0e5)]);
+        let e = explain(&slower, None, &[], None);
+        assert_eq!(e.kind, Cause::SlowerPerInstruction, "{}", e.text);
+        assert!(
+            e.text
+                .contains("instructions/iter +0.0% (valgrind; flat): the same work done slower"),
+            "{}",
+            e.text
+        );
+        // perf's count, where there is one, comes first.
+        let both = regression(
+            20.0,
+            vec![change("instructions", 1e6, 1.2e6), count(6.0e5, 6.0e5)],
+        );
+        let e = explain(&both, None, &[], None);
+        assert_eq!(e.kind, Cause::MoreWork, "{}", e.text);
+        assert!(e.text.contains("(more work)"), "{}", e.text);
     }
 
     #[test]

@@ -44,6 +44,7 @@ mod suite;
 pub mod table;
 mod throughput;
 pub mod tier0;
+pub mod valgrind;
 
 use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
@@ -173,9 +174,14 @@ fn matches(name: &str, pattern: &str, exact: bool) -> bool {
 /// ([`note_interrupts`](sparkles_perf_data::atomic_write::note_interrupts)) and stops at
 /// the next checkpoint with [`Error::Interrupted`], its files whole.
 pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
+    // A rerun under valgrind counts its one case and exits, whatever its arguments say.
+    if let Some(request) = valgrind::child_request() {
+        return Ok(valgrind_child(suite, &request));
+    }
     if args.capabilities {
         let caps = sparkles_sampler::caps::probe();
         print!("{}", sparkles_sampler::caps::render(&caps));
+        println!("{}", valgrind::capability());
         return Ok(Outcome::default());
     }
     let catalog = Catalog::probe_with(&counting_options(args))?;
@@ -186,6 +192,7 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
     let asked = asked_sources(args);
     let selection = catalog.select_with(args.metrics.as_deref(), &asked)?;
     let suite_name = suite.name().to_string();
+    let reexec = suite.reexec.clone();
     let samples = args.samples.or(suite.default_samples).unwrap_or(32);
     let (cases, filtered_out) = chosen_cases(suite.cases, args);
     if args.serve {
@@ -233,6 +240,22 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
     let mut reports = measured.reports;
     files.environment.machine_probe = machine_probe::MachineProbe::of(measured.probe_samples);
     files.stop_if_interrupted(false)?;
+    // callgrind's counts, each case in a child under valgrind, after all timing.
+    if selection.needs(Source::Valgrind) {
+        if let Ok(program) = valgrind::program() {
+            valgrind::count_reports(
+                &mut reports,
+                &valgrind::Pass {
+                    program,
+                    timeout: std::time::Duration::from_secs(args.valgrind_timeout),
+                    brackets: args.count_brackets,
+                    suite: suite_name.clone(),
+                    reexec,
+                },
+            );
+        }
+        files.stop_if_interrupted(false)?;
+    }
     // Every profile is unwound, named and aggregated after all timing (nothing overlaps
     // it).
     let baseline_profiles = profiling::read_captures(
@@ -310,6 +333,55 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
     })
 }
 
+/// A rerun under valgrind ([`valgrind::CHILD_ENV`]): counts the one case the request
+/// names and exits (0 when it passed); a suite of another name is left unrun, for the
+/// executable's next suite.
+fn valgrind_child(suite: Suite, request: &valgrind::ChildRequest) -> Outcome {
+    if suite.name() != request.suite {
+        return Outcome::default();
+    }
+    let exit = |message: String| -> ! {
+        eprintln!("sparkles: valgrind child: {message}");
+        std::process::exit(3)
+    };
+    if !valgrind::running_on_valgrind() {
+        exit(format!(
+            "{} is set but this process does not run under valgrind",
+            valgrind::CHILD_ENV
+        ));
+    }
+    let Some(case) = suite.cases.into_iter().find(|c| c.name == request.case) else {
+        exit(format!(
+            "suite '{}' has no case '{}'",
+            request.suite, request.case
+        ));
+    };
+    let mut running = runner::Running::spawn(case);
+    // The setup is done: from here callgrind instruments (and simulates the caches).
+    // One warm-up iteration, uncollected: first-call costs (lazy binding, first
+    // touches, cold simulated caches) stay out of every bracket.
+    valgrind::start_instrumentation();
+    running.sample(1);
+    let brackets = request.brackets.max(1);
+    running.count_with(
+        CountPlan {
+            valgrind: true,
+            ..CountPlan::default()
+        },
+        request.iterations.saturating_mul(u64::from(brackets)),
+        u64::MAX,
+        brackets,
+    );
+    let report = running.finish();
+    match report.error {
+        None => std::process::exit(0),
+        Some(e) => {
+            eprintln!("sparkles: case '{}' failed: {e}", report.name);
+            std::process::exit(1)
+        }
+    }
+}
+
 /// The tiers the flags ask for (besides what `--metrics` names).
 fn asked_sources(args: &HarnessArgs) -> Vec<Source> {
     let mut asked = Vec::new();
@@ -322,6 +394,9 @@ fn asked_sources(args: &HarnessArgs) -> Vec<Source> {
     }
     if args.syscalls.is_some() {
         asked.push(Source::Syscalls);
+    }
+    if args.instructions {
+        asked.push(Source::Valgrind);
     }
     asked
 }
@@ -548,6 +623,7 @@ fn count_plan(selection: &Selection, catalog: &Catalog) -> Option<CountPlan> {
             .syscalls
             .clone()
             .filter(|_| selection.needs(Source::Syscalls)),
+        valgrind: false,
     })
 }
 

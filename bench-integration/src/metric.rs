@@ -50,6 +50,9 @@ pub enum Source {
     Perf,
     /// Syscall tracepoints (`--syscalls`).
     Syscalls,
+    /// callgrind's exact counts (`--instructions`), from a pass of its own in a child
+    /// process under valgrind.
+    Valgrind,
 }
 
 impl Source {
@@ -61,6 +64,7 @@ impl Source {
             Source::Profile => "profile",
             Source::Perf => "perf",
             Source::Syscalls => "syscall",
+            Source::Valgrind => "valgrind",
         }
     }
 

@@ -61,6 +61,7 @@ pub struct Suite {
     name: String,
     pub(crate) cases: Vec<Case>,
     pub(crate) default_samples: Option<u32>,
+    pub(crate) reexec: crate::valgrind::Reexec,
 }
 
 impl Suite {
@@ -70,7 +71,33 @@ impl Suite {
             name: name.into(),
             cases: Vec::new(),
             default_samples: None,
+            reexec: crate::valgrind::Reexec::default(),
         }
+    }
+
+    /// How `--instructions` reruns this executable to count a case under valgrind: with
+    /// `args` after the program name (by default this process's own) and `envs` added to
+    /// its environment. For suites run from a test function: the arguments that select
+    /// the test (`["my_test", "--exact", "--nocapture"]`) and whatever the test needs to
+    /// build the same suite again; the rerun's [`crate::run`] counts the case and exits.
+    pub fn reexec_with<A, K, V>(
+        &mut self,
+        args: impl IntoIterator<Item = A>,
+        envs: impl IntoIterator<Item = (K, V)>,
+    ) -> &mut Self
+    where
+        A: Into<std::ffi::OsString>,
+        K: Into<std::ffi::OsString>,
+        V: Into<std::ffi::OsString>,
+    {
+        self.reexec = crate::valgrind::Reexec {
+            args: Some(args.into_iter().map(Into::into).collect()),
+            envs: envs
+                .into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+        };
+        self
     }
 
     /// Timing samples per case when `--samples` is not given (32 otherwise): for suites

@@ -12,7 +12,7 @@
 use std::io::Write;
 
 /// What a test can lack, as `SPARKLES_TEST_REQUIRE` names it.
-pub const NEEDS: [&str; 25] = [
+pub const NEEDS: [&str; 26] = [
     // perf_event_open allowed at all (not refused by paranoid 3, seccomp, or the build).
     "perf_event",
     // hardware counters and sampling (a CPU PMU).
@@ -57,6 +57,8 @@ pub const NEEDS: [&str; 25] = [
     "kallsyms",
     // a headless Chromium (the run report's and the speedscope export's browser tests).
     "chromium",
+    // valgrind's callgrind (the --instructions tier).
+    "valgrind",
     // npm able to fetch packages (speedscope's schema and app, a JSON-schema validator).
     "npm",
     // the running libc's separate debug file (Debian's libc6-dbg).

@@ -1,0 +1,860 @@
+//! The valgrind tier: exact instruction counts where no PMU counts them.
+//!
+//! After every timing pass, each selected case is counted once more in a child process of
+//! the bench executable run under `valgrind --tool=callgrind --collect-atstart=no` with
+//! callgrind's cache and branch simulation. The child runs the case's setup uncollected,
+//! one warm-up iteration, then `brackets` brackets, each two collected runs of the timed
+//! loop (a base run of 1 iteration and a full run of `n + 1`) toggled on and off by client
+//! requests around the loop only, each run dumped on its own (`CALLGRIND_DUMP_STATS_AT`).
+//! A bracket's value per iteration is `(full - base) / n`: what the harness costs around
+//! a run (the toggles, the clock reads, the loop's entry and exit) is the same in both runs
+//! and cancels, so what is left is the body's own cost per iteration and the loop's step,
+//! exactly, since callgrind counts every guest instruction, whatever `n` the timing chose.
+//! Setup, the harness, other threads and the warm-up are never collected.
+//!
+//! The child is the bench executable run again with the same arguments (a test harness
+//! says how to rerun its test with [`crate::Suite::reexec_with`]); [`CHILD_ENV`] in its
+//! environment carries the request, and [`crate::run`] serves it before anything else.
+
+use std::ffi::{CString, OsStr, OsString};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::metric::{
+    Availability, MetricClass, MetricDescriptor, MetricFormat, MetricValue, Source,
+};
+
+/// Set in the child's environment: the [`ChildRequest`] as JSON.
+pub const CHILD_ENV: &str = "SPARKLES_VALGRIND_CHILD";
+
+/// The valgrind program to run, where it is not `valgrind` on `PATH` (a path, or a name
+/// looked up on `PATH`).
+pub const PROGRAM_ENV: &str = "SPARKLES_VALGRIND";
+
+/// Native time the collected runs of one case take together (all brackets): under
+/// callgrind's cache and branch simulation, about 50 to 100 times longer.
+const COLLECTED_BUDGET: Duration = Duration::from_millis(10);
+
+/// Client requests: the instruction sequence valgrind.h documents, which valgrind's JIT
+/// recognizes and a CPU runs as a no-op (the rotations sum to whole turns).
+mod request {
+    /// `VG_USERREQ__RUNNING_ON_VALGRIND`.
+    pub const RUNNING_ON_VALGRIND: u64 = 0x1001;
+    /// callgrind's requests: `VG_USERREQ_TOOL_BASE('C', 'T')` and on.
+    const CALLGRIND: u64 = ((b'C' as u64) << 24) | ((b'T' as u64) << 16);
+    pub const ZERO_STATS: u64 = CALLGRIND + 1;
+    pub const TOGGLE_COLLECT: u64 = CALLGRIND + 2;
+    pub const DUMP_STATS_AT: u64 = CALLGRIND + 3;
+    pub const START_INSTRUMENTATION: u64 = CALLGRIND + 4;
+
+    /// Whether client requests are implemented for this target.
+    pub const SUPPORTED: bool = cfg!(all(
+        target_os = "linux",
+        any(target_arch = "x86_64", target_arch = "aarch64")
+    ));
+
+    /// Issues request `code` with `args`; `default` where not under valgrind.
+    #[inline(always)]
+    pub fn send(code: u64, args: [u64; 5], default: u64) -> u64 {
+        let block: [u64; 6] = [code, args[0], args[1], args[2], args[3], args[4]];
+        #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+        {
+            let result: u64;
+            // SAFETY: the sequence only rotates rdi by whole turns and exchanges rbx with
+            // itself; valgrind reads `block` (alive across the asm) and writes rdx.
+            unsafe {
+                std::arch::asm!(
+                    "rol rdi, 3",
+                    "rol rdi, 13",
+                    "rol rdi, 61",
+                    "rol rdi, 51",
+                    "xchg rbx, rbx",
+                    in("rax") block.as_ptr(),
+                    inlateout("rdx") default => result,
+                    options(nostack),
+                );
+            }
+            result
+        }
+        #[cfg(all(target_os = "linux", target_arch = "aarch64"))]
+        {
+            let result: u64;
+            // SAFETY: as above: x12 rotated by whole turns, x10 or-ed with itself.
+            unsafe {
+                std::arch::asm!(
+                    "ror x12, x12, #3",
+                    "ror x12, x12, #13",
+                    "ror x12, x12, #51",
+                    "ror x12, x12, #61",
+                    "orr x10, x10, x10",
+                    in("x4") block.as_ptr(),
+                    inlateout("x3") default => result,
+                    options(nostack),
+                );
+            }
+            result
+        }
+        #[cfg(not(all(
+            target_os = "linux",
+            any(target_arch = "x86_64", target_arch = "aarch64")
+        )))]
+        {
+            let _ = block;
+            default
+        }
+    }
+}
+
+/// Whether this process runs under valgrind.
+pub fn running_on_valgrind() -> bool {
+    request::send(request::RUNNING_ON_VALGRIND, [0; 5], 0) != 0
+}
+
+/// Turns callgrind's collection on where it is off, off where it is on (this thread's).
+#[inline(always)]
+pub(crate) fn toggle_collect() {
+    request::send(request::TOGGLE_COLLECT, [0; 5], 0);
+}
+
+/// Starts callgrind's instrumentation (`--instr-atstart=no` leaves the process's start
+/// and the case's setup running at valgrind's bare speed, several times faster).
+pub(crate) fn start_instrumentation() {
+    request::send(request::START_INSTRUMENTATION, [0; 5], 0);
+}
+
+/// Zeroes callgrind's counts since the last dump.
+pub(crate) fn zero_stats() {
+    request::send(request::ZERO_STATS, [0; 5], 0);
+}
+
+/// Dumps callgrind's counts since the last dump to a file of its own, labelled `label`.
+pub(crate) fn dump_stats_at(label: &str) {
+    let label = CString::new(label).unwrap_or_default();
+    request::send(
+        request::DUMP_STATS_AT,
+        [label.as_ptr() as u64, 0, 0, 0, 0],
+        0,
+    );
+}
+
+/// The label of bracket `bracket`'s full run (`n + 1` iterations) or base run (1), as
+/// dumped.
+pub(crate) fn dump_label(bracket: u32, full: bool) -> String {
+    format!("sparkles {bracket} {}", if full { "full" } else { "base" })
+}
+
+/// What the parent asks of the child.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct ChildRequest {
+    /// The suite's name: a bench executable may run several.
+    pub suite: String,
+    /// The case's exact name.
+    pub case: String,
+    /// A bracket's full run is this many iterations longer than its base run.
+    pub iterations: u64,
+    /// Brackets, each a base and a full run.
+    pub brackets: u32,
+}
+
+/// The request in this process's environment, where it is a child; a malformed one is
+/// said and ends the process.
+pub(crate) fn child_request() -> Option<ChildRequest> {
+    let text = std::env::var_os(CHILD_ENV)?;
+    match serde_json::from_str(&text.to_string_lossy()) {
+        Ok(r) => Some(r),
+        Err(e) => {
+            eprintln!("sparkles: {CHILD_ENV} is not a valgrind child request: {e}");
+            std::process::exit(3)
+        }
+    }
+}
+
+/// The valgrind program this run would use, or why there is none.
+pub fn program() -> Result<PathBuf, String> {
+    find_program(
+        std::env::var_os(PROGRAM_ENV).as_deref(),
+        std::env::var_os("PATH").as_deref(),
+    )
+}
+
+/// valgrind as [`PROGRAM_ENV`] names it (`named`), else `valgrind` on `path`.
+fn find_program(named: Option<&OsStr>, path: Option<&OsStr>) -> Result<PathBuf, String> {
+    if !request::SUPPORTED {
+        return Err(format!(
+            "valgrind client requests are implemented for x86_64 and aarch64 Linux only (this is {} {})",
+            std::env::consts::ARCH,
+            std::env::consts::OS
+        ));
+    }
+    let (name, from) = match named {
+        Some(n) if !n.is_empty() => (PathBuf::from(n), PROGRAM_ENV),
+        _ => (PathBuf::from("valgrind"), "PATH"),
+    };
+    if name.components().count() > 1 {
+        return if executable(&name) {
+            Ok(name)
+        } else {
+            Err(format!(
+                "{} (from {from}) is not an executable file",
+                name.display()
+            ))
+        };
+    }
+    path.into_iter()
+        .flat_map(std::env::split_paths)
+        .map(|dir| dir.join(&name))
+        .find(|p| executable(p))
+        .ok_or_else(|| {
+            format!(
+                "{} not found on PATH (install valgrind: apt-get install valgrind; or name it in {PROGRAM_ENV})",
+                name.display()
+            )
+        })
+}
+
+#[cfg(unix)]
+fn executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+#[cfg(not(unix))]
+fn executable(p: &Path) -> bool {
+    p.is_file()
+}
+
+/// The tier as `--capabilities` lists it.
+pub fn capability() -> String {
+    match program() {
+        Ok(p) => format!(
+            "valgrind (--instructions): available: {}: exact instruction counts and simulated cache and branch misses per iteration, each case in a child under callgrind",
+            p.display()
+        ),
+        Err(why) => format!("valgrind (--instructions): absent: {why}"),
+    }
+}
+
+/// The tier's metrics, available where [`program`] finds valgrind.
+pub(crate) fn descriptors() -> Vec<MetricDescriptor> {
+    let availability = match program() {
+        Ok(_) => Availability::Available,
+        Err(why) => Availability::Unavailable(why),
+    };
+    let d = |id: &'static str, header: &'static str, description: &'static str, class| {
+        MetricDescriptor {
+            id: id.into(),
+            header: header.into(),
+            description: description.into(),
+            format: MetricFormat::Count,
+            class,
+            source: Source::Valgrind,
+            default_visible: false,
+            availability: availability.clone(),
+        }
+    };
+    vec![
+        d(
+            "valgrind.instructions",
+            "vg.instr",
+            "instructions executed per iteration, counted exactly by callgrind (Ir)",
+            MetricClass::Quantitative,
+        ),
+        d(
+            "valgrind.l1_misses",
+            "vg.L1miss",
+            "simulated L1 misses per iteration, instruction and data (I1mr + D1mr + D1mw; the cache model is not this machine's)",
+            MetricClass::Diagnostic,
+        ),
+        d(
+            "valgrind.ll_misses",
+            "vg.LLmiss",
+            "simulated last-level cache misses per iteration (ILmr + DLmr + DLmw)",
+            MetricClass::Diagnostic,
+        ),
+        d(
+            "valgrind.branch_misses",
+            "vg.brmiss",
+            "simulated branch mispredictions per iteration, conditional and indirect (Bcm + Bim)",
+            MetricClass::Diagnostic,
+        ),
+        d(
+            "valgrind.estimated_cycles",
+            "vg.est.cyc",
+            "L1 hits + 5 x LL hits + 35 x RAM accesses per iteration, from the simulated caches (gungraun's estimate)",
+            MetricClass::Diagnostic,
+        ),
+    ]
+}
+
+/// callgrind's event counts of one dump, by event name.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Events(Vec<(String, u64)>);
+
+impl Events {
+    /// The count of `event`; 0 where the dump does not list it.
+    pub fn get(&self, event: &str) -> u64 {
+        self.0
+            .iter()
+            .find(|(e, _)| e == event)
+            .map_or(0, |(_, v)| *v)
+    }
+}
+
+/// One dump file: its trigger's label and its counts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Dump {
+    /// What `desc: Trigger:` says, less callgrind's `Client Request: ` prefix.
+    pub trigger: String,
+    /// The `summary:` line under the `events:` names (callgrind leaves trailing zeros
+    /// out).
+    pub events: Events,
+}
+
+/// Reads a callgrind dump's header: its trigger, event names and summary. `path` names
+/// the file in errors.
+pub fn parse_dump(text: &str, path: &Path) -> Result<Dump, String> {
+    let mut trigger = None;
+    let mut names: Option<Vec<&str>> = None;
+    let mut summary: Option<&str> = None;
+    for (i, line) in text.lines().enumerate() {
+        if let Some(t) = line.strip_prefix("desc: Trigger:") {
+            let t = t.trim();
+            trigger = Some(t.strip_prefix("Client Request:").unwrap_or(t).trim());
+        } else if let Some(e) = line.strip_prefix("events:") {
+            names = Some(e.split_whitespace().collect());
+        } else if let Some(s) = line.strip_prefix("summary:") {
+            summary = Some(s);
+        } else if line.starts_with("fn=") || line.starts_with("totals:") {
+            // The header is over: costs follow.
+            break;
+        }
+        if i > 10_000 {
+            break;
+        }
+    }
+    let names = names.ok_or_else(|| format!("{}: no 'events:' line", path.display()))?;
+    let summary = summary.ok_or_else(|| format!("{}: no 'summary:' line", path.display()))?;
+    let values = summary
+        .split_whitespace()
+        .map(|v| {
+            v.parse::<u64>()
+                .map_err(|_| format!("{}: summary value '{v}' is not a count", path.display()))
+        })
+        .collect::<Result<Vec<u64>, String>>()?;
+    if values.len() > names.len() {
+        return Err(format!(
+            "{}: the summary has {} values for {} events",
+            path.display(),
+            values.len(),
+            names.len()
+        ));
+    }
+    Ok(Dump {
+        trigger: trigger.unwrap_or_default().to_string(),
+        events: Events(
+            names
+                .iter()
+                .enumerate()
+                .map(|(i, n)| (n.to_string(), values.get(i).copied().unwrap_or(0)))
+                .collect(),
+        ),
+    })
+}
+
+/// The metrics of `events` (counts of one run), not yet per iteration.
+fn metrics_of(e: &Events) -> [(&'static str, f64); 5] {
+    let count = |names: &[&str]| names.iter().map(|n| e.get(n)).sum::<u64>() as f64;
+    let ir = count(&["Ir"]);
+    let l1 = count(&["I1mr", "D1mr", "D1mw"]);
+    let ll = count(&["ILmr", "DLmr", "DLmw"]);
+    let accesses = count(&["Ir", "Dr", "Dw"]);
+    let ram = ll;
+    let ll_hits = l1 - ll;
+    let l1_hits = accesses - l1;
+    [
+        ("valgrind.instructions", ir),
+        ("valgrind.l1_misses", l1),
+        ("valgrind.ll_misses", ll),
+        ("valgrind.branch_misses", count(&["Bcm", "Bim"])),
+        (
+            "valgrind.estimated_cycles",
+            l1_hits + 5.0 * ll_hits + 35.0 * ram,
+        ),
+    ]
+}
+
+/// Each metric per iteration from a bracket's base run (1 iteration) and full run
+/// (`n + 1`): the difference is `n` iterations' cost, the runs' own overhead cancelled. A
+/// simulated miss count the base run has more of (a miss the full run's later iterations
+/// no longer take) is 0, not negative.
+pub fn per_iteration(base: &Events, full: &Events, n: u64) -> Vec<(&'static str, f64)> {
+    metrics_of(full)
+        .into_iter()
+        .zip(metrics_of(base))
+        .map(|((id, f), (_, e))| {
+            let v = (f - e) / n.max(1) as f64;
+            (
+                id,
+                if id.ends_with("_misses") {
+                    v.max(0.0)
+                } else {
+                    v
+                },
+            )
+        })
+        .collect()
+}
+
+/// Each metric's value per bracket, in bracket order, from a child's dumps.
+pub fn brackets_of(
+    dumps: &[Dump],
+    brackets: u32,
+    n: u64,
+) -> Result<Vec<(String, Vec<f64>)>, String> {
+    let mut per_metric: Vec<(String, Vec<f64>)> = Vec::new();
+    for b in 0..brackets {
+        let find = |full| {
+            let label = dump_label(b, full);
+            dumps
+                .iter()
+                .find(|d| d.trigger == label)
+                .ok_or_else(|| format!("no callgrind dump labelled '{label}'"))
+        };
+        let (base, full) = (find(false)?, find(true)?);
+        for (id, v) in per_iteration(&base.events, &full.events, n) {
+            match per_metric.iter_mut().find(|(i, _)| i == id) {
+                Some((_, values)) => values.push(v),
+                None => per_metric.push((id.to_string(), vec![v])),
+            }
+        }
+    }
+    Ok(per_metric)
+}
+
+/// How one case was counted under valgrind (the row's `counting.valgrind`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ValgrindReport {
+    /// The valgrind program run.
+    pub program: String,
+    /// Iterations a bracket's full run adds to its base run.
+    pub iterations: u64,
+    /// Brackets counted.
+    pub brackets: u32,
+    /// Seconds the child took, valgrind's start and the case's setup included.
+    pub wall_s: f64,
+    /// Why the case has no valgrind metrics, where it has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// How the parent reruns the bench executable: the arguments after the program name,
+/// and variables added to the environment.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Reexec {
+    pub args: Option<Vec<OsString>>,
+    pub envs: Vec<(OsString, OsString)>,
+}
+
+/// The parent's side of the pass: valgrind, and how long a case may take under it.
+pub(crate) struct Pass {
+    pub program: PathBuf,
+    pub timeout: Duration,
+    pub brackets: u32,
+    pub suite: String,
+    pub reexec: Reexec,
+}
+
+/// What one case's child gave.
+pub(crate) struct Counted {
+    /// Each metric's value per bracket.
+    pub brackets: Vec<(String, Vec<f64>)>,
+    /// The child's wall time, valgrind's start included.
+    pub wall: Duration,
+}
+
+/// Iterations a bracket's full run adds to its base run: those of all brackets take about
+/// [`COLLECTED_BUDGET`] natively, at the timed median `ns_per_iter`.
+pub(crate) fn iterations_for(ns_per_iter: f64, brackets: u32) -> u64 {
+    let per_run = COLLECTED_BUDGET.as_nanos() as f64 / f64::from(brackets.max(1));
+    if ns_per_iter.is_finite() && ns_per_iter > 0.0 {
+        ((per_run / ns_per_iter) as u64).clamp(1, 1 << 32)
+    } else {
+        1
+    }
+}
+
+impl Pass {
+    /// Counts `case` under callgrind, `iterations` more in each full run than in its
+    /// base run; the reason where it
+    /// could not.
+    pub fn count(&self, case: &str, iterations: u64) -> Result<Counted, String> {
+        let dir = tempfile_dir()?;
+        let result = self.count_in(dir.path(), case, iterations);
+        drop(dir);
+        result
+    }
+
+    fn count_in(&self, dir: &Path, case: &str, iterations: u64) -> Result<Counted, String> {
+        let exe = std::env::current_exe()
+            .map_err(|e| format!("cannot find the bench executable to rerun: {e}"))?;
+        let request = ChildRequest {
+            suite: self.suite.clone(),
+            case: case.to_string(),
+            iterations,
+            brackets: self.brackets,
+        };
+        let out_file = dir.join("callgrind.out");
+        let log = dir.join("child.log");
+        let log_file =
+            std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
+        let args = self
+            .reexec
+            .args
+            .clone()
+            .unwrap_or_else(|| std::env::args_os().skip(1).collect());
+        let mut command = Command::new(&self.program);
+        command
+            .arg("--tool=callgrind")
+            .arg("--instr-atstart=no")
+            .arg("--collect-atstart=no")
+            .arg("--cache-sim=yes")
+            .arg("--branch-sim=yes")
+            .arg("--dump-line=no")
+            .arg("--compress-strings=no")
+            .arg(format!("--callgrind-out-file={}", out_file.display()))
+            .arg(&exe)
+            .args(&args)
+            .envs(self.reexec.envs.iter().map(|(k, v)| (k, v)))
+            .env(
+                CHILD_ENV,
+                serde_json::to_string(&request).map_err(|e| e.to_string())?,
+            )
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log_file);
+        let start = Instant::now();
+        let mut child = command
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", self.program.display()))?;
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(status)) => break status,
+                Ok(None) if start.elapsed() >= self.timeout => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(format!(
+                        "timed out after {} s under valgrind (--valgrind-timeout)",
+                        self.timeout.as_secs()
+                    ));
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+                Err(e) => return Err(format!("waiting for valgrind: {e}")),
+            }
+            if sparkles_perf_data::atomic_write::interrupted().is_some() {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err("interrupted".to_string());
+            }
+        };
+        let wall = start.elapsed();
+        if !status.success() {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            return Err(format!(
+                "the case failed under valgrind ({status}){}",
+                last_lines(&text)
+            ));
+        }
+        let mut dumps = Vec::new();
+        for entry in std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))? {
+            let path = entry.map_err(|e| e.to_string())?.path();
+            let is_dump = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("callgrind.out."));
+            if is_dump {
+                let text = std::fs::read_to_string(&path)
+                    .map_err(|e| format!("{}: {e}", path.display()))?;
+                dumps.push(parse_dump(&text, &path)?);
+            }
+        }
+        Ok(Counted {
+            brackets: brackets_of(&dumps, self.brackets, iterations)?,
+            wall,
+        })
+    }
+}
+
+/// The last few lines of a child's log, valgrind's own warnings left out, as `: ...`.
+fn last_lines(log: &str) -> String {
+    let lines: Vec<&str> = log
+        .lines()
+        .filter(|l| !l.starts_with("--") && !l.starts_with("==") && !l.trim().is_empty())
+        .collect();
+    let tail = &lines[lines.len().saturating_sub(3)..];
+    if tail.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from(": ");
+    for (i, l) in tail.iter().enumerate() {
+        if i > 0 {
+            s.push_str(" / ");
+        }
+        let _ = write!(s, "{}", l.trim());
+    }
+    s
+}
+
+/// A temporary folder for one child's dumps, removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn tempfile_dir() -> Result<TempDir, String> {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "sparkles-valgrind-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    Ok(TempDir(dir))
+}
+
+/// Counts every case of `reports` that passed its timing pass, one child at a time, and
+/// adds its values (or why there are none) to its report.
+pub(crate) fn count_reports(reports: &mut [crate::runner::CaseReport], pass: &Pass) {
+    let total = reports.len();
+    for (i, report) in reports.iter_mut().enumerate() {
+        if !report.ok || sparkles_perf_data::atomic_write::interrupted().is_some() {
+            continue;
+        }
+        let median = crate::stats::Summary::of(&report.samples).map_or(f64::NAN, |s| s.median);
+        let n = iterations_for(median, pass.brackets);
+        eprintln!("[{}/{total}] valgrind {}", i + 1, report.name);
+        let mut account = ValgrindReport {
+            program: pass.program.display().to_string(),
+            iterations: n,
+            brackets: pass.brackets,
+            ..ValgrindReport::default()
+        };
+        match pass.count(&report.name, n) {
+            Ok(counted) => {
+                account.wall_s = counted.wall.as_secs_f64();
+                report.counted.extend(medians(&counted.brackets));
+                report.counted_brackets.extend(counted.brackets);
+            }
+            Err(why) => {
+                eprintln!("note: {}: valgrind metrics absent: {why}", report.name);
+                account.error = Some(why);
+            }
+        }
+        report
+            .counting
+            .get_or_insert_with(Default::default)
+            .valgrind = Some(account);
+    }
+}
+
+/// Each metric's median over `brackets`, as the counting pass gives its values.
+pub(crate) fn medians(brackets: &[(String, Vec<f64>)]) -> Vec<MetricValue> {
+    brackets
+        .iter()
+        .map(|(id, v)| {
+            (
+                std::borrow::Cow::Owned(id.clone()),
+                crate::stats::Summary::of(v).map(|s| s.median),
+            )
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DUMP: &str = "# callgrind format
+version: 1
+creator: callgrind-3.19.0
+pid: 11019
+cmd:  ./vg
+part: 1
+
+
+desc: I1 cache: 32768 B, 64 B, 8-way associative
+desc: D1 cache: 49152 B, 64 B, 12-way associative
+desc: LL cache: 276824064 B, 64 B, 33-way associative
+
+desc: Timerange: Basic block 0 - 28840
+desc: Trigger: Client Request: sparkles 0 full
+
+positions: line
+events: Ir Dr Dw I1mr D1mr D1mw ILmr DLmr DLmw Bc Bcm Bi Bim
+summary: 6018 1002 1008 1 0 0 1 0 0 1001 8
+
+
+ob=(1) /usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2
+fn=(0) 0x000000000001ab70
+0 6018 1002 1008 1 0 0 1 0 0 1001 8
+totals: 6009 1002 1002 0 0 0 0 0 0 1001 8
+";
+
+    #[test]
+    fn a_dump_header_gives_its_trigger_and_summary_trailing_zeros_restored() {
+        let d = parse_dump(DUMP, Path::new("cg.out.1")).unwrap();
+        assert_eq!(d.trigger, "sparkles 0 full");
+        assert_eq!(d.events.get("Ir"), 6018);
+        assert_eq!(d.events.get("Dw"), 1008);
+        assert_eq!(d.events.get("Bcm"), 8);
+        // Left out of the summary: zero.
+        assert_eq!(d.events.get("Bim"), 0);
+        assert_eq!(d.events.get("Bi"), 0);
+    }
+
+    #[test]
+    fn a_malformed_dump_is_named() {
+        let e = parse_dump("events: Ir\nsummary: 12 x\n", Path::new("/t/cg.out.3")).unwrap_err();
+        assert!(e.contains("/t/cg.out.3") && e.contains("'x'"), "{e}");
+        let e = parse_dump("summary: 1\n", Path::new("f")).unwrap_err();
+        assert!(e.contains("no 'events:'"), "{e}");
+        let e = parse_dump("events: Ir\nsummary: 1 2\n", Path::new("f")).unwrap_err();
+        assert!(e.contains("2 values for 1 events"), "{e}");
+    }
+
+    fn events(pairs: &[(&str, u64)]) -> Events {
+        Events(pairs.iter().map(|(n, v)| (n.to_string(), *v)).collect())
+    }
+
+    #[test]
+    fn per_iteration_values_cancel_what_both_runs_share() {
+        // 1000 iterations more of 6 instructions, 1 load and 1 store each, beside 18
+        // instructions of bracketing and one iteration that the base run has too; one
+        // cold miss in both.
+        let base = events(&[
+            ("Ir", 24),
+            ("Dr", 3),
+            ("Dw", 9),
+            ("I1mr", 1),
+            ("ILmr", 1),
+            ("Bcm", 8),
+        ]);
+        let full = events(&[
+            ("Ir", 6024),
+            ("Dr", 1003),
+            ("Dw", 1009),
+            ("I1mr", 1),
+            ("ILmr", 1),
+            ("Bcm", 10),
+        ]);
+        let v = per_iteration(&base, &full, 1000);
+        let get = |id: &str| v.iter().find(|(i, _)| *i == id).unwrap().1;
+        assert_eq!(get("valgrind.instructions"), 6.0);
+        assert_eq!(get("valgrind.l1_misses"), 0.0);
+        assert_eq!(get("valgrind.ll_misses"), 0.0);
+        assert_eq!(get("valgrind.branch_misses"), 0.002);
+        // 8 accesses an iteration, all L1 hits.
+        assert_eq!(get("valgrind.estimated_cycles"), 8.0);
+        // One fewer misprediction in the full run than in the base one: none, not -1.
+        let v = per_iteration(&events(&[("Bcm", 2)]), &events(&[("Bcm", 1)]), 1);
+        assert_eq!(v[3], ("valgrind.branch_misses", 0.0));
+    }
+
+    #[test]
+    fn estimated_cycles_weigh_ll_hits_and_ram_as_gungraun_does() {
+        // 100 accesses: 10 miss L1, of which 4 miss LL too.
+        let e = events(&[
+            ("Ir", 60),
+            ("Dr", 30),
+            ("Dw", 10),
+            ("D1mr", 10),
+            ("DLmr", 4),
+        ]);
+        let m = metrics_of(&e);
+        assert_eq!(
+            m[4],
+            ("valgrind.estimated_cycles", 90.0 + 5.0 * 6.0 + 35.0 * 4.0)
+        );
+    }
+
+    #[test]
+    fn every_bracket_needs_both_its_runs() {
+        let dump = |trigger: &str, ir| Dump {
+            trigger: trigger.to_string(),
+            events: events(&[("Ir", ir)]),
+        };
+        let dumps = vec![
+            dump("sparkles 0 base", 10),
+            dump("sparkles 0 full", 110),
+            dump("sparkles 1 full", 112),
+            dump("sparkles 1 base", 10),
+        ];
+        let b = brackets_of(&dumps, 2, 10).unwrap();
+        assert_eq!(
+            b[0],
+            ("valgrind.instructions".to_string(), vec![10.0, 10.2])
+        );
+        let e = brackets_of(&dumps[..3], 2, 10).unwrap_err();
+        assert!(e.contains("'sparkles 1 base'"), "{e}");
+    }
+
+    #[test]
+    fn the_full_runs_share_the_budget_among_brackets() {
+        // 10 ms over 8 brackets of n iterations at 100 ns: n = 12500.
+        assert_eq!(iterations_for(100.0, 8), 12500);
+        // A body slower than the budget still runs once.
+        assert_eq!(iterations_for(1e9, 8), 1);
+        assert_eq!(iterations_for(f64::NAN, 8), 1);
+    }
+
+    #[test]
+    fn not_under_valgrind_the_requests_are_no_ops() {
+        if running_on_valgrind() {
+            return;
+        }
+        toggle_collect();
+        zero_stats();
+        dump_stats_at("sparkles 0 base");
+        assert!(!running_on_valgrind());
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn a_missing_program_says_where_it_was_looked_for() {
+        if !request::SUPPORTED {
+            let e = find_program(None, None).unwrap_err();
+            assert!(e.contains("x86_64 and aarch64 Linux"), "{e}");
+            return;
+        }
+        let e = find_program(Some(OsStr::new("/nonexistent/valgrind")), None).unwrap_err();
+        assert!(
+            e.contains("/nonexistent/valgrind (from SPARKLES_VALGRIND) is not an executable"),
+            "{e}"
+        );
+        let e = find_program(None, Some(OsStr::new("/nonexistent-a:/nonexistent-b"))).unwrap_err();
+        assert!(e.contains("valgrind not found on PATH"), "{e}");
+        assert!(e.contains("apt-get install valgrind"), "{e}");
+        // A program found on the path given.
+        let dir = tempfile::tempdir().unwrap();
+        let fake = dir.path().join("vg-fake");
+        std::fs::write(&fake, "#!/bin/sh\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let found =
+            find_program(Some(OsStr::new("vg-fake")), Some(dir.path().as_os_str())).unwrap();
+        assert_eq!(found, fake);
+    }
+}

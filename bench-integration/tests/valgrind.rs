@@ -1,0 +1,214 @@
+//! The `--instructions` tier: each case counted by callgrind in a child under valgrind.
+//! A body whose work is planted +1% at the second build is `higher` in
+//! `valgrind.instructions` with an interval narrower than 0.2%; an unchanged body counts
+//! the same instructions in every bracket of both runs (spread 0); a case that fails under
+//! valgrind alone passes, its valgrind metrics absent with the reason; without valgrind
+//! the tier is absent with its reason. Expectations come from the counts themselves: none
+//! depends on the machine's speed or load.
+
+#![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
+
+#[path = "../../testdata/support/skip.rs"]
+mod skip;
+mod support;
+
+use std::hint::black_box;
+use std::process::Command;
+
+use sparkles_bench::explain::MetricVerdict;
+use sparkles_bench::Suite;
+
+use support::{run, SERIAL};
+
+/// Set in a rerun's environment: which build of the suite it counts.
+const BUILD: &str = "SPARKLES_VALGRIND_TEST_BUILD";
+
+/// Set in the environment of the rerun that sees no valgrind.
+const ABSENT: &str = "SPARKLES_VALGRIND_TEST_ABSENT";
+
+fn spin(n: u64) -> u64 {
+    let mut x = 1u64;
+    for i in 0..n {
+        x = black_box(x.wrapping_mul(6364136223846793005).wrapping_add(i));
+    }
+    x
+}
+
+/// Build 2 plants 1% more iterations of the loop in `planted`.
+fn suite(build: u32) -> Suite {
+    let mut s = Suite::new("counted");
+    let planted = if build == 2 { 20_200 } else { 20_000 };
+    s.case("planted", move |b| b.iter(|| spin(planted)));
+    s.case("same", |b| b.iter(|| spin(10_000)));
+    s.case("fails_under_valgrind", |b| {
+        b.try_iter(|| {
+            if sparkles_bench::valgrind::running_on_valgrind() {
+                Err("this body refuses to run under valgrind")
+            } else {
+                Ok(spin(1_000))
+            }
+        })
+    });
+    // The reruns under valgrind enter through `rerun` below, with the same build.
+    s.reexec_with(
+        ["rerun", "--exact", "--nocapture"],
+        [(BUILD, build.to_string())],
+    );
+    s
+}
+
+/// Where the parent's reruns under valgrind enter: builds the suite the parent runs and
+/// hands it to the harness, which counts the one case asked for and exits. Outside a
+/// rerun it does nothing.
+#[test]
+fn rerun() {
+    let Some(build) = std::env::var_os(BUILD) else {
+        return;
+    };
+    let build = build.to_string_lossy().parse().unwrap();
+    run(suite(build), &["--bench"]);
+    unreachable!("the harness exits in a rerun under valgrind");
+}
+
+#[test]
+fn a_one_percent_change_is_higher_exactly_and_the_same_code_counts_the_same() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if let Err(why) = sparkles_bench::valgrind::program() {
+        skip::skip("valgrind", &why);
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().to_str().unwrap();
+    let flags = |baseline: &'static str| {
+        vec![
+            "--bench",
+            "--instructions",
+            "--metrics",
+            "valgrind.*",
+            "--samples",
+            "6",
+            "--out-dir",
+            out,
+            baseline,
+            "b",
+        ]
+    };
+    let first = run(suite(1), &flags("--save-baseline"));
+    assert!(first.all_ok());
+    let second = run(suite(2), &flags("--baseline"));
+    assert!(second.all_ok());
+    let row = |outcome: &sparkles_bench::Outcome, case: &str| {
+        outcome
+            .rows
+            .iter()
+            .find(|r| r.case == case)
+            .unwrap()
+            .clone()
+    };
+
+    // The same body: the same count in every bracket of both runs.
+    let (a, b) = (row(&first, "same"), row(&second, "same"));
+    let counts: Vec<f64> = a.metric_samples["valgrind.instructions"]
+        .iter()
+        .chain(&b.metric_samples["valgrind.instructions"])
+        .copied()
+        .collect();
+    assert!(counts.len() >= 12, "{counts:?}");
+    assert!(counts.iter().all(|c| *c == counts[0]), "{counts:?}");
+    // About the loop's 10 000 steps of a few instructions each.
+    assert!((20_000.0..200_000.0).contains(&counts[0]), "{}", counts[0]);
+    let c = b.comparison.as_ref().unwrap();
+    let same = c
+        .metrics
+        .iter()
+        .find(|m| m.id == "valgrind.instructions")
+        .unwrap();
+    assert_eq!(same.verdict, MetricVerdict::InsideTheNoise, "{same:?}");
+    assert_eq!(same.change_pct, Some(0.0), "{same:?}");
+
+    // 1% more steps: higher, by 1% less the loop's fixed cost, inside 0.2%.
+    let c = row(&second, "planted").comparison.unwrap();
+    let planted = c
+        .metrics
+        .iter()
+        .find(|m| m.id == "valgrind.instructions")
+        .unwrap();
+    eprintln!("planted: {planted:?}");
+    assert_eq!(planted.verdict, MetricVerdict::Higher, "{planted:?}");
+    let pct = planted.change_pct.unwrap();
+    assert!((0.9..=1.0).contains(&pct), "{planted:?}");
+    let width = planted.ci_high_pct.unwrap() - planted.ci_low_pct.unwrap();
+    assert!(width < 0.2, "{planted:?}");
+
+    // Natively the case passes; under valgrind it fails, and its counts are absent with
+    // the reason.
+    let fails = row(&second, "fails_under_valgrind");
+    assert!(fails.ok);
+    assert_eq!(fails.metrics["valgrind.instructions"], None);
+    let account = fails.counting.unwrap().valgrind.unwrap();
+    let why = account.error.unwrap();
+    assert!(
+        why.contains("this body refuses to run under valgrind"),
+        "{why}"
+    );
+}
+
+#[test]
+fn without_valgrind_the_tier_is_absent_with_its_reason() {
+    if std::env::var_os(ABSENT).is_some() {
+        // The rerun: valgrind named where there is none.
+        let out = run(
+            suite(1),
+            &["--bench", "--instructions", "--samples", "3", "same"],
+        );
+        let row = &out.rows[0];
+        assert!(row.ok);
+        assert_eq!(row.metrics.get("valgrind.instructions"), Some(&None));
+        assert!(row
+            .counting
+            .as_ref()
+            .and_then(|c| c.valgrind.as_ref())
+            .is_none());
+        run(suite(1), &["--list-metrics"]);
+        run(suite(1), &["--capabilities"]);
+        return;
+    }
+    let output = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "without_valgrind_the_tier_is_absent_with_its_reason",
+            "--exact",
+            "--nocapture",
+        ])
+        .env(ABSENT, "1")
+        .env("SPARKLES_VALGRIND", "/nonexistent/valgrind")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    let why = if cfg!(all(
+        target_os = "linux",
+        any(target_arch = "x86_64", target_arch = "aarch64")
+    )) {
+        "/nonexistent/valgrind (from SPARKLES_VALGRIND) is not an executable file"
+    } else {
+        "x86_64 and aarch64 Linux only"
+    };
+    // The run says so once, naming every metric of the tier.
+    assert!(
+        stderr.contains("note: metrics valgrind.instructions, valgrind.l1_misses")
+            && stderr.contains(&format!("unavailable: {why}")),
+        "{stderr}"
+    );
+    // --list-metrics and --capabilities show the tier and why it is absent.
+    let listed = stdout
+        .lines()
+        .find(|l| l.starts_with("valgrind.instructions"))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(listed.contains("unavailable"), "{listed}");
+    assert!(stdout.contains(why), "{stdout}");
+    assert!(
+        stdout.contains(&format!("valgrind (--instructions): absent: {why}")),
+        "{stdout}"
+    );
+}
