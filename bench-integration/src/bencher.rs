@@ -36,9 +36,9 @@ pub(crate) struct CountPlan {
     /// Syscall tracepoints.
     pub syscalls: Option<Arc<TierPlan>>,
     /// callgrind's collection, toggled by client requests: in a child under valgrind
-    /// only, every bracket a base run and a full one, each dumped
-    /// ([`crate::valgrind`]).
-    pub valgrind: bool,
+    /// only, every bracket a base run and a full one, each dumped under the case's index
+    /// in the parent's run ([`crate::valgrind`]).
+    pub valgrind: Option<u32>,
 }
 
 /// What the scheduler asks of a case's thread.
@@ -145,7 +145,7 @@ impl Meter {
             tier0: plan.tier0.then(Tier0::open),
             perf: plan.perf.as_ref().map(Tier::open),
             syscalls: plan.syscalls.as_ref().map(Tier::open),
-            valgrind: plan.valgrind,
+            valgrind: plan.valgrind.is_some(),
         }
     }
 
@@ -422,8 +422,8 @@ fn count_in_brackets(
     brackets: u32,
     plan: &CountPlan,
 ) -> Result<Counted, String> {
-    if plan.valgrind {
-        return count_under_callgrind(routine, iterations, brackets);
+    if let Some(case) = plan.valgrind {
+        return count_under_callgrind(routine, iterations, brackets, case);
     }
     let mut per_metric: Vec<(MetricId, Vec<f64>)> = Vec::new();
     let mut first_report = None;
@@ -462,9 +462,10 @@ fn count_under_callgrind(
     routine: &mut dyn Routine,
     iterations: u64,
     brackets: u32,
+    case: u32,
 ) -> Result<Counted, String> {
     let plan = CountPlan {
-        valgrind: true,
+        valgrind: Some(case),
         ..CountPlan::default()
     };
     for bracket in 0..brackets.max(1) {
@@ -472,7 +473,7 @@ fn count_under_callgrind(
             crate::valgrind::zero_stats();
             let n = if full { iterations + 1 } else { 1 };
             routine.run(n, &mut Meter::open(&plan))?;
-            crate::valgrind::dump_stats_at(&crate::valgrind::dump_label(bracket, full));
+            crate::valgrind::dump_stats_at(&crate::valgrind::dump_label(case, bracket, full));
         }
     }
     Ok((Vec::new(), Vec::new(), CountingReport::default()))

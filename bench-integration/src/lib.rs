@@ -333,53 +333,62 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
     })
 }
 
-/// A rerun under valgrind ([`valgrind::CHILD_ENV`]): counts the one case the request
-/// names and exits (0 when it passed); a suite of another name is left unrun, for the
-/// executable's next suite.
+/// A rerun under valgrind ([`valgrind::CHILD_ENV`]): counts the cases the request names,
+/// one after another, marking each started and done, and exits; a suite of another name
+/// is left unrun, for the executable's next suite.
 fn valgrind_child(suite: Suite, request: &valgrind::ChildRequest) -> Outcome {
     if suite.name() != request.suite {
         return Outcome::default();
     }
-    let exit = |message: String| -> ! {
-        eprintln!("sparkles: valgrind child: {message}");
-        std::process::exit(3)
-    };
     if !valgrind::running_on_valgrind() {
-        exit(format!(
-            "{} is set but this process does not run under valgrind",
+        eprintln!(
+            "sparkles: valgrind child: {} is set but this process does not run under valgrind",
             valgrind::CHILD_ENV
-        ));
+        );
+        std::process::exit(3);
     }
-    let Some(case) = suite.cases.into_iter().find(|c| c.name == request.case) else {
-        exit(format!(
-            "suite '{}' has no case '{}'",
-            request.suite, request.case
-        ));
-    };
-    let mut running = runner::Running::spawn(case);
-    // The setup is done: from here callgrind instruments (and simulates the caches).
-    // One warm-up iteration, uncollected: first-call costs (lazy binding, first
-    // touches, cold simulated caches) stay out of every bracket.
-    valgrind::start_instrumentation();
-    running.sample(1);
+    let mut cases: Vec<Option<suite::Case>> = suite.cases.into_iter().map(Some).collect();
     let brackets = request.brackets.max(1);
-    running.count_with(
-        CountPlan {
-            valgrind: true,
-            ..CountPlan::default()
-        },
-        request.iterations.saturating_mul(u64::from(brackets)),
-        u64::MAX,
-        brackets,
-    );
-    let report = running.finish();
-    match report.error {
-        None => std::process::exit(0),
-        Some(e) => {
-            eprintln!("sparkles: case '{}' failed: {e}", report.name);
-            std::process::exit(1)
-        }
+    for asked in &request.cases {
+        valgrind::write_marker(&request.dir, asked.index, "started", "");
+        let case = cases
+            .iter_mut()
+            .find(|c| c.as_ref().is_some_and(|c| c.name == asked.name))
+            .and_then(Option::take);
+        let Some(case) = case else {
+            let why = format!("suite '{}' has no case '{}'", request.suite, asked.name);
+            valgrind::write_marker(&request.dir, asked.index, "done", &why);
+            continue;
+        };
+        let mut running = runner::Running::spawn(case);
+        // The setup is done: from here callgrind instruments (and simulates the caches).
+        // One warm-up iteration, uncollected: first-call costs (lazy binding, first
+        // touches, cold simulated caches) stay out of every bracket.
+        valgrind::start_instrumentation();
+        running.sample(1);
+        running.count_with(
+            CountPlan {
+                valgrind: Some(asked.index),
+                ..CountPlan::default()
+            },
+            asked.iterations.saturating_mul(u64::from(brackets)),
+            u64::MAX,
+            brackets,
+        );
+        valgrind::stop_instrumentation();
+        let report = running.finish();
+        valgrind::write_marker(
+            &request.dir,
+            asked.index,
+            "done",
+            match report.error.as_deref() {
+                None => "",
+                Some("") => "failed, saying nothing",
+                Some(e) => e,
+            },
+        );
     }
+    std::process::exit(0)
 }
 
 /// The tiers the flags ask for (besides what `--metrics` names).
@@ -623,7 +632,7 @@ fn count_plan(selection: &Selection, catalog: &Catalog) -> Option<CountPlan> {
             .syscalls
             .clone()
             .filter(|_| selection.needs(Source::Syscalls)),
-        valgrind: false,
+        valgrind: None,
     })
 }
 

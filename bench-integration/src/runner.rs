@@ -85,7 +85,7 @@ impl Progress {
         }
     }
 
-    fn show(&self, text: &str) {
+    pub fn show(&self, text: &str) {
         if self.enabled {
             let mut err = std::io::stderr().lock();
             let _ = write!(err, "\r\x1b[2K{text}");
@@ -94,7 +94,7 @@ impl Progress {
     }
 
     /// `sparkles: timing pass` (of `case`, in blocked order), in a log.
-    fn pass(&self, name: &str, case: Option<&str>) {
+    pub fn pass(&self, name: &str, case: Option<&str>) {
         if self.passes {
             match case {
                 Some(case) => eprintln!("sparkles: {name} pass: {case}"),

@@ -50,6 +50,7 @@ mod request {
     pub const TOGGLE_COLLECT: u64 = CALLGRIND + 2;
     pub const DUMP_STATS_AT: u64 = CALLGRIND + 3;
     pub const START_INSTRUMENTATION: u64 = CALLGRIND + 4;
+    pub const STOP_INSTRUMENTATION: u64 = CALLGRIND + 5;
 
     /// Whether client requests are implemented for this target.
     pub const SUPPORTED: bool = cfg!(all(
@@ -126,6 +127,11 @@ pub(crate) fn start_instrumentation() {
     request::send(request::START_INSTRUMENTATION, [0; 5], 0);
 }
 
+/// Stops callgrind's instrumentation: the next case's setup runs at bare speed again.
+pub(crate) fn stop_instrumentation() {
+    request::send(request::STOP_INSTRUMENTATION, [0; 5], 0);
+}
+
 /// Zeroes callgrind's counts since the last dump.
 pub(crate) fn zero_stats() {
     request::send(request::ZERO_STATS, [0; 5], 0);
@@ -141,23 +147,52 @@ pub(crate) fn dump_stats_at(label: &str) {
     );
 }
 
-/// The label of bracket `bracket`'s full run (`n + 1` iterations) or base run (1), as
-/// dumped.
-pub(crate) fn dump_label(bracket: u32, full: bool) -> String {
-    format!("sparkles {bracket} {}", if full { "full" } else { "base" })
+/// The label of case `case`'s bracket `bracket`: its full run (`n + 1` iterations) or its
+/// base run (1), as dumped.
+pub(crate) fn dump_label(case: u32, bracket: u32, full: bool) -> String {
+    format!(
+        "sparkles {case} {bracket} {}",
+        if full { "full" } else { "base" }
+    )
 }
 
-/// What the parent asks of the child.
+/// What the parent asks of the child: every case of the run still to count, in order.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct ChildRequest {
     /// The suite's name: a bench executable may run several.
     pub suite: String,
-    /// The case's exact name.
-    pub case: String,
-    /// A bracket's full run is this many iterations longer than its base run.
-    pub iterations: u64,
+    /// The cases, each with its index in the parent's run.
+    pub cases: Vec<ChildCase>,
     /// Brackets, each a base and a full run.
     pub brackets: u32,
+    /// Where the child marks each case started and done ([`marker`]).
+    pub dir: PathBuf,
+}
+
+/// One case of a [`ChildRequest`].
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct ChildCase {
+    /// Its index in the parent's run: its dumps' and markers' key.
+    pub index: u32,
+    /// The case's exact name.
+    pub name: String,
+    /// A bracket's full run is this many iterations longer than its base run.
+    pub iterations: u64,
+}
+
+/// The marker file of case `index`: `started` (empty) when the child begins it, `done`
+/// (empty, or why the case failed) when it is over.
+pub(crate) fn marker(dir: &Path, index: u32, what: &str) -> PathBuf {
+    dir.join(format!("case-{index}.{what}"))
+}
+
+/// Writes marker `what` of case `index`, whole (a temporary file renamed into place).
+pub(crate) fn write_marker(dir: &Path, index: u32, what: &str, text: &str) {
+    let path = marker(dir, index, what);
+    let temporary = path.with_extension("partial");
+    if std::fs::write(&temporary, text).is_ok() {
+        let _ = std::fs::rename(&temporary, &path);
+    }
 }
 
 /// The request in this process's environment, where it is a child; a malformed one is
@@ -409,16 +444,17 @@ pub fn per_iteration(base: &Events, full: &Events, n: u64) -> Vec<(&'static str,
         .collect()
 }
 
-/// Each metric's value per bracket, in bracket order, from a child's dumps.
+/// Each metric's value per bracket of case `case`, in bracket order, from a child's dumps.
 pub fn brackets_of(
     dumps: &[Dump],
+    case: u32,
     brackets: u32,
     n: u64,
 ) -> Result<Vec<(String, Vec<f64>)>, String> {
     let mut per_metric: Vec<(String, Vec<f64>)> = Vec::new();
     for b in 0..brackets {
         let find = |full| {
-            let label = dump_label(b, full);
+            let label = dump_label(case, b, full);
             dumps
                 .iter()
                 .find(|d| d.trigger == label)
@@ -468,11 +504,11 @@ pub(crate) struct Pass {
     pub reexec: Reexec,
 }
 
-/// What one case's child gave.
+/// What one case gave under callgrind.
 pub(crate) struct Counted {
     /// Each metric's value per bracket.
     pub brackets: Vec<(String, Vec<f64>)>,
-    /// The child's wall time, valgrind's start included.
+    /// From the child's start of the case to its end, setup included.
     pub wall: Duration,
 }
 
@@ -487,30 +523,114 @@ pub(crate) fn iterations_for(ns_per_iter: f64, brackets: u32) -> u64 {
     }
 }
 
+/// How a child run ended for the cases it was given.
+enum ChildEnd {
+    /// Every case it began, it finished; it began them all.
+    Finished,
+    /// It was killed (timeout, interrupt) or died in the case it was counting: that case
+    /// gets `why`; the cases after it are still to count.
+    Lost { case: u32, why: String },
+    /// It ended before beginning any case: every case still to count gets `why`.
+    NotStarted(String),
+}
+
 impl Pass {
-    /// Counts `case` under callgrind, `iterations` more in each full run than in its
-    /// base run; the reason where it
-    /// could not.
-    pub fn count(&self, case: &str, iterations: u64) -> Result<Counted, String> {
-        let dir = tempfile_dir()?;
-        let result = self.count_in(dir.path(), case, iterations);
-        drop(dir);
-        result
+    /// Counts `cases` (`(name, n)`: the iterations a full run adds) under callgrind, in
+    /// one child for all of them (valgrind's start, most of a case's cost on a quick body,
+    /// is paid once), another for the rest where a case hangs or kills its child. Each
+    /// case's values, or why there are none, in order.
+    pub fn count_all(&self, cases: &[(String, u64)]) -> Vec<Result<Counted, String>> {
+        let mut results: Vec<Option<Result<Counted, String>>> =
+            cases.iter().map(|_| None).collect();
+        let dir = match tempfile_dir() {
+            Ok(d) => d,
+            Err(e) => return cases.iter().map(|_| Err(e.clone())).collect(),
+        };
+        let mut dumps = Vec::new();
+        let mut attempt = 0;
+        loop {
+            let pending: Vec<ChildCase> = cases
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| results[*i].is_none())
+                .map(|(i, (name, n))| ChildCase {
+                    index: i as u32,
+                    name: name.clone(),
+                    iterations: *n,
+                })
+                .collect();
+            if pending.is_empty() {
+                break;
+            }
+            attempt += 1;
+            let end = self.run_child(dir.path(), attempt, &pending, &mut results);
+            match self.read_dumps(dir.path(), attempt) {
+                Ok(mut d) => dumps.append(&mut d),
+                Err(e) => {
+                    for r in results.iter_mut().filter(|r| r.is_none()) {
+                        *r = Some(Err(e.clone()));
+                    }
+                }
+            }
+            match end {
+                ChildEnd::Finished => {}
+                ChildEnd::Lost { case, why } => results[case as usize] = Some(Err(why)),
+                ChildEnd::NotStarted(why) => {
+                    for r in results.iter_mut().filter(|r| r.is_none()) {
+                        *r = Some(Err(why.clone()));
+                    }
+                }
+            }
+            if sparkles_perf_data::atomic_write::interrupted().is_some() {
+                break;
+            }
+        }
+        results
+            .into_iter()
+            .enumerate()
+            .map(|(i, r)| match r {
+                Some(Ok(c)) => {
+                    brackets_of(&dumps, i as u32, self.brackets, cases[i].1).map(|brackets| {
+                        Counted {
+                            brackets,
+                            wall: c.wall,
+                        }
+                    })
+                }
+                Some(Err(why)) => Err(why),
+                None => Err("interrupted".to_string()),
+            })
+            .collect()
     }
 
-    fn count_in(&self, dir: &Path, case: &str, iterations: u64) -> Result<Counted, String> {
-        let exe = std::env::current_exe()
-            .map_err(|e| format!("cannot find the bench executable to rerun: {e}"))?;
+    /// Runs one child for `pending`, recording each case it finishes in `results` (its
+    /// values are read from the dumps afterwards): how it ended.
+    fn run_child(
+        &self,
+        dir: &Path,
+        attempt: u32,
+        pending: &[ChildCase],
+        results: &mut [Option<Result<Counted, String>>],
+    ) -> ChildEnd {
+        let exe = match std::env::current_exe() {
+            Ok(e) => e,
+            Err(e) => {
+                return ChildEnd::NotStarted(format!(
+                    "cannot find the bench executable to rerun: {e}"
+                ))
+            }
+        };
         let request = ChildRequest {
             suite: self.suite.clone(),
-            case: case.to_string(),
-            iterations,
+            cases: pending.to_vec(),
             brackets: self.brackets,
+            dir: dir.to_path_buf(),
         };
-        let out_file = dir.join("callgrind.out");
-        let log = dir.join("child.log");
-        let log_file =
-            std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
+        let log = dir.join(format!("child-{attempt}.log"));
+        let log_file = match std::fs::File::create(&log) {
+            Ok(f) => f,
+            Err(e) => return ChildEnd::NotStarted(format!("{}: {e}", log.display())),
+        };
         let args = self
             .reexec
             .args
@@ -525,66 +645,139 @@ impl Pass {
             .arg("--branch-sim=yes")
             .arg("--dump-line=no")
             .arg("--compress-strings=no")
-            .arg(format!("--callgrind-out-file={}", out_file.display()))
+            .arg(format!(
+                "--callgrind-out-file={}",
+                dir.join(format!("callgrind-{attempt}.out")).display()
+            ))
             .arg(&exe)
             .args(&args)
             .envs(self.reexec.envs.iter().map(|(k, v)| (k, v)))
             .env(
                 CHILD_ENV,
-                serde_json::to_string(&request).map_err(|e| e.to_string())?,
+                serde_json::to_string(&request).unwrap_or_default(),
             )
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log_file);
-        let start = Instant::now();
-        let mut child = command
-            .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", self.program.display()))?;
-        let status = loop {
-            match child.try_wait() {
-                Ok(Some(status)) => break status,
-                Ok(None) if start.elapsed() >= self.timeout => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    return Err(format!(
-                        "timed out after {} s under valgrind (--valgrind-timeout)",
-                        self.timeout.as_secs()
-                    ));
-                }
-                Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-                Err(e) => return Err(format!("waiting for valgrind: {e}")),
+        // A case that crashes its child leaves no vgcore file behind in the working folder.
+        #[cfg(unix)]
+        {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: setrlimit is async-signal-safe; nothing else runs between fork and
+            // exec.
+            unsafe {
+                command.pre_exec(|| {
+                    let none = libc::rlimit {
+                        rlim_cur: 0,
+                        rlim_max: 0,
+                    };
+                    libc::setrlimit(libc::RLIMIT_CORE, &none);
+                    Ok(())
+                });
             }
-            if sparkles_perf_data::atomic_write::interrupted().is_some() {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err("interrupted".to_string());
+        }
+        let mut child = match command.spawn() {
+            Ok(c) => c,
+            Err(e) => {
+                return ChildEnd::NotStarted(format!(
+                    "cannot start {}: {e}",
+                    self.program.display()
+                ))
             }
         };
-        let wall = start.elapsed();
-        if !status.success() {
-            let text = std::fs::read_to_string(&log).unwrap_or_default();
-            return Err(format!(
-                "the case failed under valgrind ({status}){}",
-                last_lines(&text)
-            ));
+        let mut current: Option<(usize, Instant)> = None;
+        let mut began_any = false;
+        let kill = |child: &mut std::process::Child| {
+            let _ = child.kill();
+            let _ = child.wait();
+        };
+        loop {
+            // Each case's markers as the child leaves them, in order.
+            for (k, case) in pending.iter().enumerate() {
+                if results[case.index as usize].is_some() {
+                    continue;
+                }
+                if current.is_none_or(|(c, _)| c < k) && marker(dir, case.index, "started").exists()
+                {
+                    current = Some((k, Instant::now()));
+                    began_any = true;
+                }
+                if let Ok(text) = std::fs::read_to_string(marker(dir, case.index, "done")) {
+                    let wall = current
+                        .filter(|(c, _)| *c == k)
+                        .map_or(Duration::ZERO, |(_, t)| t.elapsed());
+                    results[case.index as usize] = Some(if text.is_empty() {
+                        Ok(Counted {
+                            brackets: Vec::new(),
+                            wall,
+                        })
+                    } else {
+                        Err(format!("the case failed under valgrind: {text}"))
+                    });
+                }
+            }
+            let status = match child.try_wait() {
+                Ok(s) => s,
+                Err(e) => {
+                    kill(&mut child);
+                    return ChildEnd::NotStarted(format!("waiting for valgrind: {e}"));
+                }
+            };
+            let open = current.filter(|(k, _)| results[pending[*k].index as usize].is_none());
+            if let Some(status) = status {
+                // Markers written just before the exit are read above, on this pass.
+                return match open {
+                    None if began_any => ChildEnd::Finished,
+                    None => ChildEnd::NotStarted(format!(
+                        "valgrind ended ({status}) before counting a case{}",
+                        last_lines(&std::fs::read_to_string(&log).unwrap_or_default())
+                    )),
+                    Some((k, _)) => ChildEnd::Lost {
+                        case: pending[k].index,
+                        why: format!(
+                            "the child under valgrind ended ({status}) while counting the case{}",
+                            last_lines(&std::fs::read_to_string(&log).unwrap_or_default())
+                        ),
+                    },
+                };
+            }
+            if let Some((k, since)) = open {
+                if since.elapsed() >= self.timeout {
+                    kill(&mut child);
+                    return ChildEnd::Lost {
+                        case: pending[k].index,
+                        why: format!(
+                            "timed out after {} s under valgrind (--valgrind-timeout)",
+                            self.timeout.as_secs()
+                        ),
+                    };
+                }
+            }
+            if sparkles_perf_data::atomic_write::interrupted().is_some() {
+                kill(&mut child);
+                return ChildEnd::Finished;
+            }
+            std::thread::sleep(Duration::from_millis(10));
         }
+    }
+
+    /// Every dump child `attempt` wrote.
+    fn read_dumps(&self, dir: &Path, attempt: u32) -> Result<Vec<Dump>, String> {
+        let prefix = format!("callgrind-{attempt}.out.");
         let mut dumps = Vec::new();
         for entry in std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))? {
             let path = entry.map_err(|e| e.to_string())?.path();
             let is_dump = path
                 .file_name()
                 .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("callgrind.out."));
+                .is_some_and(|n| n.starts_with(&prefix));
             if is_dump {
                 let text = std::fs::read_to_string(&path)
                     .map_err(|e| format!("{}: {e}", path.display()))?;
                 dumps.push(parse_dump(&text, &path)?);
             }
         }
-        Ok(Counted {
-            brackets: brackets_of(&dumps, self.brackets, iterations)?,
-            wall,
-        })
+        Ok(dumps)
     }
 }
 
@@ -635,28 +828,49 @@ fn tempfile_dir() -> Result<TempDir, String> {
     Ok(TempDir(dir))
 }
 
-/// Counts every case of `reports` that passed its timing pass, one child at a time, and
-/// adds its values (or why there are none) to its report.
+/// Counts every case of `reports` that passed its timing pass under callgrind, and adds
+/// its values (or why there are none) to its report.
 pub(crate) fn count_reports(reports: &mut [crate::runner::CaseReport], pass: &Pass) {
-    let total = reports.len();
-    for (i, report) in reports.iter_mut().enumerate() {
-        if !report.ok || sparkles_perf_data::atomic_write::interrupted().is_some() {
-            continue;
-        }
-        let median = crate::stats::Summary::of(&report.samples).map_or(f64::NAN, |s| s.median);
-        let n = iterations_for(median, pass.brackets);
-        eprintln!("[{}/{total}] valgrind {}", i + 1, report.name);
+    let progress = crate::runner::Progress::new();
+    progress.pass("valgrind", None);
+    progress.show(&format!(
+        "valgrind: {} cases under callgrind",
+        reports.len()
+    ));
+    let start = Instant::now();
+    let chosen: Vec<usize> = (0..reports.len()).filter(|i| reports[*i].ok).collect();
+    let cases: Vec<(String, u64)> = chosen
+        .iter()
+        .map(|&i| {
+            let median =
+                crate::stats::Summary::of(&reports[i].samples).map_or(f64::NAN, |s| s.median);
+            (
+                reports[i].name.clone(),
+                iterations_for(median, pass.brackets),
+            )
+        })
+        .collect();
+    let results = pass.count_all(&cases);
+    progress.clear();
+    let mut slowest: Option<(String, f64)> = None;
+    let mut counted = 0;
+    for ((i, (_, n)), result) in chosen.into_iter().zip(&cases).zip(results) {
+        let report = &mut reports[i];
         let mut account = ValgrindReport {
             program: pass.program.display().to_string(),
-            iterations: n,
+            iterations: *n,
             brackets: pass.brackets,
             ..ValgrindReport::default()
         };
-        match pass.count(&report.name, n) {
-            Ok(counted) => {
-                account.wall_s = counted.wall.as_secs_f64();
-                report.counted.extend(medians(&counted.brackets));
-                report.counted_brackets.extend(counted.brackets);
+        match result {
+            Ok(c) => {
+                account.wall_s = c.wall.as_secs_f64();
+                report.counted.extend(medians(&c.brackets));
+                report.counted_brackets.extend(c.brackets);
+                counted += 1;
+                if slowest.as_ref().is_none_or(|(_, s)| account.wall_s > *s) {
+                    slowest = Some((report.name.clone(), account.wall_s));
+                }
             }
             Err(why) => {
                 eprintln!("note: {}: valgrind metrics absent: {why}", report.name);
@@ -667,6 +881,15 @@ pub(crate) fn count_reports(reports: &mut [crate::runner::CaseReport], pass: &Pa
             .counting
             .get_or_insert_with(Default::default)
             .valgrind = Some(account);
+    }
+    if let Some((case, seconds)) = slowest {
+        eprintln!(
+            "counting: valgrind: {counted} case{} counted under callgrind ({}) in {:.1} s, the slowest {case} ({seconds:.1} s); {} brackets each",
+            if counted == 1 { "" } else { "s" },
+            pass.program.display(),
+            start.elapsed().as_secs_f64(),
+            pass.brackets
+        );
     }
 }
 
@@ -700,7 +923,7 @@ desc: D1 cache: 49152 B, 64 B, 12-way associative
 desc: LL cache: 276824064 B, 64 B, 33-way associative
 
 desc: Timerange: Basic block 0 - 28840
-desc: Trigger: Client Request: sparkles 0 full
+desc: Trigger: Client Request: sparkles 0 0 full
 
 positions: line
 events: Ir Dr Dw I1mr D1mr D1mw ILmr DLmr DLmw Bc Bcm Bi Bim
@@ -716,7 +939,7 @@ totals: 6009 1002 1002 0 0 0 0 0 0 1001 8
     #[test]
     fn a_dump_header_gives_its_trigger_and_summary_trailing_zeros_restored() {
         let d = parse_dump(DUMP, Path::new("cg.out.1")).unwrap();
-        assert_eq!(d.trigger, "sparkles 0 full");
+        assert_eq!(d.trigger, "sparkles 0 0 full");
         assert_eq!(d.events.get("Ir"), 6018);
         assert_eq!(d.events.get("Dw"), 1008);
         assert_eq!(d.events.get("Bcm"), 8);
@@ -797,18 +1020,21 @@ totals: 6009 1002 1002 0 0 0 0 0 0 1001 8
             events: events(&[("Ir", ir)]),
         };
         let dumps = vec![
-            dump("sparkles 0 base", 10),
-            dump("sparkles 0 full", 110),
-            dump("sparkles 1 full", 112),
-            dump("sparkles 1 base", 10),
+            dump("sparkles 3 0 base", 10),
+            dump("sparkles 3 0 full", 110),
+            dump("sparkles 3 1 full", 112),
+            dump("sparkles 3 1 base", 10),
+            dump("sparkles 4 0 base", 10),
         ];
-        let b = brackets_of(&dumps, 2, 10).unwrap();
+        let b = brackets_of(&dumps, 3, 2, 10).unwrap();
         assert_eq!(
             b[0],
             ("valgrind.instructions".to_string(), vec![10.0, 10.2])
         );
-        let e = brackets_of(&dumps[..3], 2, 10).unwrap_err();
-        assert!(e.contains("'sparkles 1 base'"), "{e}");
+        let e = brackets_of(&dumps[..3], 3, 2, 10).unwrap_err();
+        assert!(e.contains("'sparkles 3 1 base'"), "{e}");
+        let e = brackets_of(&dumps, 4, 2, 10).unwrap_err();
+        assert!(e.contains("'sparkles 4 0 full'"), "{e}");
     }
 
     #[test]
@@ -827,7 +1053,7 @@ totals: 6009 1002 1002 0 0 0 0 0 0 1001 8
         }
         toggle_collect();
         zero_stats();
-        dump_stats_at("sparkles 0 base");
+        dump_stats_at("sparkles 0 0 base");
         assert!(!running_on_valgrind());
     }
 

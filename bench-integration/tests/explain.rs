@@ -3,8 +3,9 @@
 //! measured against its first build saved as a
 //! baseline. Each case's `comparison.explanation` names its cause; the unchanged case names
 //! none; every metric both runs have is compared. Expectations come from this machine:
-//! without a PMU, instructions and cycles are unavailable and more work must not be
-//! claimed.
+//! without a PMU, perf's instructions and cycles are unavailable, and more work is told
+//! from callgrind's count (`--instructions`) where valgrind is installed, never claimed
+//! where it is not.
 
 #![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
 
@@ -34,8 +35,15 @@ fn spin(n: u64) -> u64 {
     x
 }
 
+/// Set in a rerun's environment (`--instructions` counts each case in one): the build.
+const RERUN_BUILD: &str = "SPARKLES_EXPLAIN_TEST_BUILD";
+
 fn suite() -> Suite {
     let mut s = Suite::new("planted");
+    s.reexec_with(
+        ["rerun", "--exact", "--nocapture"],
+        [(RERUN_BUILD, BUILD.load(Ordering::Relaxed).to_string())],
+    );
     let second = || BUILD.load(Ordering::Relaxed) == 2;
     s.case("work", move |b| {
         // Ten times the work: between two runs a busy machine moves a case's median by
@@ -100,6 +108,18 @@ fn cycle(n: usize) -> Vec<u32> {
     next
 }
 
+/// Where `--instructions` reruns the suite under valgrind: the same build, counted and
+/// exited by the harness. Outside a rerun it does nothing.
+#[test]
+fn rerun() {
+    let Some(build) = std::env::var_os(RERUN_BUILD) else {
+        return;
+    };
+    BUILD.store(build.to_string_lossy().parse().unwrap(), Ordering::Relaxed);
+    run(suite(), &["--bench"]);
+    unreachable!("the harness exits in a rerun under valgrind");
+}
+
 #[test]
 fn each_planted_cause_is_named_and_the_same_code_explains_nothing() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -112,8 +132,17 @@ fn each_planted_cause_is_named_and_the_same_code_explains_nothing() {
     }
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().to_str().unwrap();
+    // Exact instruction counts where valgrind is installed: the work cause is told
+    // without a PMU too.
+    let valgrind = sparkles_bench::valgrind::program().is_ok();
+    if !valgrind {
+        skip::skip(
+            "valgrind",
+            "no valgrind: without a PMU, more work cannot be told from less speed",
+        );
+    }
     let flags = |baseline: &'static str| {
-        vec![
+        let mut flags = vec![
             "--bench",
             // Samples of several scheduler slices: a loaded machine's preemptions average
             // out within each instead of deciding it.
@@ -125,7 +154,11 @@ fn each_planted_cause_is_named_and_the_same_code_explains_nothing() {
             out,
             baseline,
             "b",
-        ]
+        ];
+        if valgrind {
+            flags.push("--instructions");
+        }
+        flags
     };
     BUILD.store(1, Ordering::Relaxed);
     assert!(run(suite(), &flags("--save-baseline")).all_ok());
@@ -182,6 +215,16 @@ fn each_planted_cause_is_named_and_the_same_code_explains_nothing() {
     let e = c.explanation.as_ref().unwrap();
     if pmu {
         assert_eq!(e.kind, Cause::MoreWork, "{}", e.text);
+    } else if valgrind {
+        // callgrind's exact count: ten times the loop, ten times the instructions.
+        assert_eq!(e.kind, Cause::MoreWork, "{}", e.text);
+        assert!(e.text.contains("(valgrind; more work)"), "{}", e.text);
+        let i = c
+            .metrics
+            .iter()
+            .find(|m| m.id == "valgrind.instructions")
+            .unwrap();
+        assert!(i.new / i.base > 9.0 && i.new / i.base < 10.1, "{i:?}");
     } else {
         // Without instructions a slower case is never called more work, and says why.
         assert_eq!(e.kind, Cause::Unexplained, "{}", e.text);
@@ -208,6 +251,10 @@ fn each_planted_cause_is_named_and_the_same_code_explains_nothing() {
     assert_eq!(c.verdict, Verdict::Regression);
     if pmu {
         assert_eq!(e.kind, Cause::SlowerPerInstruction, "{}", e.text);
+    } else if valgrind {
+        // The same instructions, exactly: the same work done slower.
+        assert_eq!(e.kind, Cause::SlowerPerInstruction, "{}", e.text);
+        assert!(e.text.contains("(valgrind; flat)"), "{}", e.text);
     } else {
         assert_eq!(e.kind, Cause::Unexplained, "{}", e.text);
     }
@@ -217,6 +264,9 @@ fn each_planted_cause_is_named_and_the_same_code_explains_nothing() {
     let e = c.explanation.as_ref().unwrap();
     match c.verdict {
         Verdict::InsideTheNoise | Verdict::Underpowered => assert_eq!(e.kind, Cause::None),
+        // A busy machine slowed the same instructions: said as such where they are
+        // counted exactly.
+        _ if valgrind && !pmu => assert_eq!(e.kind, Cause::SlowerPerInstruction, "{}", e.text),
         _ => assert_eq!(e.kind, Cause::Unexplained, "{}", e.text),
     }
 }

@@ -1,8 +1,9 @@
 //! The `--instructions` tier: each case counted by callgrind in a child under valgrind.
 //! A body whose work is planted +1% at the second build is `higher` in
 //! `valgrind.instructions` with an interval narrower than 0.2%; an unchanged body counts
-//! the same instructions in every bracket of both runs (spread 0); a case that fails under
-//! valgrind alone passes, its valgrind metrics absent with the reason; without valgrind
+//! the same instructions in every bracket of both runs (spread 0); a case that fails or
+//! aborts under valgrind alone passes, its valgrind metrics absent with the reason, and
+//! the cases after it are counted; without valgrind
 //! the tier is absent with its reason. Expectations come from the counts themselves: none
 //! depends on the machine's speed or load.
 
@@ -39,6 +40,15 @@ fn suite(build: u32) -> Suite {
     let mut s = Suite::new("counted");
     let planted = if build == 2 { 20_200 } else { 20_000 };
     s.case("planted", move |b| b.iter(|| spin(planted)));
+    // Kills the child counting it: the cases after it are counted by another.
+    s.case("aborts_under_valgrind", |b| {
+        b.iter(|| {
+            if sparkles_bench::valgrind::running_on_valgrind() {
+                std::process::abort();
+            }
+            spin(1_000)
+        })
+    });
     s.case("same", |b| b.iter(|| spin(10_000)));
     s.case("fails_under_valgrind", |b| {
         b.try_iter(|| {
@@ -139,6 +149,16 @@ fn a_one_percent_change_is_higher_exactly_and_the_same_code_counts_the_same() {
     assert!((0.9..=1.0).contains(&pct), "{planted:?}");
     let width = planted.ci_high_pct.unwrap() - planted.ci_low_pct.unwrap();
     assert!(width < 0.2, "{planted:?}");
+
+    // A case that kills its child: absent with why; the next case was counted.
+    let aborts = row(&second, "aborts_under_valgrind");
+    assert!(aborts.ok);
+    assert_eq!(aborts.metrics["valgrind.instructions"], None);
+    let why = aborts.counting.unwrap().valgrind.unwrap().error.unwrap();
+    assert!(
+        why.contains("the child under valgrind ended") && why.contains("while counting the case"),
+        "{why}"
+    );
 
     // Natively the case passes; under valgrind it fails, and its counts are absent with
     // the reason.
