@@ -201,6 +201,11 @@ pub struct HarnessArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..))]
     pub valgrind_timeout: u64,
 
+    /// Set from `--profile=instructions`, or `--instructions` with `--profile`: each case's
+    /// instruction profile from its valgrind pass.
+    #[arg(skip)]
+    pub instruction_profile: bool,
+
     /// List every metric with its class, source and availability, then exit.
     #[arg(long)]
     pub list_metrics: bool,
@@ -222,7 +227,11 @@ pub struct HarnessArgs {
     /// `--profile=wall` also captures where the case's threads wait (context switches,
     /// and `sched:sched_switch` stacks where allowed): profile.json's `offcpu` section,
     /// flamegraph-wall.svg, the hot-function diff on wall time. `--profile=mem` samples
-    /// memory accesses. Use the `=` form: a bare word after --profile is a case filter.
+    /// memory accesses. `--profile=instructions` samples nothing: the `--instructions`
+    /// pass's callgrind costs per function and line become profile-instructions.json,
+    /// flamegraph-instructions.svg and, against a baseline saved with it, the exact
+    /// diff-instructions.json (`--instructions --profile` makes both profiles).
+    /// Use the `=` form: a bare word after --profile is a case filter.
     #[arg(long, value_name = "KIND", num_args = 0..=1, require_equals = true, default_missing_value = "cpu")]
     pub profile: Option<String>,
 

@@ -178,6 +178,26 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
     if let Some(request) = valgrind::child_request() {
         return Ok(valgrind_child(suite, &request));
     }
+    // `--profile=instructions` is the valgrind pass's profile, no sampling pass; with
+    // `--instructions`, `--profile` adds it beside the sampled one.
+    let normalized;
+    let args = if args.profile.as_deref() == Some("instructions") {
+        normalized = HarnessArgs {
+            profile: None,
+            instructions: true,
+            instruction_profile: true,
+            ..args.clone()
+        };
+        &normalized
+    } else if args.instructions && args.profile.is_some() {
+        normalized = HarnessArgs {
+            instruction_profile: true,
+            ..args.clone()
+        };
+        &normalized
+    } else {
+        args
+    };
     if args.capabilities {
         let caps = sparkles_sampler::caps::probe();
         print!("{}", sparkles_sampler::caps::render(&caps));
@@ -240,25 +260,10 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
     let mut reports = measured.reports;
     files.environment.machine_probe = machine_probe::MachineProbe::of(measured.probe_samples);
     files.stop_if_interrupted(false)?;
-    // callgrind's counts, each case in a child under valgrind, after all timing.
-    if selection.needs(Source::Valgrind) {
-        if let Ok(program) = valgrind::program() {
-            valgrind::count_reports(
-                &mut reports,
-                &valgrind::Pass {
-                    program,
-                    timeout: std::time::Duration::from_secs(args.valgrind_timeout),
-                    brackets: args.count_brackets,
-                    suite: suite_name.clone(),
-                    reexec,
-                },
-            );
-        }
-        files.stop_if_interrupted(false)?;
-    }
     // Every profile is unwound, named and aggregated after all timing (nothing overlaps
     // it).
-    let baseline_profiles = profiling::read_captures(
+    #[cfg_attr(not(feature = "profile"), allow(unused_mut))]
+    let mut baseline_profiles = profiling::read_captures(
         &mut reports,
         args,
         &profile_note,
@@ -270,6 +275,38 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
             .as_ref(),
     );
     files.stop_if_interrupted(false)?;
+    // callgrind's counts, all cases in a child under valgrind, after all timing; with
+    // `--profile=instructions` each case's instruction profile beside its sampled one.
+    if selection.needs(Source::Valgrind) {
+        if let Ok(program) = valgrind::program() {
+            if args.instruction_profile && !cfg!(feature = "profile") {
+                eprintln!("profile: no instruction profile: this build of sparkles-bench has no `profile` feature");
+            }
+            let costs = valgrind::count_reports(
+                &mut reports,
+                &valgrind::Pass {
+                    program,
+                    timeout: std::time::Duration::from_secs(args.valgrind_timeout),
+                    brackets: args.count_brackets,
+                    suite: suite_name.clone(),
+                    reexec,
+                    profile: args.instruction_profile && cfg!(feature = "profile"),
+                },
+            );
+            #[cfg(feature = "profile")]
+            profiling::instructions::write_profiles(
+                &mut reports,
+                costs,
+                &files.out_dir.join("profile"),
+                files.baseline.as_ref(),
+                files.save_path.as_deref(),
+                &mut baseline_profiles,
+            );
+            #[cfg(not(feature = "profile"))]
+            drop(costs);
+        }
+        files.stop_if_interrupted(false)?;
+    }
     let mut rows: Vec<BenchRow> = reports.iter().map(|r| row_of(r, &selection)).collect();
     let compared = files
         .baseline

@@ -318,6 +318,7 @@ impl RunReport<'_> {
                 }
             }
             (self.metrics(row))
+            (instructions(row, kept.is_none().then(|| frame("flamegraph-instructions.svg")).flatten()))
             @if let Some(p) = &row.profile {
                 h3 { "Profile" }
                 p { (p.samples) " samples of " (p.event) ", " (p.lost + p.lost_samples) " lost, throttled " (p.throttled.count) " times"
@@ -415,6 +416,36 @@ impl RunReport<'_> {
                 }
             }
         }
+    }
+}
+
+/// The case's instruction profile (`--profile=instructions`): its hottest functions by
+/// self instructions, the exact movers against the baseline's, and its flamegraph
+/// (`svg`, this run's).
+fn instructions(row: &BenchRow, svg: Option<String>) -> Markup {
+    let Some(v) = row.counting.as_ref().and_then(|c| c.valgrind.as_ref()) else {
+        return html! {};
+    };
+    if v.top.is_empty() && v.movers.is_empty() && v.notes.is_empty() {
+        return html! {};
+    }
+    let per = |x: f64| format!("{x:.0}");
+    html! {
+        h3 { "Instructions (callgrind)" }
+        p { "Counted exactly under valgrind over " (v.iterations * u64::from(v.brackets)) " iterations: no sampling noise, every change real."
+            @for n in &v.notes { br; (n) } }
+        @if !v.top.is_empty() {
+            table { thead { tr { th { "self" } th { "total" } th.name { "function" } } }
+                tbody { @for h in &v.top { tr { td { (format!("{:.1}%", h.self_pct)) } td { (format!("{:.1}%", h.total_pct)) } td.name { (h.name) } } } } }
+        }
+        @if !v.movers.is_empty() {
+            table { thead { tr { th.name { "moved (self instructions/iter)" } th { "baseline" } th { "now" } th { "change" } } }
+                tbody { @for m in &v.movers { tr {
+                    td.name { (m.name) } td { (per(m.base)) } td { (per(m.new)) }
+                    td { (m.delta_pct.map(|p| format!("{p:+.2}%")).unwrap_or_else(|| "new".into())) }
+                } } } }
+        }
+        (flame_frame(format!("instruction flamegraph of {}", row.case), svg))
     }
 }
 
@@ -951,7 +982,40 @@ mod tests {
         ] {
             assert!(html.contains(needed), "the page lacks {needed:?}");
         }
-        // Without memory samples neither section appears.
+        // Without memory samples neither section appears; nor the instruction section
+        // without an instruction profile.
+        let mut counted = row("counted", vec![1.0, 2.0]);
+        counted.counting = Some(crate::counters::CountingReport {
+            valgrind: Some(crate::valgrind::ValgrindReport {
+                iterations: 4,
+                brackets: 8,
+                top: vec![crate::profile::HotFunction {
+                    name: "mycrate::spin".into(),
+                    self_pct: 97.5,
+                    total_pct: 97.5,
+                }],
+                movers: vec![crate::valgrind::InstructionChange {
+                    name: "mycrate::spin".into(),
+                    base: 140_000.0,
+                    new: 141_400.0,
+                    delta_pct: Some(1.0),
+                }],
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+        let html = page(&[counted], &[]);
+        for needed in [
+            "Instructions (callgrind)",
+            "over 32 iterations",
+            "97.5%",
+            "mycrate::spin",
+            "141400",
+            "+1.00%",
+        ] {
+            assert!(html.contains(needed), "the page lacks {needed:?}");
+        }
+        assert!(!page(&[row("plain", vec![1.0])], &[]).contains("Instructions (callgrind)"));
         let mut plain = row("plain", vec![1.0, 2.0]);
         plain.profile = Some(Default::default());
         let html = page(&[plain], &[]);

@@ -485,7 +485,42 @@ pub struct ValgrindReport {
     /// Why the case has no valgrind metrics, where it has none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The instruction profile's hottest functions by self instructions
+    /// (`--profile=instructions`), percent of the measured iterations' instructions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub top: Vec<crate::profile::HotFunction>,
+    /// Against a baseline's instruction profile: the functions whose self instructions
+    /// per iteration changed most, exactly.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub movers: Vec<InstructionChange>,
+    /// Why there is no instruction profile or diff, where one was asked for.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
+
+/// One function's exact change against the baseline's instruction profile.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InstructionChange {
+    /// The function.
+    pub name: String,
+    /// Its self instructions per iteration in the baseline.
+    pub base: f64,
+    /// In this run.
+    pub new: f64,
+    /// The change, percent of the baseline's; absent where it had none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delta_pct: Option<f64>,
+}
+
+/// A case's instruction costs over its brackets (the full runs less the base runs), for
+/// its instruction profile; nothing is read without the `profile` feature.
+#[cfg(feature = "profile")]
+pub(crate) type Costs = sparkles_report::callgrind::Costs;
+
+/// Without the `profile` feature no instruction profile is read.
+#[cfg(not(feature = "profile"))]
+#[derive(Debug, Default)]
+pub(crate) struct Costs;
 
 /// How the parent reruns the bench executable: the arguments after the program name,
 /// and variables added to the environment.
@@ -502,6 +537,8 @@ pub(crate) struct Pass {
     pub brackets: u32,
     pub suite: String,
     pub reexec: Reexec,
+    /// Read each case's per-function costs too (`--profile=instructions`).
+    pub profile: bool,
 }
 
 /// What one case gave under callgrind.
@@ -510,6 +547,57 @@ pub(crate) struct Counted {
     pub brackets: Vec<(String, Vec<f64>)>,
     /// From the child's start of the case to its end, setup included.
     pub wall: Duration,
+    /// Its instruction costs over all brackets, where the pass reads profiles.
+    pub costs: Option<Costs>,
+}
+
+/// The case, the bracket and the run of a dump's label ([`dump_label`]).
+#[cfg_attr(not(feature = "profile"), allow(dead_code))]
+fn label_of(trigger: &str) -> Option<(u32, u32, bool)> {
+    let mut words = trigger.strip_prefix("sparkles ")?.split(' ');
+    let case = words.next()?.parse().ok()?;
+    let bracket = words.next()?.parse().ok()?;
+    let full = match words.next()? {
+        "full" => true,
+        "base" => false,
+        _ => return None,
+    };
+    Some((case, bracket, full))
+}
+
+/// Each case's costs, the full runs' added and the base runs' subtracted, as the dumps
+/// are read.
+#[derive(Default)]
+struct CostSums(std::collections::BTreeMap<u32, Costs>);
+
+impl CostSums {
+    #[cfg(feature = "profile")]
+    fn add(&mut self, trigger: &str, text: &str, path: &Path) -> Result<(), String> {
+        let Some((case, _, full)) = label_of(trigger) else {
+            return Ok(());
+        };
+        let costs = Costs::parse(text, path).map_err(|e| e.to_string())?;
+        self.0
+            .entry(case)
+            .or_default()
+            .add(&costs, if full { 1 } else { -1 });
+        Ok(())
+    }
+
+    #[cfg(not(feature = "profile"))]
+    fn add(&mut self, _: &str, _: &str, _: &Path) -> Result<(), String> {
+        Ok(())
+    }
+
+    #[cfg(feature = "profile")]
+    fn take(&mut self, case: u32) -> Option<Costs> {
+        self.0.remove(&case).map(Costs::positive)
+    }
+
+    #[cfg(not(feature = "profile"))]
+    fn take(&mut self, case: u32) -> Option<Costs> {
+        self.0.remove(&case)
+    }
 }
 
 /// Iterations a bracket's full run adds to its base run: those of all brackets take about
@@ -547,6 +635,7 @@ impl Pass {
             Err(e) => return cases.iter().map(|_| Err(e.clone())).collect(),
         };
         let mut dumps = Vec::new();
+        let mut sums = CostSums::default();
         let mut attempt = 0;
         loop {
             let pending: Vec<ChildCase> = cases
@@ -564,7 +653,7 @@ impl Pass {
             }
             attempt += 1;
             let end = self.run_child(dir.path(), attempt, &pending, &mut results);
-            match self.read_dumps(dir.path(), attempt) {
+            match self.read_dumps(dir.path(), attempt, &mut sums) {
                 Ok(mut d) => dumps.append(&mut d),
                 Err(e) => {
                     for r in results.iter_mut().filter(|r| r.is_none()) {
@@ -594,6 +683,7 @@ impl Pass {
                         Counted {
                             brackets,
                             wall: c.wall,
+                            costs: sums.take(i as u32),
                         }
                     })
                 }
@@ -643,8 +733,12 @@ impl Pass {
             .arg("--collect-atstart=no")
             .arg("--cache-sim=yes")
             .arg("--branch-sim=yes")
-            .arg("--dump-line=no")
-            .arg("--compress-strings=no")
+            // Source lines only for the instruction profile's line view.
+            .arg(if self.profile {
+                "--dump-line=yes"
+            } else {
+                "--dump-line=no"
+            })
             .arg(format!(
                 "--callgrind-out-file={}",
                 dir.join(format!("callgrind-{attempt}.out")).display()
@@ -710,6 +804,7 @@ impl Pass {
                         Ok(Counted {
                             brackets: Vec::new(),
                             wall,
+                            costs: None,
                         })
                     } else {
                         Err(format!("the case failed under valgrind: {text}"))
@@ -761,8 +856,13 @@ impl Pass {
         }
     }
 
-    /// Every dump child `attempt` wrote.
-    fn read_dumps(&self, dir: &Path, attempt: u32) -> Result<Vec<Dump>, String> {
+    /// Every dump child `attempt` wrote; with profiles, their costs added to `sums`.
+    fn read_dumps(
+        &self,
+        dir: &Path,
+        attempt: u32,
+        sums: &mut CostSums,
+    ) -> Result<Vec<Dump>, String> {
         let prefix = format!("callgrind-{attempt}.out.");
         let mut dumps = Vec::new();
         for entry in std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))? {
@@ -774,7 +874,11 @@ impl Pass {
             if is_dump {
                 let text = std::fs::read_to_string(&path)
                     .map_err(|e| format!("{}: {e}", path.display()))?;
-                dumps.push(parse_dump(&text, &path)?);
+                let dump = parse_dump(&text, &path)?;
+                if self.profile {
+                    sums.add(&dump.trigger, &text, &path)?;
+                }
+                dumps.push(dump);
             }
         }
         Ok(dumps)
@@ -829,8 +933,12 @@ fn tempfile_dir() -> Result<TempDir, String> {
 }
 
 /// Counts every case of `reports` that passed its timing pass under callgrind, and adds
-/// its values (or why there are none) to its report.
-pub(crate) fn count_reports(reports: &mut [crate::runner::CaseReport], pass: &Pass) {
+/// its values (or why there are none) to its report; with profiles, each counted case's
+/// costs (by its index in `reports`).
+pub(crate) fn count_reports(
+    reports: &mut [crate::runner::CaseReport],
+    pass: &Pass,
+) -> Vec<(usize, Costs)> {
     let progress = crate::runner::Progress::new();
     progress.pass("valgrind", None);
     progress.show(&format!(
@@ -854,6 +962,7 @@ pub(crate) fn count_reports(reports: &mut [crate::runner::CaseReport], pass: &Pa
     progress.clear();
     let mut slowest: Option<(String, f64)> = None;
     let mut counted = 0;
+    let mut costs = Vec::new();
     for ((i, (_, n)), result) in chosen.into_iter().zip(&cases).zip(results) {
         let report = &mut reports[i];
         let mut account = ValgrindReport {
@@ -867,6 +976,7 @@ pub(crate) fn count_reports(reports: &mut [crate::runner::CaseReport], pass: &Pa
                 account.wall_s = c.wall.as_secs_f64();
                 report.counted.extend(medians(&c.brackets));
                 report.counted_brackets.extend(c.brackets);
+                costs.extend(c.costs.map(|k| (i, k)));
                 counted += 1;
                 if slowest.as_ref().is_none_or(|(_, s)| account.wall_s > *s) {
                     slowest = Some((report.name.clone(), account.wall_s));
@@ -891,6 +1001,7 @@ pub(crate) fn count_reports(reports: &mut [crate::runner::CaseReport], pass: &Pa
             pass.brackets
         );
     }
+    costs
 }
 
 /// Each metric's median over `brackets`, as the counting pass gives its values.

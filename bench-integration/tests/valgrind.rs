@@ -3,8 +3,9 @@
 //! `valgrind.instructions` with an interval narrower than 0.2%; an unchanged body counts
 //! the same instructions in every bracket of both runs (spread 0); a case that fails or
 //! aborts under valgrind alone passes, its valgrind metrics absent with the reason, and
-//! the cases after it are counted; without valgrind
-//! the tier is absent with its reason. Expectations come from the counts themselves: none
+//! the cases after it are counted; the instruction profiles' exact diff ranks the
+//! function the work was planted in first; without valgrind the tier is absent with its
+//! reason. Expectations come from the counts themselves: none
 //! depends on the machine's speed or load.
 
 #![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
@@ -27,6 +28,9 @@ const BUILD: &str = "SPARKLES_VALGRIND_TEST_BUILD";
 /// Set in the environment of the rerun that sees no valgrind.
 const ABSENT: &str = "SPARKLES_VALGRIND_TEST_ABSENT";
 
+/// A function of its own (callgrind names ELF symbols: a function inlined into its caller
+/// is its caller's row, its lines in the line view).
+#[inline(never)]
 fn spin(n: u64) -> u64 {
     let mut x = 1u64;
     for i in 0..n {
@@ -92,7 +96,8 @@ fn a_one_percent_change_is_higher_exactly_and_the_same_code_counts_the_same() {
     let flags = |baseline: &'static str| {
         vec![
             "--bench",
-            "--instructions",
+            // The valgrind pass and each case's instruction profile, no sampling.
+            "--profile=instructions",
             "--metrics",
             "valgrind.*",
             "--samples",
@@ -149,6 +154,35 @@ fn a_one_percent_change_is_higher_exactly_and_the_same_code_counts_the_same() {
     assert!((0.9..=1.0).contains(&pct), "{planted:?}");
     let width = planted.ci_high_pct.unwrap() - planted.ci_low_pct.unwrap();
     assert!(width < 0.2, "{planted:?}");
+
+    // The instruction profiles' exact diff ranks the function the work was planted in
+    // first: 200 more steps of its loop an iteration.
+    let account = row(&second, "planted").counting.unwrap().valgrind.unwrap();
+    let first = account
+        .movers
+        .first()
+        .unwrap_or_else(|| panic!("{account:?}"));
+    assert!(first.name.ends_with("spin"), "{account:?}");
+    assert!(first.new > first.base, "{account:?}");
+    let pct = first.delta_pct.unwrap();
+    assert!((0.99..=1.01).contains(&pct), "{account:?}");
+    assert!(
+        account.top.iter().any(|h| h.name.ends_with("spin")),
+        "{account:?}"
+    );
+    let case_dir = dir.path().join("profile").join("planted");
+    for file in [
+        "profile-instructions.json",
+        "flamegraph-instructions.svg",
+        "diff-instructions.json",
+    ] {
+        assert!(case_dir.join(file).is_file(), "{file}");
+    }
+    let svg = std::fs::read_to_string(case_dir.join("flamegraph-instructions.svg")).unwrap();
+    assert!(svg.contains("spin"));
+    // The unchanged case: no function moved.
+    let same = row(&second, "same").counting.unwrap().valgrind.unwrap();
+    assert!(same.movers.is_empty(), "{same:?}");
 
     // A case that kills its child: absent with why; the next case was counted.
     let aborts = row(&second, "aborts_under_valgrind");

@@ -12,8 +12,10 @@
 //! - [`numa`]: accesses by (CPU node, memory node).
 //! - [`names`]: names that survive a rebuild.
 //! - [`diff`]: the hot-function diff of two profiles.
+//! - [`callgrind`]: callgrind's out files, instruction profiles and their exact diff.
 //! - [`pprof`]: gzipped profile.proto export (feature `pprof`).
 
+pub mod callgrind;
 pub mod diff;
 pub mod error;
 pub mod export;

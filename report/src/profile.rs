@@ -314,6 +314,10 @@ pub struct Profile {
     /// records (`sparkles record --off-cpu`, `--profile=wall`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offcpu: Option<crate::offcpu::OffCpu>,
+    /// The iterations whose costs the weights total: present in an instruction profile
+    /// (callgrind's counts, `weighting` `instructions`), where they are exact.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iterations: Option<u64>,
 }
 
 fn period() -> String {
@@ -1179,6 +1183,7 @@ impl Builder {
             memory: None,
             numa: None,
             offcpu: None,
+            iterations: None,
         };
         profile.notes.extend(too_few_rounds(&profile));
         (profile, folded)

@@ -11,6 +11,8 @@ use crate::profile::ProfileSummary;
 use crate::record::BenchRow;
 
 #[cfg(feature = "profile")]
+pub(crate) mod instructions;
+#[cfg(feature = "profile")]
 mod reading;
 #[cfg(all(feature = "profile", test))]
 pub(crate) use reading::read_capture;
@@ -79,7 +81,7 @@ pub(crate) fn sampling(args: &HarnessArgs) -> Result<(SamplingConfig, String), E
             return Err(Error::Usage {
                 flag: "--profile",
                 message: format!(
-                    "'{}' is not a profile kind: use --profile (CPU sampling), --profile=wall (CPU sampling and where the case's threads wait) or --profile=mem (memory: precise memory events, else first-touch placement)",
+                    "'{}' is not a profile kind: use --profile (CPU sampling), --profile=wall (CPU sampling and where the case's threads wait), --profile=mem (memory: precise memory events, else first-touch placement) or --profile=instructions (callgrind's exact instruction counts per function, under valgrind)",
                     other.unwrap_or_default()
                 ),
             })

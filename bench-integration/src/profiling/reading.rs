@@ -17,7 +17,7 @@ use crate::runner::CaseReport;
 /// Why a profile artifact (profile.json, folded.txt, a flamegraph, a diff) was not made:
 /// a note under the case, never a failed run.
 #[derive(Debug, thiserror::Error)]
-enum ArtifactError {
+pub(crate) enum ArtifactError {
     #[error(transparent)]
     Report(#[from] sparkles_report::Error),
     #[error(transparent)]
@@ -40,7 +40,7 @@ enum ArtifactError {
 }
 
 /// Pretty JSON written whole to `path`.
-fn write_json(path: &Path, value: &impl Serialize) -> Result<(), ArtifactError> {
+pub(crate) fn write_json(path: &Path, value: &impl Serialize) -> Result<(), ArtifactError> {
     let json = serde_json::to_vec_pretty(value).map_err(|source| ArtifactError::Json {
         path: path.to_path_buf(),
         source,
@@ -53,7 +53,15 @@ fn write_json(path: &Path, value: &impl Serialize) -> Result<(), ArtifactError> 
 /// The case profiles to save with a baseline: written with its rows, so that an
 /// interrupted run leaves the baseline as it was, profiles and all.
 #[derive(Debug, Default)]
-pub(crate) struct BaselineProfiles(Vec<BaselineProfile>);
+pub(crate) struct BaselineProfiles(Vec<BaselineProfile>, Vec<KeptFile>);
+
+/// A file copied beside a baseline as it is saved: a case's instruction profile.
+#[derive(Debug)]
+struct KeptFile {
+    case: String,
+    from: std::path::PathBuf,
+    to: std::path::PathBuf,
+}
 
 #[derive(Debug)]
 struct BaselineProfile {
@@ -65,9 +73,37 @@ struct BaselineProfile {
 }
 
 impl BaselineProfiles {
+    /// Copies `from` to `to` when the baseline is saved.
+    pub(crate) fn keep_file(
+        &mut self,
+        case: &str,
+        from: std::path::PathBuf,
+        to: std::path::PathBuf,
+    ) {
+        self.1.push(KeptFile {
+            case: case.to_string(),
+            from,
+            to,
+        });
+    }
+
     /// Copies each case's profile beside the baseline being saved; one that cannot be is
     /// said.
     pub(crate) fn save(self) {
+        for k in self.1 {
+            let copied = std::fs::read(&k.from)
+                .map_err(|e| format!("{}: {e}", k.from.display()))
+                .and_then(|bytes| {
+                    sparkles_perf_data::atomic_write::write_atomically(&k.to, &bytes)
+                        .map_err(|e| e.to_string())
+                });
+            if let Err(e) = copied {
+                eprintln!(
+                    "profile: {}: instruction profile not saved with the baseline: {e}",
+                    k.case
+                );
+            }
+        }
         for p in self.0 {
             if let Err(e) = save_with_baseline(&p.dir, &p.keep, &p.folded, p.wall) {
                 eprintln!(
