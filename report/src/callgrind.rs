@@ -10,7 +10,7 @@
 //! one caller, and gprof's assumption for one with several; the flat views (self and
 //! inclusive costs, lines) are exact either way.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -96,23 +96,47 @@ fn function_name(name: &str) -> String {
     normalize(base)
 }
 
+/// A function as an out file is read: its key, file id, self cost and cost per (file id,
+/// line).
+type ParsedFn = (FnKey, Option<u32>, i64, HashMap<(u32, u32), i64>);
+
 impl Costs {
     /// Reads one callgrind out file (`positions: line` or `instr line`); only the `Ir`
     /// event is kept. `path` names the file in errors.
     pub fn parse(text: &str, path: &Path) -> Result<Costs, ParseError> {
-        let mut costs = Costs::default();
+        // Functions and files are numbered as they come, and each cost line adds to
+        // numbered slots: no name is copied or compared per line.
+        let mut fn_ids: HashMap<FnKey, usize> = HashMap::new();
+        let mut fn_rows: Vec<ParsedFn> = Vec::new();
+        let mut file_ids: HashMap<String, u32> = HashMap::new();
+        let mut file_names: Vec<String> = Vec::new();
+        let mut calls: HashMap<(usize, usize), i64> = HashMap::new();
+        let mut intern_file = |name: String| -> u32 {
+            let next = file_names.len() as u32;
+            *file_ids.entry(name).or_insert_with_key(|n| {
+                file_names.push(n.clone());
+                next
+            })
+        };
+        let mut intern_fn = |k: FnKey, rows: &mut Vec<_>| -> usize {
+            let next = rows.len();
+            *fn_ids.entry(k).or_insert_with_key(|k| {
+                rows.push((k.clone(), None, 0, HashMap::new()));
+                next
+            })
+        };
         let mut files = BTreeMap::new();
         let mut fns = BTreeMap::new();
         let mut objects = BTreeMap::new();
         let mut positions = 1usize;
         let mut ir: Option<usize> = None;
         let mut object = String::new();
-        let mut fn_file: Option<String> = None;
-        let mut file: Option<String> = None;
-        let mut current: Option<FnKey> = None;
+        let mut fn_file: Option<u32> = None;
+        let mut file: Option<u32> = None;
+        let mut current: Option<usize> = None;
         let (mut call_object, mut call_name): (Option<String>, Option<String>) = (None, None);
         // After `calls=`: the next cost line is the call's, to this callee.
-        let mut pending_call: Option<FnKey> = None;
+        let mut pending_call: Option<usize> = None;
         let mut last_line = 0i64;
         for (i, line) in text.lines().enumerate() {
             let err = |message: String| ParseError {
@@ -150,19 +174,19 @@ impl Costs {
                     Some(v) => parse_num(v).map_err(err)?,
                     None => 0,
                 };
-                let Some(f) = current.clone() else {
+                let Some(f) = current else {
                     return Err(err("costs before any 'fn=' line".into()));
                 };
                 match pending_call.take() {
-                    Some(callee) => *costs.calls.entry((f, callee)).or_default() += value,
+                    Some(callee) => *calls.entry((f, callee)).or_default() += value,
                     None => {
-                        let entry = costs.functions.entry(f).or_default();
-                        entry.self_ += value;
+                        let row = &mut fn_rows[f];
+                        row.2 += value;
                         let at = (
-                            file.clone().or_else(|| fn_file.clone()).unwrap_or_default(),
+                            file.or(fn_file).unwrap_or(u32::MAX),
                             u32::try_from(at_line).unwrap_or(0),
                         );
-                        *entry.lines.entry(at).or_default() += value;
+                        *row.3.entry(at).or_default() += value;
                     }
                 }
                 continue;
@@ -183,21 +207,21 @@ impl Costs {
                 "positions" => positions = value.split_ascii_whitespace().count().max(1),
                 "ob" => object = compressed(value, &mut objects).map_err(err)?,
                 "fl" => {
-                    fn_file = Some(compressed(value, &mut files).map_err(err)?);
+                    fn_file = Some(intern_file(compressed(value, &mut files).map_err(err)?));
                     file = None;
                 }
-                "fi" | "fe" => file = Some(compressed(value, &mut files).map_err(err)?),
+                "fi" | "fe" => {
+                    file = Some(intern_file(compressed(value, &mut files).map_err(err)?));
+                }
                 "fn" => {
                     let name = compressed(value, &mut fns).map_err(err)?;
                     let k = FnKey {
                         object: object.clone(),
                         name: function_name(&name),
                     };
-                    let entry = costs.functions.entry(k.clone()).or_default();
-                    if entry.file.is_none() {
-                        entry.file.clone_from(&fn_file);
-                    }
-                    current = Some(k);
+                    let id = intern_fn(k, &mut fn_rows);
+                    fn_rows[id].1 = fn_rows[id].1.or(fn_file);
+                    current = Some(id);
                     file = None;
                 }
                 "cob" => call_object = Some(compressed(value, &mut objects).map_err(err)?),
@@ -209,13 +233,33 @@ impl Costs {
                     let name = call_name
                         .take()
                         .ok_or_else(|| err("'calls=' without a 'cfn=' before it".into()))?;
-                    pending_call = Some(FnKey {
+                    let k = FnKey {
                         object: call_object.take().unwrap_or_else(|| object.clone()),
                         name: function_name(&name),
-                    });
+                    };
+                    pending_call = Some(intern_fn(k, &mut fn_rows));
                 }
                 _ => {}
             }
+        }
+        let file_name = |id: u32| file_names.get(id as usize).cloned().unwrap_or_default();
+        let keys: Vec<FnKey> = fn_rows.iter().map(|r| r.0.clone()).collect();
+        let mut costs = Costs::default();
+        for (k, file, self_, lines) in fn_rows {
+            costs.functions.insert(
+                k,
+                FnCosts {
+                    file: file.map(file_name),
+                    self_,
+                    lines: lines
+                        .into_iter()
+                        .map(|((f, l), v)| ((file_name(f), l), v))
+                        .collect(),
+                },
+            );
+        }
+        for ((a, b), v) in calls {
+            costs.calls.insert((keys[a].clone(), keys[b].clone()), v);
         }
         Ok(costs)
     }
