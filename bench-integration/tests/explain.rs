@@ -177,6 +177,12 @@ fn each_planted_cause_is_named_and_the_same_code_explains_nothing() {
             c.explanation.as_ref().unwrap().kind,
             c.explanation.as_ref().unwrap().text
         );
+        if let Some(i) = c.metrics.iter().find(|m| m.id == "valgrind.instructions") {
+            eprintln!(
+                "{case}: valgrind.instructions {} -> {} ({:?}%)",
+                i.base, i.new, i.change_pct
+            );
+        }
         (row, c)
     };
 
@@ -206,7 +212,10 @@ fn each_planted_cause_is_named_and_the_same_code_explains_nothing() {
     } else {
         assert_eq!(c.verdict, Verdict::Regression);
         let e = c.explanation.as_ref().unwrap();
-        assert_eq!(e.kind, Cause::MoreSyscalls, "{}", e.text);
+        // The reads' own user-space instructions (about a tenth more, counted exactly)
+        // are more work too where the time moved less than three times that: both named.
+        let both = (pmu || valgrind) && e.kind == Cause::Mixed && e.text.contains("more work)");
+        assert!(e.kind == Cause::MoreSyscalls || both, "{}", e.text);
         assert!(e.text.contains("io.syscr syscalls/iter"), "{}", e.text);
     }
 
@@ -266,7 +275,12 @@ fn each_planted_cause_is_named_and_the_same_code_explains_nothing() {
         Verdict::InsideTheNoise | Verdict::Underpowered => assert_eq!(e.kind, Cause::None),
         // A busy machine slowed the same instructions: said as such where they are
         // counted exactly.
-        _ if valgrind && !pmu => assert_eq!(e.kind, Cause::SlowerPerInstruction, "{}", e.text),
+        Verdict::Regression if valgrind && !pmu => {
+            assert_eq!(e.kind, Cause::SlowerPerInstruction, "{}", e.text)
+        }
+        Verdict::Improvement if valgrind && !pmu => {
+            assert_eq!(e.kind, Cause::FasterPerInstruction, "{}", e.text)
+        }
         _ => assert_eq!(e.kind, Cause::Unexplained, "{}", e.text),
     }
 }
