@@ -175,11 +175,26 @@ fn a_one_percent_change_is_higher_exactly_and_the_same_code_counts_the_same() {
         "profile-instructions.json",
         "flamegraph-instructions.svg",
         "diff-instructions.json",
+        "callgraph-instructions.json",
     ] {
         assert!(case_dir.join(file).is_file(), "{file}");
     }
     let svg = std::fs::read_to_string(case_dir.join("flamegraph-instructions.svg")).unwrap();
     assert!(svg.contains("spin"));
+    // The call graph has the edge into the planted function, its cost per iteration.
+    let calls: Vec<serde_json::Value> = serde_json::from_str(
+        &std::fs::read_to_string(case_dir.join("callgraph-instructions.json")).unwrap(),
+    )
+    .unwrap();
+    let into = calls
+        .iter()
+        .find(|e| e["callee"].as_str().unwrap().ends_with("spin"))
+        .unwrap_or_else(|| panic!("{calls:?}"));
+    let per = into["instructions"].as_f64().unwrap();
+    assert!(
+        (first.new..first.new * 1.01).contains(&per),
+        "{into} {first:?}"
+    );
     // The unchanged case: no function moved.
     let same = row(&second, "same").counting.unwrap().valgrind.unwrap();
     assert!(same.movers.is_empty(), "{same:?}");

@@ -1,6 +1,7 @@
 //! Each case's instruction profile (`--profile=instructions`): callgrind's costs of its
 //! measured iterations as a profile beside its sampled one (profile-instructions.json,
-//! folded-instructions.txt, flamegraph-instructions.svg), saved with a baseline and
+//! folded-instructions.txt, flamegraph-instructions.svg, and its call graph,
+//! callgraph-instructions.json), saved with a baseline and
 //! diffed against one exactly (diff-instructions.json): instruction deltas per function,
 //! no sampling noise.
 
@@ -19,6 +20,31 @@ pub(crate) const JSON: &str = "profile-instructions.json";
 const FOLDED: &str = "folded-instructions.txt";
 const SVG: &str = "flamegraph-instructions.svg";
 const DIFF: &str = "diff-instructions.json";
+const CALLS: &str = "callgraph-instructions.json";
+
+/// One call edge of the call graph (`callgraph-instructions.json`).
+#[derive(serde::Serialize)]
+struct Edge<'a> {
+    caller: &'a str,
+    callee: &'a str,
+    /// Instructions executed in the calls, the callee's callees included, per iteration.
+    instructions: f64,
+}
+
+/// callgrind's call edges, costliest first, per iteration.
+fn call_graph(c: &Costs, iterations: u64) -> Vec<Edge<'_>> {
+    let mut edges: Vec<Edge<'_>> = c
+        .calls
+        .iter()
+        .map(|((a, b), v)| Edge {
+            caller: &a.name,
+            callee: &b.name,
+            instructions: *v as f64 / iterations.max(1) as f64,
+        })
+        .collect();
+    edges.sort_by(|a, b| b.instructions.total_cmp(&a.instructions));
+    edges
+}
 
 /// Writes the instruction profile of each case in `costs` (indices into `reports`) into
 /// its folder under `profile_dir`; diffs it against `baseline`'s where given; queues it
@@ -48,6 +74,7 @@ pub(crate) fn write_profiles(
                     .map_err(|e| e.to_string())
             };
             write(FOLDED, folded.text().as_bytes())?;
+            write_json(&dir.join(CALLS), &call_graph(&c, iterations)).map_err(|e| e.to_string())?;
             let svg = sparkles_report::flame::svg(&profile, &folded).map_err(|e| e.to_string())?;
             write(SVG, svg.as_bytes())
         })();
