@@ -10,8 +10,7 @@ use std::path::Path;
 use sparkles_report::callgrind;
 use sparkles_report::profile::Profile;
 
-use super::reading::{write_json, BaselineProfiles};
-use crate::profile::HotFunction;
+use super::reading::{hottest, write_json, BaselineProfiles};
 use crate::runner::CaseReport;
 use crate::valgrind::{Costs, InstructionChange};
 
@@ -84,17 +83,7 @@ pub(crate) fn write_profiles(
                 .push(format!("instruction profile not written: {e}"));
             continue;
         }
-        let total = profile.weight.max(1) as f64;
-        account.top = profile
-            .functions
-            .iter()
-            .take(5)
-            .map(|e| HotFunction {
-                name: e.name.clone(),
-                self_pct: 100.0 * e.self_ as f64 / total,
-                total_pct: 100.0 * e.total as f64 / total,
-            })
-            .collect();
+        account.top = hottest(&profile.functions);
         // An earlier run's diff is not this profile's.
         let _ = std::fs::remove_file(dir.join(DIFF));
         if let Some(base) = baseline {

@@ -239,6 +239,18 @@ fn diff_against(
     Ok((movers.collect(), d.warnings))
 }
 
+/// The five hottest rows of a flat view, as a row lists them.
+pub(crate) fn hottest(rows: &[sparkles_report::profile::Entry]) -> Vec<HotFunction> {
+    rows.iter()
+        .take(5)
+        .map(|e| HotFunction {
+            name: e.name.clone(),
+            self_pct: e.self_pct,
+            total_pct: e.total_pct,
+        })
+        .collect()
+}
+
 /// Unwinds, names and aggregates one case's capture; writes its artifacts beside it.
 pub(crate) fn read_capture(
     case: &str,
@@ -283,16 +295,7 @@ pub(crate) fn read_capture(
     // Under the row: the hottest symbols (what perf report lists first), whose names are
     // the case's own code; inlined std helpers (`lt`, `copy<u64>`) stay in profile.json's
     // `functions` view.
-    summary.top = p
-        .symbols
-        .iter()
-        .take(5)
-        .map(|e| HotFunction {
-            name: e.name.clone(),
-            self_pct: e.self_pct,
-            total_pct: e.total_pct,
-        })
-        .collect();
+    summary.top = hottest(&p.symbols);
     summary.memory = p.memory.clone().map(|mut m| {
         m.code.truncate(5);
         m.data_objects.truncate(5);
