@@ -216,7 +216,14 @@ pub fn set_comparison(
     unavailable: &dyn Fn(&str) -> Option<String>,
     not_profiled: &str,
 ) {
-    let (mut metrics, mut missing) = crate::explain::compare_metrics(base_row, row, unavailable);
+    // A case that could not be counted under valgrind says why, not the catalog.
+    let valgrind = row.counting.as_ref().and_then(|c| c.valgrind.as_ref());
+    let valgrind_error = valgrind.and_then(|v| v.error.clone());
+    let unavailable = |id: &str| match &valgrind_error {
+        Some(why) if id.starts_with("valgrind.") => Some(why.clone()),
+        _ => unavailable(id),
+    };
+    let (mut metrics, mut missing) = crate::explain::compare_metrics(base_row, row, &unavailable);
     // The profile pass's own figures (its sample and loss counts) say how well the case
     // was sampled, not how it ran: not compared.
     metrics.retain(|m| !m.id.starts_with("profile."));
@@ -259,9 +266,23 @@ pub fn set_comparison(
         .as_ref()
         .map(|p| p.significant_movers())
         .unwrap_or_default();
+    // The instruction profile's exact movers, where no sampled profile named any.
+    let exact = valgrind.filter(|v| !v.movers.is_empty()).map(|v| {
+        let shown: Vec<String> = v
+            .movers
+            .iter()
+            .take(3)
+            .map(|m| match m.delta_pct {
+                Some(p) => format!("{} {p:+.2}%", m.name),
+                None => format!("{} new", m.name),
+            })
+            .collect();
+        format!("{} (self instructions/iter, exact)", shown.join(", "))
+    });
     // Why the profile names no function, where it names none.
     let where_missing = match &row.profile {
         _ if !movers.is_empty() => None,
+        _ if exact.is_some() => exact,
         None => Some(not_profiled.to_string()),
         Some(p) => Some(
             p.error
@@ -376,6 +397,69 @@ mod tests {
             c.metrics.iter().all(|m| !m.id.starts_with("profile.")),
             "{:?}",
             c.metrics
+        );
+    }
+
+    #[test]
+    fn callgrinds_movers_say_where_and_its_failure_says_why_a_count_is_missing() {
+        let mut base = row("v", 100.0);
+        let mut new = row("v", 150.0);
+        base.metrics
+            .insert("valgrind.instructions".into(), Some(1000.0));
+        base.metric_samples
+            .insert("valgrind.instructions".into(), vec![1000.0; 8]);
+        new.metrics
+            .insert("valgrind.instructions".into(), Some(1010.0));
+        new.metric_samples
+            .insert("valgrind.instructions".into(), vec![1010.0; 8]);
+        new.counting = Some(crate::counters::CountingReport {
+            valgrind: Some(crate::valgrind::ValgrindReport {
+                movers: vec![crate::valgrind::InstructionChange {
+                    name: "mycrate::spin".into(),
+                    base: 990.0,
+                    new: 1000.0,
+                    delta_pct: Some(1.0101),
+                }],
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+        let compare_to = |new: &mut BenchRow| {
+            let change = compare(
+                &base.timing.as_ref().unwrap().samples,
+                &new.timing.as_ref().unwrap().samples,
+            )
+            .unwrap();
+            set_comparison(new, &base, change.into(), &|_| None, NOT_PROFILED);
+            new.comparison.clone().unwrap()
+        };
+        let c = compare_to(&mut new);
+        let e = c.explanation.unwrap();
+        assert!(
+            e.text
+                .ends_with("; where: mycrate::spin +1.01% (self instructions/iter, exact)"),
+            "{}",
+            e.text
+        );
+        // The case failed under valgrind: its counts are missing with that reason.
+        new.metrics.insert("valgrind.instructions".into(), None);
+        new.metric_samples.remove("valgrind.instructions");
+        new.counting = Some(crate::counters::CountingReport {
+            valgrind: Some(crate::valgrind::ValgrindReport {
+                error: Some("the case failed under valgrind: boom".into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+        let c = compare_to(&mut new);
+        let m = c
+            .metrics_missing
+            .iter()
+            .find(|m| m.id == "valgrind.instructions")
+            .unwrap();
+        assert_eq!(
+            m.reason,
+            "not measured in this run: the case failed under valgrind: boom"
         );
     }
 
