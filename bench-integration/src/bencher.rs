@@ -39,6 +39,8 @@ pub(crate) struct CountPlan {
     /// only, every bracket a base run and a full one, each dumped under the case's index
     /// in the parent's run ([`crate::valgrind`]).
     pub valgrind: Option<u32>,
+    /// The counting allocator ([`crate::alloc`]).
+    pub alloc: bool,
 }
 
 /// What the scheduler asks of a case's thread.
@@ -128,6 +130,9 @@ struct Meter {
     syscalls: Option<Tier>,
     /// callgrind collects between resume and pause (innermost of all).
     valgrind: bool,
+    /// The counting allocator, armed between resume and pause (inside the other tiers:
+    /// their own reads allocate nothing it counts).
+    alloc: Option<crate::alloc::AllocMeter>,
 }
 
 impl Meter {
@@ -137,6 +142,7 @@ impl Meter {
             perf: None,
             syscalls: None,
             valgrind: false,
+            alloc: None,
         }
     }
 
@@ -146,6 +152,7 @@ impl Meter {
             perf: plan.perf.as_ref().map(Tier::open),
             syscalls: plan.syscalls.as_ref().map(Tier::open),
             valgrind: plan.valgrind.is_some(),
+            alloc: plan.alloc.then(crate::alloc::AllocMeter::open),
         }
     }
 
@@ -163,10 +170,16 @@ impl Meter {
         if let Some(t) = &mut self.syscalls {
             t.resume();
         }
+        if let Some(a) = &mut self.alloc {
+            a.resume();
+        }
     }
 
     #[inline]
     fn pause(&mut self) {
+        if let Some(a) = &mut self.alloc {
+            a.pause();
+        }
         if let Some(t) = &mut self.syscalls {
             t.pause();
         }
@@ -187,6 +200,9 @@ impl Meter {
             .as_ref()
             .map(|t| t.values(iterations))
             .unwrap_or_default();
+        if let Some(a) = &self.alloc {
+            values.extend(a.values(iterations));
+        }
         let mut report = CountingReport::default();
         if let Some(t) = &self.perf {
             let (v, r) = t.finish(iterations);

@@ -44,6 +44,7 @@ impl Catalog {
         let (syscalls, syscall_plan) = counters::syscall_tier(options, &resolver, &system)?;
         descriptors.extend(syscalls);
         descriptors.extend(crate::profile::descriptors());
+        descriptors.extend(crate::alloc::descriptors());
         descriptors.extend(crate::valgrind::descriptors());
         Ok(Catalog {
             descriptors,
@@ -98,6 +99,8 @@ impl Catalog {
                     Source::Profile | Source::Perf | Source::Syscalls | Source::Valgrind => false,
                     Source::Client => true,
                     Source::Tier0 => d.default_visible,
+                    // Where the allocator is installed: not a column of dashes where not.
+                    Source::Alloc => d.default_visible && d.availability == Availability::Available,
                 })
                 .cloned()
                 .collect(),

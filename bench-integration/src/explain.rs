@@ -69,6 +69,8 @@ pub enum Cause {
     MoreSyscalls,
     /// More bytes read or written per iteration.
     MoreIo,
+    /// More heap allocations per iteration (the counting allocator's `alloc.count`).
+    MoreAllocations,
     /// More time off the CPU (`--profile=wall`; not measured yet).
     MoreOffCpu,
     /// An improvement with fewer instructions per iteration.
@@ -81,6 +83,8 @@ pub enum Cause {
     FewerSyscalls,
     /// An improvement with fewer bytes read or written.
     LessIo,
+    /// An improvement with fewer heap allocations.
+    FewerAllocations,
     /// Several of the above at once.
     Mixed,
     /// No counted cause moved, and the profile's hot functions did: where, not why.
@@ -100,12 +104,14 @@ impl Cause {
             Cause::MoreFaults => "more faults",
             Cause::MoreSyscalls => "more syscalls",
             Cause::MoreIo => "more I/O",
+            Cause::MoreAllocations => "more allocations",
             Cause::MoreOffCpu => "more off-CPU time",
             Cause::LessWork => "less work",
             Cause::FasterPerInstruction => "faster per instruction",
             Cause::FewerFaults => "fewer faults",
             Cause::FewerSyscalls => "fewer syscalls",
             Cause::LessIo => "less I/O",
+            Cause::FewerAllocations => "fewer allocations",
             Cause::Mixed => "mixed",
             Cause::MovedFunctions => "moved functions",
             Cause::Unexplained => "unexplained",
@@ -223,6 +229,7 @@ pub fn compare_metrics(
 const FAULTS: &[&str] = &["rusage.minor_faults", "rusage.major_faults", "page-faults"];
 const SYSCALLS: &[&str] = &["syscalls", "io.syscr", "io.syscw"];
 const IO: &[&str] = &["io.rchar", "io.wchar", "io.read_bytes", "io.write_bytes"];
+const ALLOCS: &[&str] = &["alloc.count"];
 
 /// A metric moved in direction `up` (true: higher) by at least `min_pct` and `min_abs`.
 fn moved(c: &MetricChange, up: bool, min_pct: f64, min_abs: f64) -> bool {
@@ -374,6 +381,13 @@ pub fn explain(
             Cause::FewerSyscalls,
         ),
         (IO, 64.0, "bytes/iter", Cause::MoreIo, Cause::LessIo),
+        (
+            ALLOCS,
+            0.5,
+            "allocations/iter",
+            Cause::MoreAllocations,
+            Cause::FewerAllocations,
+        ),
     ] {
         if let Some(m) = ids
             .iter()
@@ -546,6 +560,15 @@ mod tests {
 
         let io = regression(50.0, vec![change("io.rchar", 4096.0, 1048576.0)]);
         assert_eq!(explain(&io, None, &[], None).kind, Cause::MoreIo);
+
+        let allocs = regression(30.0, vec![change("alloc.count", 3.0, 4.0)]);
+        let e = explain(&allocs, None, &[], None);
+        assert_eq!(e.kind, Cause::MoreAllocations, "{}", e.text);
+        assert!(
+            e.text.contains("alloc.count allocations/iter +33.3%"),
+            "{}",
+            e.text
+        );
 
         let both = regression(
             40.0,

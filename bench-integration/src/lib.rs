@@ -20,6 +20,7 @@
 //! }
 //! ```
 
+pub mod alloc;
 pub mod args;
 pub mod baseline;
 mod bencher;
@@ -670,6 +671,7 @@ fn count_plan(selection: &Selection, catalog: &Catalog) -> Option<CountPlan> {
             .clone()
             .filter(|_| selection.needs(Source::Syscalls)),
         valgrind: None,
+        alloc: selection.needs(Source::Alloc),
     })
 }
 

@@ -53,6 +53,8 @@ pub enum Source {
     /// callgrind's exact counts (`--instructions`), from a pass of its own in a child
     /// process under valgrind.
     Valgrind,
+    /// The counting allocator (`sparkles_bench::alloc::Counting`, when installed).
+    Alloc,
 }
 
 impl Source {
@@ -65,12 +67,16 @@ impl Source {
             Source::Perf => "perf",
             Source::Syscalls => "syscall",
             Source::Valgrind => "valgrind",
+            Source::Alloc => "alloc",
         }
     }
 
     /// Whether the source is a counting tier that needs the second (counting) pass.
     pub fn needs_counting_pass(self) -> bool {
-        matches!(self, Source::Tier0 | Source::Perf | Source::Syscalls)
+        matches!(
+            self,
+            Source::Tier0 | Source::Perf | Source::Syscalls | Source::Alloc
+        )
     }
 }
 
