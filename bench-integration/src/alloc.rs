@@ -193,7 +193,7 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Counting<A> {
 }
 
 /// Arms or disarms counting outside a bracket: for the allocator's own benchmark
-/// (`benches/alloc.rs`), which times what an armed call costs.
+/// (`cli/benches/alloc.rs`), which times what an armed call costs.
 #[doc(hidden)]
 pub fn arm_for_benchmark(on: bool) {
     ARMED.store(on, Relaxed);
