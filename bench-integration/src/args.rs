@@ -258,6 +258,12 @@ pub struct HarnessArgs {
     #[arg(long, value_name = "BYTES", default_value_t = sparkles_sampler::session::DEFAULT_STACK_BYTES)]
     pub profile_stack: u32,
 
+    /// With `--profile=alloc`: mean bytes allocated between samples (a random,
+    /// exponentially distributed interval, as tcmalloc samples): `512KiB`, `64k`, `1M` or
+    /// a number of bytes. Smaller means more samples and more cost.
+    #[arg(long, value_name = "BYTES", default_value = "512KiB", value_parser = parse_bytes)]
+    pub profile_alloc_mean: u64,
+
     /// Write no run report (`target/sparkles/report/index.html`, one HTML page with every
     /// case's timing, verdict, explanation and profile).
     #[arg(long)]
@@ -319,6 +325,10 @@ impl HarnessArgs {
                 "--profile-stack",
                 self.profile_stack != defaults.profile_stack,
             ),
+            (
+                "--profile-alloc-mean",
+                self.profile_alloc_mean != defaults.profile_alloc_mean,
+            ),
             ("--profile-full-stacks", self.profile_full_stacks),
             ("--profile-format", !self.profile_format.is_empty()),
             ("--profile-no-compress", self.profile_no_compress),
@@ -340,6 +350,33 @@ impl HarnessArgs {
 }
 
 /// A duration, or a bare number of seconds (criterion's spelling of `--profile-time`).
+/// A byte count: a number with an optional `k`/`KiB`, `m`/`MiB`, `g`/`GiB` suffix (powers
+/// of 1024), at least 1.
+fn parse_bytes(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (digits, unit) = t.split_at(split);
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        _ => {
+            return Err(format!(
+                "'{text}' is not a byte count (512KiB, 64k, 1M, 4096)"
+            ))
+        }
+    };
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("'{text}' is not a byte count (512KiB, 64k, 1M, 4096)"))?;
+    match n.checked_shl(shift).filter(|v| *v >> shift == n) {
+        Some(0) => Err(format!("'{text}': at least one byte")),
+        Some(v) => Ok(v),
+        None => Err(format!("'{text}' is too large")),
+    }
+}
+
 fn parse_seconds(text: &str) -> Result<Duration, String> {
     match text.trim().parse::<f64>() {
         Ok(seconds) => Duration::try_from_secs_f64(seconds)
@@ -357,6 +394,17 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn byte_counts_take_binary_suffixes_and_refuse_nonsense() {
+        assert_eq!(super::parse_bytes("512KiB"), Ok(512 * 1024));
+        assert_eq!(super::parse_bytes("64k"), Ok(65536));
+        assert_eq!(super::parse_bytes("1M"), Ok(1 << 20));
+        assert_eq!(super::parse_bytes("4096"), Ok(4096));
+        for bad in ["", "0", "12 parsecs", "-1", "k", "99999999999G"] {
+            assert!(super::parse_bytes(bad).is_err(), "{bad}");
+        }
+    }
+
     use super::*;
 
     fn parse(args: &[&str]) -> Result<HarnessArgs, clap::Error> {

@@ -38,8 +38,8 @@ impl Baseline {
     pub fn has_profiles(&self) -> bool {
         self.rows.iter().any(|r| {
             let dir = kept_profile_dir(&self.path, &r.slug);
-            [false, true]
-                .map(|wall| crate::profiling::artifact_names(wall).0)
+            crate::profiling::Kind::ALL
+                .map(|kind| crate::profiling::artifact_names(kind).0)
                 .iter()
                 .any(|json| dir.join(json).is_file())
         })

@@ -66,7 +66,7 @@ pub(crate) enum Command {
 #[derive(Debug, Clone)]
 pub(crate) struct ProfilePlan {
     /// What to sample.
-    pub sampling: SamplingConfig,
+    pub sampling: crate::profiling::ProfileSampling,
     /// How long the body runs under the sampler.
     pub duration: Duration,
     /// Iterations between checks of the clock.
@@ -505,16 +505,22 @@ type Counted = (Vec<MetricValue>, Vec<(String, Vec<f64>)>, CountingReport);
 /// Runs the body under the sampler for the plan's duration. A sampler that cannot start is
 /// the summary's error (the case still passes); a body that fails is the case's failure.
 fn profile_pass(routine: &mut dyn Routine, plan: &ProfilePlan) -> Result<ProfileSummary, String> {
+    let config = match &plan.sampling {
+        crate::profiling::ProfileSampling::Perf(config) => config,
+        crate::profiling::ProfileSampling::Alloc(alloc) => {
+            return alloc_profile_pass(routine, plan, alloc)
+        }
+    };
     let system = sparkles_sampler::system::System::probe();
     let mut summary = ProfileSummary {
-        event: plan.sampling.name(),
+        event: config.name(),
         ..ProfileSummary::default()
     };
     // Streamed to the capture's file as it is taken: memory holds the ring buffers and a
     // chunk of records, however long the pass.
     let sampling = SamplingConfig {
         stream_to: Some(plan.path.clone()),
-        ..plan.sampling.clone()
+        ..config.clone()
     };
     let session = match Session::start(&sampling, Target::CurrentThread, &system) {
         Ok(s) => s,
@@ -569,6 +575,86 @@ fn profile_pass(routine: &mut dyn Routine, plan: &ProfilePlan) -> Result<Profile
         if let Err(e) = pages.write_beside(&plan.path) {
             summary.notes.push(format!("page nodes not written: {e}"));
         }
+    }
+    Ok(summary)
+}
+
+/// `--profile=alloc`'s pass: the body for the plan's duration, one iteration at a time
+/// (so that a sampled block still live when its iteration ends is told from one freed
+/// in it), the counting allocator sampling; then the capture written. An allocator not
+/// installed is the summary's error (the case still passes).
+fn alloc_profile_pass(
+    routine: &mut dyn Routine,
+    plan: &ProfilePlan,
+    alloc: &crate::alloc::sampling::Plan,
+) -> Result<ProfileSummary, String> {
+    use crate::alloc::sampling;
+    let mut summary = ProfileSummary {
+        event: sampling::EVENT.to_string(),
+        ..ProfileSummary::default()
+    };
+    if let Err(e) = sampling::start(alloc) {
+        summary.error = Some(e);
+        return Ok(summary);
+    }
+    let start = Instant::now();
+    let mut failure = None;
+    while start.elapsed() < plan.duration && interrupted().is_none() {
+        if let Err(e) = routine.run(1, &mut Meter::idle()) {
+            failure = Some(e);
+            break;
+        }
+        summary.iterations += 1;
+        sampling::next_iteration();
+    }
+    summary.seconds = start.elapsed().as_secs_f64();
+    // Stopped whatever happened; the capture written only for a whole pass.
+    let _ = std::fs::remove_file(&plan.path);
+    if let Some(e) = failure {
+        sampling::stop();
+        return Err(e);
+    }
+    if let Some(signal) = interrupted() {
+        sampling::stop();
+        summary.error = Some(format!("interrupted by {signal}: no capture"));
+        return Ok(summary);
+    }
+    match sampling::finish(alloc, &plan.path) {
+        Ok((taken, bytes)) => {
+            summary.samples = taken.samples;
+            summary.bytes = bytes;
+            summary.capture = Some(plan.path.display().to_string());
+            let per = |b: u64| b as f64 / summary.iterations.max(1) as f64;
+            summary.alloc = Some(crate::profile::AllocProfile {
+                mean_bytes: alloc.mean,
+                bytes_per_iteration: per(taken.bytes),
+                live_samples: taken.live,
+                live_bytes_per_iteration: per(taken.live_bytes),
+                dropped: taken.dropped,
+                untracked: taken.untracked,
+                ..Default::default()
+            });
+            if taken.dropped > 0 {
+                summary.notes.push(format!(
+                    "{} allocation samples dropped: the sample arena was full (a larger --profile-alloc-mean or a shorter --profile-time takes fewer)",
+                    taken.dropped
+                ));
+            }
+            if taken.untracked > 0 {
+                summary.notes.push(format!(
+                    "{} allocation samples not matched to their frees (the table of sampled blocks was full where they fell): they are in neither live nor freed counts",
+                    taken.untracked
+                ));
+            }
+            if taken.samples == 0 {
+                summary.notes.push(format!(
+                    "no allocation sampled: the body allocated less than one interval ({} on average) in {} iterations",
+                    crate::table::format_bytes(alloc.mean as f64),
+                    summary.iterations
+                ));
+            }
+        }
+        Err(e) => summary.error = Some(e),
     }
     Ok(summary)
 }

@@ -628,10 +628,11 @@ fn protocol(
     viewer_formats_built(&args.profile_format, sparkles_report::export::FIREFOX)?;
     // Where nothing can be sampled the catalog has said why (the profile metrics are
     // unavailable, with the reason): the flags are still checked, and no pass runs.
-    if args.profile.is_some() && sparkles_sampler::UNAVAILABLE.is_some() {
-        profiling::sampling(args)?;
-    } else if args.profile.is_some() {
-        let (sampling, note) = profiling::sampling(args)?;
+    let chosen = match args.profile {
+        Some(_) => profiling::profile_sampling(args)?,
+        None => None,
+    };
+    if let Some((sampling, note)) = chosen {
         eprintln!("profile: {note}");
         if let Some(warning) = profiling::debug_info_warning() {
             eprintln!("warning: {warning}");

@@ -108,6 +108,37 @@ pub struct ProfileSummary {
     #[cfg(feature = "profile")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offcpu: Option<sparkles_report::offcpu::OffCpuRow>,
+    /// With `--profile=alloc`: what the allocation samples stand for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alloc: Option<AllocProfile>,
+}
+
+/// An allocation profile's account (`--profile=alloc`): the sampling, the bytes the
+/// samples stand for per iteration, and the sites whose blocks outlived their iteration.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct AllocProfile {
+    /// Mean bytes between samples.
+    pub mean_bytes: u64,
+    /// Bytes the samples stand for, per iteration (an estimate: within a few samples'
+    /// worth of `alloc.bytes` plus the bytes reallocated blocks grew to).
+    pub bytes_per_iteration: f64,
+    /// Samples whose block was still live when its iteration ended.
+    pub live_samples: u64,
+    /// The bytes they stand for, per iteration: what an iteration leaves allocated.
+    pub live_bytes_per_iteration: f64,
+    /// Samples left out: no room in the arena, or their block's fate not tracked.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub dropped: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub untracked: u64,
+    /// The pass's time per iteration over the timing pass's mean, less one: what sampling
+    /// (and the pass's loop) cost the body (absent where the case has no mean).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slowdown: Option<f64>,
+    /// The five sites with the most bytes live at their iteration's end, by function
+    /// (profile-alloc-live.json has them all).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub live_top: Vec<HotFunction>,
 }
 
 fn is_zero(n: &u64) -> bool {

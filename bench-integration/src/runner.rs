@@ -61,7 +61,7 @@ pub(crate) struct Protocol {
     pub count_plan: Option<CountPlan>,
     /// The profile pass: sampling and duration, and the folder of the captures.
     pub profile: Option<(
-        sparkles_sampler::session::SamplingConfig,
+        crate::profiling::ProfileSampling,
         Duration,
         std::path::PathBuf,
     )>,
@@ -307,7 +307,11 @@ impl Running {
         let Some((sampling, duration, dir)) = &protocol.profile else {
             return;
         };
-        let path = dir.join(&self.report.slug).join("capture.perf.data");
+        let name = match sampling {
+            crate::profiling::ProfileSampling::Perf(_) => "capture.perf.data",
+            crate::profiling::ProfileSampling::Alloc(_) => crate::profiling::ALLOC_CAPTURE,
+        };
+        let path = dir.join(&self.report.slug).join(name);
         self.profile_with(sampling, *duration, path);
     }
 
@@ -315,7 +319,7 @@ impl Running {
     /// `path`; the summary lands in the report.
     pub fn profile_with(
         &mut self,
-        sampling: &sparkles_sampler::session::SamplingConfig,
+        sampling: &crate::profiling::ProfileSampling,
         duration: Duration,
         path: std::path::PathBuf,
     ) {
@@ -326,7 +330,17 @@ impl Running {
             path,
         };
         match self.request(Command::Profile(Box::new(plan))) {
-            Some(Reply::Profiled(summary)) => self.report.profile = Some(*summary),
+            Some(Reply::Profiled(mut summary)) => {
+                // The allocation pass's cost: its time per iteration against the timing
+                // pass's median.
+                let median = crate::stats::Summary::of(&self.report.samples).map(|s| s.median);
+                if let (Some(a), Some(median)) = (summary.alloc.as_mut(), median) {
+                    let per = summary.seconds * 1e9 / summary.iterations.max(1) as f64;
+                    a.slowdown =
+                        (median > 0.0 && summary.iterations > 0).then(|| per / median - 1.0);
+                }
+                self.report.profile = Some(*summary);
+            }
             Some(_) => self.fail("case thread answered out of turn".to_string()),
             None => {}
         }

@@ -630,7 +630,11 @@ impl<'a> Server<'a> {
         }
         let args = &self.context.profile_args;
         let summary = self.cases.with_running("profile", case, |r| {
-            r.profile_with(&sampling, duration, path);
+            r.profile_with(
+                &crate::profiling::ProfileSampling::Perf(sampling),
+                duration,
+                path,
+            );
             // The capture read in-process (with the `profile` feature): top functions,
             // unwind summary, artifacts beside it, as a row's profile is.
             crate::profiling::read_captures(

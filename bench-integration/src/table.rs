@@ -256,6 +256,22 @@ pub fn render(rows: &[BenchRow], metrics: &[MetricDescriptor], colour: bool) -> 
     out
 }
 
+/// Bytes as a person reads them: `512 KiB`, `1.5 MiB`, `100 B`.
+pub(crate) fn format_bytes(n: f64) -> String {
+    const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
+    let mut v = n;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 || v.fract() == 0.0 {
+        format!("{v:.0} {}", UNITS[unit])
+    } else {
+        format!("{v:.1} {}", UNITS[unit])
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

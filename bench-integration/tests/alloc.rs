@@ -3,7 +3,9 @@
 //! reallocations up to 1,024 elements, one free, a peak of 8 KiB), threads the case starts
 //! counted, and a planted extra allocation `higher` in `alloc.count` against a baseline,
 //! named as the cause. The counts come from `Vec`'s growth rule and the code itself, not
-//! from the machine.
+//! from the machine. With `--profile=alloc`, the sampled bytes per function: the
+//! function that allocates more is the allocation diff's top mover, and the block kept past
+//! its iteration is the live site.
 
 #![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
 
@@ -113,4 +115,146 @@ fn counts_are_exact_per_iteration_and_a_planted_allocation_is_the_cause() {
     let c = same.comparison.as_ref().unwrap();
     let count = c.metrics.iter().find(|m| m.id == "alloc.count").unwrap();
     assert_eq!(count.verdict, MetricVerdict::InsideTheNoise, "{count:?}");
+}
+
+/// `--profile=alloc`: read back only with the harness's `profile` feature.
+#[cfg(feature = "profile")]
+mod profiled {
+    use super::*;
+
+    /// Which build the allocation-profile suite is: 2 makes `planted_bytes` allocate twice.
+    static PROFILED_BUILD: AtomicU32 = AtomicU32::new(1);
+
+    /// 16 blocks of 1 KiB an iteration, freed in it.
+    #[inline(never)]
+    fn steady_bytes() -> usize {
+        let mut n = 0;
+        for i in 0..16 {
+            n += black_box(vec![i as u8; 1024]).len();
+        }
+        n
+    }
+
+    /// 16 blocks of 1 KiB an iteration in build 1, 48 in build 2: the function that
+    /// allocates more.
+    #[inline(never)]
+    fn planted_bytes(extra: bool) -> usize {
+        let mut n = 0;
+        for i in 0..if extra { 48 } else { 16 } {
+            n += black_box(vec![i as u8; 1024]).len();
+        }
+        n
+    }
+
+    /// 4 KiB an iteration kept past it (dropped a hundred iterations later).
+    #[inline(never)]
+    fn retained_bytes(kept: &mut Vec<Vec<u8>>) -> usize {
+        if kept.len() == 100 {
+            kept.clear();
+        }
+        kept.push(black_box(vec![7u8; 4096]));
+        kept.len()
+    }
+
+    /// Work between the allocations, so that a short pass has few samples.
+    #[inline(never)]
+    fn spin() -> u64 {
+        (0..20_000u64).fold(0, |a, i| black_box(a.wrapping_mul(31) ^ i))
+    }
+
+    fn profiled_suite() -> Suite {
+        let mut s = Suite::new("allocprof");
+        s.case("mixed", |b| {
+            let extra = PROFILED_BUILD.load(Ordering::Relaxed) == 2;
+            let mut kept: Vec<Vec<u8>> = Vec::with_capacity(100);
+            b.iter(|| {
+                spin() as usize + steady_bytes() + planted_bytes(extra) + retained_bytes(&mut kept)
+            })
+        });
+        s
+    }
+
+    #[test]
+    fn an_allocation_profile_names_the_function_that_allocates_more() {
+        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().to_str().unwrap();
+        let flags = |baseline: &'static str| {
+            vec![
+                "--bench",
+                "--profile=alloc",
+                "--profile-alloc-mean",
+                "16KiB",
+                "--profile-time",
+                "400ms",
+                "--metrics",
+                "alloc.*",
+                "--samples",
+                "3",
+                "--out-dir",
+                out,
+                baseline,
+                "a",
+            ]
+        };
+        PROFILED_BUILD.store(1, Ordering::Relaxed);
+        let first = run(profiled_suite(), &flags("--save-baseline"));
+        assert!(first.all_ok());
+        let row = &first.rows[0];
+        let p = row.profile.as_ref().unwrap();
+        assert_eq!(p.error, None, "{p:?}");
+        let case_dir = dir.path().join("profile").join("mixed");
+        for file in [
+            "capture-alloc.perf.data",
+            "profile-alloc.json",
+            "folded-alloc.txt",
+            "flamegraph-alloc.svg",
+            "profile-alloc-live.json",
+        ] {
+            assert!(case_dir.join(file).is_file(), "{file} missing");
+        }
+        // The stacks start at the code asking for the bytes, not inside the allocator.
+        let names: Vec<&str> = p.top.iter().map(|t| t.name.as_str()).collect();
+        assert!(
+            names.iter().take(2).any(|n| n.contains("planted_bytes"))
+                && names.iter().take(2).any(|n| n.contains("steady_bytes")),
+            "{names:?}"
+        );
+        assert!(
+            !names.iter().any(|n| n.contains("sparkles_bench::alloc")),
+            "{names:?}"
+        );
+        // What the samples stand for: 36 KiB an iteration (16 + 16 + 4 KiB, and the 100
+        // pointers' holder never grows); the estimate of some hundreds of samples is within a
+        // fifth of it.
+        let a = p.alloc.as_ref().unwrap();
+        let counted = row.metrics["alloc.bytes"].unwrap();
+        assert_eq!(counted, 36.0 * 1024.0);
+        assert!(
+            (a.bytes_per_iteration / counted - 1.0).abs() < 0.2,
+            "{} sampled against {counted} counted ({} samples)",
+            a.bytes_per_iteration,
+            p.samples
+        );
+        // The block kept past its iteration is the live site.
+        assert!(
+            a.live_top
+                .first()
+                .is_some_and(|t| t.name.contains("retained_bytes")),
+            "{:?}",
+            a.live_top
+        );
+        assert!(a.live_bytes_per_iteration > 0.0);
+
+        PROFILED_BUILD.store(2, Ordering::Relaxed);
+        let second = run(profiled_suite(), &flags("--baseline"));
+        assert!(second.all_ok());
+        let p = second.rows[0].profile.as_ref().unwrap();
+        assert!(case_dir.join("diff-alloc.json").is_file());
+        let top = p
+            .movers
+            .first()
+            .unwrap_or_else(|| panic!("no movers: {:?}", p.notes));
+        assert!(top.name.contains("planted_bytes"), "{:?}", p.movers);
+    }
 }

@@ -401,9 +401,12 @@ impl PerfData {
     fn finish_header(&mut self) {
         if let Some(descs) = &self.features.event_desc {
             for entry in &mut self.attrs {
+                // By id first: two events may have the same attr (a capture's second
+                // view of the same samples, say).
                 entry.name = descs
                     .iter()
-                    .find(|d| d.ids.iter().any(|id| entry.ids.contains(id)) || d.attr == entry.attr)
+                    .find(|d| d.ids.iter().any(|id| entry.ids.contains(id)))
+                    .or_else(|| descs.iter().find(|d| d.attr == entry.attr))
                     .map(|d| d.name.clone());
             }
         }

@@ -40,6 +40,75 @@ pub struct StackOptions {
     pub root_at_case: bool,
     /// How the on-CPU profile's blocks (the diff's replicates) are cut.
     pub blocks: crate::profile::Blocks,
+    /// Keep an allocation capture's allocator frames (the sampling allocator's own, the
+    /// `__rust_alloc` shims, the `alloc` crate's): by default a `sparkles:alloc` sample's
+    /// stack starts at the first frame outside them, the code that asked for the bytes
+    /// ([`is_allocator_frame`]).
+    pub keep_allocator_frames: bool,
+}
+
+/// The event names of allocation captures (`--profile=alloc`), whose samples are taken
+/// inside the allocator.
+pub const ALLOC_EVENT_PREFIX: &str = "sparkles:alloc";
+
+/// Whether `function` is the allocator's machinery rather than the code asking for
+/// memory: the sampling allocator (`sparkles_bench::alloc`), the global allocator shims
+/// (`__rust_alloc`, `__rg_alloc`, `__rdl_alloc`), libc's malloc family, and the `alloc`
+/// crate's paths (`alloc::raw_vec::finish_grow`, `<alloc::vec::Vec<T>>::push`,
+/// `<[T] as alloc::slice::hack::ConvertVec>::to_vec`).
+pub fn is_allocator_frame(function: &str) -> bool {
+    const SHIMS: [&str; 15] = [
+        "__rust_alloc",
+        "__rust_alloc_zeroed",
+        "__rust_realloc",
+        "__rg_alloc",
+        "__rg_alloc_zeroed",
+        "__rg_realloc",
+        "__rdl_alloc",
+        "__rdl_alloc_zeroed",
+        "__rdl_realloc",
+        "malloc",
+        "calloc",
+        "realloc",
+        "posix_memalign",
+        "aligned_alloc",
+        "memalign",
+    ];
+    // Newer toolchains name the shims `__rustc::__rust_alloc`.
+    if SHIMS.contains(&function.strip_prefix("__rustc::").unwrap_or(function)) {
+        return true;
+    }
+    // The alloc crate's modules by name (a crate of the user's may be called `alloc`: an
+    // integration test's file alloc.rs is).
+    const MODULES: [&str; 13] = [
+        "alloc",
+        "raw_vec",
+        "vec",
+        "boxed",
+        "string",
+        "collections",
+        "slice",
+        "str",
+        "fmt",
+        "rc",
+        "sync",
+        "borrow",
+        "ffi",
+    ];
+    let in_alloc = |path: &str| {
+        path.strip_prefix("alloc::")
+            .and_then(|rest| rest.split("::").next())
+            .is_some_and(|m| MODULES.contains(&m.split('<').next().unwrap_or(m)))
+    };
+    let path = function.strip_prefix('<').unwrap_or(function);
+    in_alloc(path)
+        || ["std::alloc::", "core::alloc::", "sparkles_bench::alloc::"]
+            .iter()
+            .any(|p| path.starts_with(p))
+        || function
+            .split(" as ")
+            .skip(1)
+            .any(|t| in_alloc(t) || t.starts_with("core::alloc::"))
 }
 
 /// Whether `function` is one of a harness's own frames (or a closure in it): the sparkles
@@ -134,6 +203,8 @@ pub struct StackNamer {
     key: Vec<u8>,
     /// Notes for the user (architecture assumed, …).
     pub notes: Vec<Note>,
+    /// Stacks start at the first frame outside the allocator (an allocation capture's).
+    trim_allocator: bool,
 }
 
 /// A named stack made once, with its number among the distinct stacks made (in order).
@@ -213,7 +284,16 @@ impl StackNamer {
         if let Some(why) = symbolizer.kernel_reason() {
             notes.push(Note::NoKernelNames(why.clone()));
         }
+        // An allocation capture's samples are all taken inside the allocator.
+        let trim_allocator = !options.keep_allocator_frames
+            && !data.attrs.is_empty()
+            && data.attrs.iter().all(|a| {
+                a.name
+                    .as_deref()
+                    .is_some_and(|n| n.starts_with(ALLOC_EVENT_PREFIX))
+            });
         StackNamer {
+            trim_allocator,
             space: AddressSpace::new(),
             names: Names::new(),
             symbolizer,
@@ -345,6 +425,24 @@ impl StackNamer {
                     ..n.clone()
                 });
             }
+        }
+        if self.trim_allocator {
+            // The first frame outside the allocator is the leaf; a stack of nothing but
+            // allocator frames keeps its outermost.
+            // Whatever is inlined into the sampling allocator's own functions (atomics,
+            // say) is its too.
+            let sampler = |f: &NamedFrame| {
+                f.symbol.as_deref().is_some_and(|s| {
+                    s.strip_prefix('<')
+                        .unwrap_or(s)
+                        .starts_with("sparkles_bench::alloc::")
+                })
+            };
+            let inside = frames
+                .iter()
+                .take_while(|f| sampler(f) || f.function.as_deref().is_some_and(is_allocator_frame))
+                .count();
+            frames.drain(..inside.min(frames.len().saturating_sub(1)));
         }
         NamedStack {
             frames,
@@ -619,6 +717,43 @@ impl UnwindSummary {
                 .is_some_and(|n| CASE_FRAME.contains(&n))
         }) {
             self.reached_case += 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod allocator_frame_tests {
+    use super::is_allocator_frame;
+
+    #[test]
+    fn the_allocator_and_the_alloc_crate_are_machinery_the_callers_are_not() {
+        for f in [
+            "sparkles_bench::alloc::sampling::take",
+            "<sparkles_bench::alloc::Counting<A> as core::alloc::global::GlobalAlloc>::alloc",
+            "__rustc::__rust_alloc",
+            "__rust_realloc",
+            "__rdl_alloc",
+            "malloc",
+            "alloc::raw_vec::finish_grow",
+            "<alloc::raw_vec::RawVecInner<A>>::reserve::do_reserve_and_handle",
+            "<alloc::vec::Vec<T,A> as core::clone::Clone>::clone",
+            "alloc::alloc::exchange_malloc",
+            "<[T] as alloc::slice::hack::ConvertVec>::to_vec",
+            "<u8 as alloc::vec::spec_from_elem::SpecFromElem>::from_elem",
+            "alloc::fmt::format::format_inner",
+        ] {
+            assert!(is_allocator_frame(f), "{f}");
+        }
+        for f in [
+            // An integration test's crate is named after its file: tests/alloc.rs.
+            "alloc::steady_bytes",
+            "alloc::profiled_suite::{{closure}}",
+            "serde_json::de::from_str",
+            "mycrate::parse",
+            "<mycrate::Tree as core::clone::Clone>::clone",
+            "hashbrown::raw::RawTable<T,A>::reserve_rehash",
+        ] {
+            assert!(!is_allocator_frame(f), "{f}");
         }
     }
 }

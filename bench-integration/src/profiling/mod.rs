@@ -30,13 +30,57 @@ pub(crate) enum Against<'a> {
     Folder(&'a std::path::Path),
 }
 
+/// Which of a case's sampled profiles: each has its own files beside the capture and
+/// beside a baseline's rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// On-CPU (`--profile`, `=mem`).
+    Cpu,
+    /// Wall-clock (`--profile=wall`).
+    Wall,
+    /// Allocated bytes (`--profile=alloc`).
+    Alloc,
+    /// Bytes still live when their iteration ended (`--profile=alloc`).
+    AllocLive,
+}
+
+#[cfg_attr(not(feature = "profile"), allow(dead_code))]
+impl Kind {
+    /// Every kind a baseline may keep.
+    pub(crate) const ALL: [Kind; 4] = [Kind::Cpu, Kind::Wall, Kind::Alloc, Kind::AllocLive];
+
+    /// The names of its flamegraph, diff and diff flamegraph beside the capture.
+    pub(crate) fn svg_and_diff(self) -> (&'static str, &'static str, &'static str) {
+        match self {
+            Kind::Cpu => ("flamegraph.svg", "diff.json", "diff.svg"),
+            Kind::Wall => ("flamegraph-wall.svg", "diff.json", "diff.svg"),
+            Kind::Alloc => ("flamegraph-alloc.svg", "diff-alloc.json", "diff-alloc.svg"),
+            Kind::AllocLive => (
+                "flamegraph-alloc-live.svg",
+                "diff-alloc-live.json",
+                "diff-alloc-live.svg",
+            ),
+        }
+    }
+
+    /// The flag that saves a baseline with this kind's profile.
+    pub(crate) fn flag(self) -> &'static str {
+        match self {
+            Kind::Cpu => "--profile",
+            Kind::Wall => "--profile=wall",
+            Kind::Alloc | Kind::AllocLive => "--profile=alloc",
+        }
+    }
+}
+
 /// The names of a profile's JSON and folded stacks beside its capture (and beside a
-/// baseline's rows): the on-CPU profile's, or the wall-clock one's.
-pub(crate) fn artifact_names(wall: bool) -> (&'static str, &'static str) {
-    if wall {
-        ("profile-wall.json", "folded-wall.txt")
-    } else {
-        ("profile.json", "folded.txt")
+/// baseline's rows).
+pub(crate) fn artifact_names(kind: Kind) -> (&'static str, &'static str) {
+    match kind {
+        Kind::Cpu => ("profile.json", "folded.txt"),
+        Kind::Wall => ("profile-wall.json", "folded-wall.txt"),
+        Kind::Alloc => ("profile-alloc.json", "folded-alloc.txt"),
+        Kind::AllocLive => ("profile-alloc-live.json", "folded-alloc-live.txt"),
     }
 }
 
@@ -70,6 +114,49 @@ pub(crate) fn read_captures(
     BaselineProfiles
 }
 
+/// An allocation profile's capture, beside the case's CPU one.
+pub(crate) const ALLOC_CAPTURE: &str = "capture-alloc.perf.data";
+
+/// What a case's profile pass samples.
+#[derive(Debug, Clone)]
+pub(crate) enum ProfileSampling {
+    /// perf_event sampling (`--profile`, `=wall`, `=mem`).
+    Perf(SamplingConfig),
+    /// The counting allocator's byte sampling (`--profile=alloc`).
+    Alloc(crate::alloc::sampling::Plan),
+}
+
+/// The sampling of a `--profile` run's passes, and the line saying what it samples;
+/// `None` where nothing can be sampled here (the reason said by the catalog).
+pub(crate) fn profile_sampling(
+    args: &HarnessArgs,
+) -> Result<Option<(ProfileSampling, String)>, Error> {
+    if args.profile.as_deref() == Some("alloc") {
+        let plan = crate::alloc::sampling::Plan {
+            mean: args.profile_alloc_mean,
+            stack: args.profile_stack.next_multiple_of(8).min(65528),
+            compression: if args.profile_no_compress {
+                Compression::Off
+            } else {
+                Compression::default()
+            },
+        };
+        let note = format!(
+            "sampling allocations: one sample per {} allocated on average (a random, exponential interval: --profile-alloc-mean), with {} of stack",
+            crate::table::format_bytes(plan.mean as f64),
+            crate::table::format_bytes(f64::from(plan.stack)),
+        );
+        return Ok(Some((ProfileSampling::Alloc(plan), note)));
+    }
+    if sparkles_sampler::UNAVAILABLE.is_some() {
+        // The flags are still checked.
+        sampling(args)?;
+        return Ok(None);
+    }
+    let (config, note) = sampling(args)?;
+    Ok(Some((ProfileSampling::Perf(config), note)))
+}
+
 /// The sampling a `--profile` run uses: the event asked for, else the default chain.
 /// With the line saying which event it samples, and why.
 pub(crate) fn sampling(args: &HarnessArgs) -> Result<(SamplingConfig, String), Error> {
@@ -81,7 +168,7 @@ pub(crate) fn sampling(args: &HarnessArgs) -> Result<(SamplingConfig, String), E
             return Err(Error::Usage {
                 flag: "--profile",
                 message: format!(
-                    "'{}' is not a profile kind: use --profile (CPU sampling), --profile=wall (CPU sampling and where the case's threads wait), --profile=mem (memory: precise memory events, else first-touch placement) or --profile=instructions (callgrind's exact instruction counts per function, under valgrind)",
+                    "'{}' is not a profile kind: use --profile (CPU sampling), --profile=wall (CPU sampling and where the case's threads wait), --profile=mem (memory: precise memory events, else first-touch placement), --profile=alloc (where the bytes are allocated: the counting allocator's samples) or --profile=instructions (callgrind's exact instruction counts per function, under valgrind)",
                     other.unwrap_or_default()
                 ),
             })
@@ -184,6 +271,9 @@ pub(crate) fn print_notes(rows: &[BenchRow]) {
         if let Some(u) = &p.unwind {
             eprintln!("profile: {}: {}", row.case, u.describe());
         }
+        if let Some(a) = &p.alloc {
+            eprintln!("profile: {}: {}", row.case, describe_alloc(a, p.samples));
+        }
     }
 }
 
@@ -207,4 +297,26 @@ pub(crate) fn debug_info_warning() -> Option<String> {
         ));
     }
     None
+}
+
+/// An allocation profile's line: the bytes its samples stand for, what outlived the
+/// iterations, and what sampling cost.
+pub(crate) fn describe_alloc(a: &crate::profile::AllocProfile, samples: u64) -> String {
+    use crate::table::format_bytes;
+    let mut line = format!(
+        "allocations: {} an iteration by {samples} samples (one per {} on average); {} an iteration still live when its iteration ended",
+        format_bytes(a.bytes_per_iteration),
+        format_bytes(a.mean_bytes as f64),
+        format_bytes(a.live_bytes_per_iteration),
+    );
+    if let Some(top) = a.live_top.first() {
+        line.push_str(&format!(" (most from {}, {:.0}%)", top.name, top.self_pct));
+    }
+    if let Some(s) = a.slowdown {
+        line.push_str(&format!(
+            "; the sampled pass ran {:+.1}% against the timing pass",
+            s * 100.0
+        ));
+    }
+    line
 }

@@ -9,7 +9,7 @@ use sparkles_report::diff::{self, Mover};
 use sparkles_report::profile::{self as report, Blocks, Folded, Profile};
 use sparkles_report::stacks::{StackOptions, UnwindSummary};
 
-use super::{artifact_names, Against};
+use super::{artifact_names, Against, Kind};
 use crate::args::HarnessArgs;
 use crate::profile::{HotFunction, ProfileSummary};
 use crate::runner::CaseReport;
@@ -32,10 +32,10 @@ pub(crate) enum ArtifactError {
         path: std::path::PathBuf,
         source: serde_json::Error,
     },
-    #[error("{} is absent (save the baseline with {kind})", path.display())]
+    #[error("{} is absent (save the baseline with {flag})", path.display())]
     NoBaselineProfile {
         path: std::path::PathBuf,
-        kind: &'static str,
+        flag: &'static str,
     },
 }
 
@@ -69,7 +69,7 @@ struct BaselineProfile {
     dir: std::path::PathBuf,
     keep: std::path::PathBuf,
     folded: Folded,
-    wall: bool,
+    kind: Kind,
 }
 
 impl BaselineProfiles {
@@ -105,7 +105,7 @@ impl BaselineProfiles {
             }
         }
         for p in self.0 {
-            if let Err(e) = save_with_baseline(&p.dir, &p.keep, &p.folded, p.wall) {
+            if let Err(e) = save_with_baseline(&p.dir, &p.keep, &p.folded, p.kind) {
                 eprintln!(
                     "profile: {}: profile not saved with the baseline: {e}",
                     p.case
@@ -139,12 +139,25 @@ pub(crate) fn read_captures(
         let Some(capture) = p.capture.clone().map(std::path::PathBuf::from) else {
             continue;
         };
-        let Some((on_cpu, wall)) = read_capture(&case, &capture, p, args, event_note) else {
-            continue;
+        let is_alloc = capture
+            .file_name()
+            .is_some_and(|n| n == super::ALLOC_CAPTURE);
+        // The profiles read, the one the run compares first.
+        let read: Vec<(Kind, Profile, Folded)> = if is_alloc {
+            match read_alloc_capture(&case, &capture, p, args) {
+                Some(read) => read,
+                None => continue,
+            }
+        } else {
+            let Some((on_cpu, wall)) = read_capture(&case, &capture, p, args, event_note) else {
+                continue;
+            };
+            // A wall profile is what its run compares: where the time went, waits included.
+            match wall {
+                Some((w, wf)) => vec![(Kind::Wall, w, wf)],
+                None => vec![(Kind::Cpu, on_cpu.0, on_cpu.1)],
+            }
         };
-        // A wall profile is what its run compares: where the time went, waits included.
-        let is_wall = wall.is_some();
-        let (profile, folded) = wall.unwrap_or(on_cpu);
         let dir = capture.parent().unwrap_or(Path::new("."));
         let slug = dir
             .file_name()
@@ -152,8 +165,12 @@ pub(crate) fn read_captures(
             .unwrap_or_default();
         // Beside the baseline's rows: its profile folder, one per case.
         let beside = |rows: &Path| crate::baseline::kept_profile_dir(rows, &slug);
+        let Some((kind, profile, folded)) = read.first() else {
+            continue;
+        };
+        let (_, diff_json, diff_svg) = kind.svg_and_diff();
         // An earlier run's diff is not this capture's: gone whether or not one is made.
-        for name in ["diff.json", "diff.svg"] {
+        for name in [diff_json, diff_svg] {
             let _ = std::fs::remove_file(dir.join(name));
         }
         if let Some(against) = against {
@@ -161,7 +178,7 @@ pub(crate) fn read_captures(
                 Against::Baseline(base) => beside(&base.path),
                 Against::Folder(folder) => folder.to_path_buf(),
             };
-            match diff_against(&case, &from, &profile, &folded, dir, is_wall) {
+            match diff_against(&case, &from, profile, folded, dir, *kind) {
                 Ok((movers, warnings)) => {
                     p.movers = movers;
                     p.notes
@@ -171,13 +188,15 @@ pub(crate) fn read_captures(
             }
         }
         if let Some(save) = save_path {
-            to_save.0.push(BaselineProfile {
-                case,
-                dir: dir.to_path_buf(),
-                keep: beside(save),
-                folded,
-                wall: is_wall,
-            });
+            for (kind, _, folded) in read {
+                to_save.0.push(BaselineProfile {
+                    case: case.clone(),
+                    dir: dir.to_path_buf(),
+                    keep: beside(save),
+                    folded,
+                    kind,
+                });
+            }
         }
     }
     to_save
@@ -189,9 +208,9 @@ fn save_with_baseline(
     dir: &Path,
     keep: &Path,
     folded: &Folded,
-    wall: bool,
+    kind: Kind,
 ) -> Result<(), ArtifactError> {
-    let (json_name, folded_name) = artifact_names(wall);
+    let (json_name, folded_name) = artifact_names(kind);
     let from = dir.join(json_name);
     let json = std::fs::read(&from).map_err(|source| ArtifactError::Read { path: from, source })?;
     sparkles_perf_data::atomic_write::write_atomically(&keep.join(json_name), &json)?;
@@ -211,14 +230,15 @@ fn diff_against(
     profile: &Profile,
     folded: &Folded,
     dir: &Path,
-    wall: bool,
+    kind: Kind,
 ) -> Result<(Vec<Mover>, Vec<String>), ArtifactError> {
-    let (json_name, folded_name) = artifact_names(wall);
+    let (json_name, folded_name) = artifact_names(kind);
+    let (_, diff_json, diff_svg) = kind.svg_and_diff();
     let base_json = from.join(json_name);
     let Ok(bytes) = std::fs::read(&base_json) else {
         return Err(ArtifactError::NoBaselineProfile {
             path: base_json,
-            kind: if wall { "--profile=wall" } else { "--profile" },
+            flag: kind.flag(),
         });
     };
     let base: Profile = serde_json::from_slice(&bytes).map_err(|source| ArtifactError::Json {
@@ -226,14 +246,14 @@ fn diff_against(
         source,
     })?;
     let d = diff::diff(case, &base, profile);
-    write_json(&dir.join("diff.json"), &d)?;
+    write_json(&dir.join(diff_json), &d)?;
     let base_folded = from.join(folded_name);
     let text = std::fs::read_to_string(&base_folded).map_err(|source| ArtifactError::Read {
         path: base_folded,
         source,
     })?;
     let svg = diff::svg(&d, &Folded::parse(&text)?, folded)?;
-    sparkles_perf_data::atomic_write::write_atomically(&dir.join("diff.svg"), svg.as_bytes())?;
+    sparkles_perf_data::atomic_write::write_atomically(&dir.join(diff_svg), svg.as_bytes())?;
     // Each inlining chain once: a callee inlined into a mover is in diff.json, not here.
     let movers = d.movers.into_iter().filter(|m| m.part_of.is_none()).take(3);
     Ok((movers.collect(), d.warnings))
@@ -259,25 +279,7 @@ pub(crate) fn read_capture(
     args: &HarnessArgs,
     event_note: &str,
 ) -> Option<ReadProfiles> {
-    let options = match args.profile_unwind.parse() {
-        Ok(unwind) => StackOptions {
-            unwind,
-            root_at_case: !args.profile_full_stacks,
-            // The diff's blocks are whole iterations of the body (one that runs in
-            // phases has blocks that are draws of the same mix).
-            blocks: match summary.iterations {
-                0 => Blocks::Found,
-                n => Blocks::Repeats(n),
-            },
-            ..StackOptions::default()
-        },
-        Err(e) => {
-            summary
-                .notes
-                .push(format!("no profile: --profile-unwind: {e}"));
-            return None;
-        }
-    };
+    let options = stack_options(args, summary)?;
     let mut unwind = UnwindSummary::default();
     let report::Profiles {
         profile: mut p,
@@ -315,21 +317,136 @@ pub(crate) fn read_capture(
         summary.samples = p.samples;
     }
     let dir = capture.parent().unwrap_or(Path::new("."));
-    let mut written = write_artifacts(dir, &p, &folded, false);
+    let mut written = write_artifacts(dir, &p, &folded, Kind::Cpu);
     if let Some((w, wf)) = &wall {
-        written = written.and_then(|()| write_artifacts(dir, w, wf, true));
+        written = written.and_then(|()| write_artifacts(dir, w, wf, Kind::Wall));
     }
     if let Err(e) = written {
         summary
             .notes
             .push(format!("profile artifacts not written: {e}"));
     }
-    if let Err(e) = write_viewer_files(capture, case, &options, &args.profile_format) {
+    if let Err(e) = write_viewer_files(capture, case, &options, &args.profile_format, "") {
         summary
             .notes
             .push(format!("--profile-format files not written: {e}"));
     }
     Some(((p, folded), wall))
+}
+
+/// How a case's capture is read: `--profile-unwind`'s mode, the harness's frames folded
+/// unless `--profile-full-stacks`, the diff's blocks whole iterations. A mode that is not
+/// one is the summary's note, and no profile.
+fn stack_options(args: &HarnessArgs, summary: &mut ProfileSummary) -> Option<StackOptions> {
+    match args.profile_unwind.parse() {
+        Ok(unwind) => Some(StackOptions {
+            unwind,
+            root_at_case: !args.profile_full_stacks,
+            keep_allocator_frames: args.profile_full_stacks,
+            // The diff's blocks are whole iterations of the body (one that runs in
+            // phases has blocks that are draws of the same mix).
+            blocks: match summary.iterations {
+                0 => Blocks::Found,
+                n => Blocks::Repeats(n),
+            },
+            ..StackOptions::default()
+        }),
+        Err(e) => {
+            summary
+                .notes
+                .push(format!("no profile: --profile-unwind: {e}"));
+            None
+        }
+    }
+}
+
+/// Reads a case's allocation capture (`--profile=alloc`): the profile of every sample
+/// (bytes allocated: profile-alloc.json, folded-alloc.txt, flamegraph-alloc.svg) and of
+/// those whose block outlived its iteration (profile-alloc-live.json, …), written beside
+/// it; the hottest allocating functions and live sites in the summary.
+fn read_alloc_capture(
+    case: &str,
+    capture: &Path,
+    summary: &mut ProfileSummary,
+    args: &HarnessArgs,
+) -> Option<Vec<(Kind, Profile, Folded)>> {
+    use crate::alloc::sampling::{EVENT, LIVE_EVENT};
+    let base = stack_options(args, summary)?;
+    let dir = capture.parent().unwrap_or(Path::new("."));
+    let mut read = Vec::new();
+    for (kind, event) in [(Kind::Alloc, EVENT), (Kind::AllocLive, LIVE_EVENT)] {
+        let options = StackOptions {
+            event: Some(event.to_string()),
+            ..base.clone()
+        };
+        let mut unwind = UnwindSummary::default();
+        let report::Profiles {
+            profile: mut p,
+            folded,
+            ..
+        } = match report::profiles_of_capture(capture, case, &options, |s| unwind.add(s)) {
+            Ok(done) => done,
+            // No block outlived its iteration: no live samples, nothing to say.
+            Err(_)
+                if kind == Kind::AllocLive
+                    && summary.alloc.as_ref().is_some_and(|a| a.live_samples == 0) =>
+            {
+                for name in [
+                    artifact_names(kind).0,
+                    artifact_names(kind).1,
+                    kind.svg_and_diff().0,
+                ] {
+                    let _ = std::fs::remove_file(dir.join(name));
+                }
+                continue;
+            }
+            Err(e) => {
+                summary.notes.push(format!("no {event} profile: {e}"));
+                if kind == Kind::Alloc {
+                    return None;
+                }
+                continue;
+            }
+        };
+        p.event_note = Some(format!(
+            "weights are bytes: each sample stands for the bytes of the sampling intervals its allocation crossed ({} on average)",
+            crate::table::format_bytes(summary.alloc.as_ref().map_or(0, |a| a.mean_bytes) as f64)
+        ));
+        match kind {
+            Kind::Alloc => {
+                summary.unwind = Some(unwind);
+                // The functions view: the first frame outside the allocator, inlined or not.
+                summary.top = hottest(&p.functions);
+            }
+            _ => {
+                if let Some(a) = summary.alloc.as_mut() {
+                    a.live_top = hottest(&p.functions);
+                }
+            }
+        }
+        if let Err(e) = write_artifacts(dir, &p, &folded, kind) {
+            summary
+                .notes
+                .push(format!("profile artifacts not written: {e}"));
+        }
+        read.push((kind, p, folded));
+    }
+    let alloc_options = StackOptions {
+        event: Some(EVENT.to_string()),
+        ..base
+    };
+    if let Err(e) = write_viewer_files(
+        capture,
+        case,
+        &alloc_options,
+        &args.profile_format,
+        "-alloc",
+    ) {
+        summary
+            .notes
+            .push(format!("--profile-format files not written: {e}"));
+    }
+    Some(read)
 }
 
 /// The `--profile-format` files beside a capture: its samples on their time line, for
@@ -339,6 +456,7 @@ fn write_viewer_files(
     case: &str,
     options: &StackOptions,
     formats: &[crate::args::ViewerFormat],
+    suffix: &str,
 ) -> Result<(), ArtifactError> {
     use crate::args::ViewerFormat;
     use sparkles_report::export;
@@ -353,7 +471,13 @@ fn write_viewer_files(
             ViewerFormat::Firefox => export::Viewer::Firefox,
         };
         let bytes = export::viewer_file(&timeline, capture, viewer, true)?;
-        sparkles_perf_data::atomic_write::write_atomically(&dir.join(format.file_name()), &bytes)?;
+        let name = format.file_name();
+        // profile-alloc.speedscope.json beside profile.speedscope.json.
+        let name = match name.split_once('.') {
+            Some((stem, ext)) if !suffix.is_empty() => format!("{stem}{suffix}.{ext}"),
+            _ => name.to_string(),
+        };
+        sparkles_perf_data::atomic_write::write_atomically(&dir.join(name), &bytes)?;
     }
     Ok(())
 }
@@ -367,20 +491,16 @@ fn write_artifacts(
     dir: &Path,
     p: &Profile,
     folded: &Folded,
-    wall: bool,
+    kind: Kind,
 ) -> Result<(), ArtifactError> {
-    let (json_name, folded_name) = artifact_names(wall);
+    let (json_name, folded_name) = artifact_names(kind);
     write_json(&dir.join(json_name), p)?;
     sparkles_perf_data::atomic_write::write_atomically(
         &dir.join(folded_name),
         folded.text().as_bytes(),
     )?;
     let svg = sparkles_report::flame::svg(p, folded)?;
-    let svg_name = if wall {
-        "flamegraph-wall.svg"
-    } else {
-        "flamegraph.svg"
-    };
+    let (svg_name, _, _) = kind.svg_and_diff();
     sparkles_perf_data::atomic_write::write_atomically(&dir.join(svg_name), svg.as_bytes())?;
     Ok(())
 }

@@ -16,9 +16,13 @@
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{
+    AtomicBool, AtomicI64, AtomicU64, AtomicU8, AtomicUsize, Ordering::Relaxed,
+};
 
 use crate::metric::{Availability, MetricClass, MetricDescriptor, MetricFormat, Source};
+
+pub(crate) mod sampling;
 
 /// Slots of the per-thread table; threads past it share the last one.
 const SLOTS: usize = 512;
@@ -53,8 +57,14 @@ const EMPTY: Slot = Slot::new();
 static TABLE: [Slot; SLOTS] = [EMPTY; SLOTS];
 /// Slots handed out so far.
 static CLAIMED: AtomicUsize = AtomicUsize::new(0);
-/// Counting while a bracket is open.
-static ARMED: AtomicBool = AtomicBool::new(false);
+/// What the allocator does beside allocating: [`COUNTING`] while a bracket is open,
+/// [`SAMPLING`] during an allocation profile's pass. One word, so the idle path (the
+/// timing pass) is one relaxed load and a branch.
+static STATE: AtomicU8 = AtomicU8::new(0);
+/// [`STATE`]'s bit: counting.
+const COUNTING: u8 = 1;
+/// [`STATE`]'s bit: sampling ([`sampling`]).
+const SAMPLING: u8 = 2;
 /// Set by the first call through a [`Counting`] allocator.
 static INSTALLED: AtomicBool = AtomicBool::new(false);
 
@@ -134,6 +144,31 @@ fn note_installed() {
     }
 }
 
+/// After `alloc` or `alloc_zeroed` returned `p`: counted, sampled, or (the idle path)
+/// neither.
+#[inline]
+fn after_alloc(p: *mut u8, size: usize) {
+    let state = STATE.load(Relaxed);
+    if state == 0 || p.is_null() {
+        return;
+    }
+    if state & COUNTING != 0 {
+        on_alloc(size);
+    }
+    if state & SAMPLING != 0 {
+        sampling::on_alloc(p, size);
+    }
+}
+
+/// Sets or clears one of [`STATE`]'s bits.
+fn set_state(bit: u8, on: bool) {
+    if on {
+        STATE.fetch_or(bit, std::sync::atomic::Ordering::SeqCst);
+    } else {
+        STATE.fetch_and(!bit, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
 #[inline]
 fn on_alloc(size: usize) {
     let (s, shared) = slot();
@@ -150,9 +185,7 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Counting<A> {
         note_installed();
         // SAFETY: the caller's contract, forwarded.
         let p = unsafe { self.inner.alloc(layout) };
-        if !p.is_null() && ARMED.load(Relaxed) {
-            on_alloc(layout.size());
-        }
+        after_alloc(p, layout.size());
         p
     }
 
@@ -161,17 +194,20 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Counting<A> {
         note_installed();
         // SAFETY: the caller's contract, forwarded.
         let p = unsafe { self.inner.alloc_zeroed(layout) };
-        if !p.is_null() && ARMED.load(Relaxed) {
-            on_alloc(layout.size());
-        }
+        after_alloc(p, layout.size());
         p
     }
 
     #[inline]
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        let state = STATE.load(Relaxed);
+        // Before the block can be handed out again (and sampled anew).
+        if state & SAMPLING != 0 {
+            sampling::on_free(ptr);
+        }
         // SAFETY: the caller's contract, forwarded.
         unsafe { self.inner.dealloc(ptr, layout) };
-        if ARMED.load(Relaxed) {
+        if state & COUNTING != 0 {
             let (s, shared) = slot();
             bump(&s.frees, 1, shared);
             move_live(s, -(layout.size() as i64), shared);
@@ -181,12 +217,25 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Counting<A> {
     #[inline]
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         note_installed();
+        let state = STATE.load(Relaxed);
+        // The old block is gone once realloc returns (before it can be handed out again).
+        if state & SAMPLING != 0 {
+            sampling::on_free(ptr);
+        }
         // SAFETY: the caller's contract, forwarded.
         let p = unsafe { self.inner.realloc(ptr, layout, new_size) };
-        if !p.is_null() && ARMED.load(Relaxed) {
+        if p.is_null() || state == 0 {
+            return p;
+        }
+        if state & COUNTING != 0 {
             let (s, shared) = slot();
             bump(&s.reallocs, 1, shared);
             move_live(s, new_size as i64 - layout.size() as i64, shared);
+        }
+        if state & SAMPLING != 0 {
+            // The block moved or grew: sampled as the bytes it now holds (heaptrack and
+            // tcmalloc count a reallocation so).
+            sampling::on_alloc(p, new_size);
         }
         p
     }
@@ -196,7 +245,7 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Counting<A> {
 /// (`cli/benches/alloc.rs`), which times what an armed call costs.
 #[doc(hidden)]
 pub fn arm_for_benchmark(on: bool) {
-    ARMED.store(on, Relaxed);
+    set_state(COUNTING, on);
 }
 
 /// Whether a [`Counting`] allocator is this process's global allocator (it has been
@@ -306,12 +355,12 @@ impl AllocMeter {
             live
         }));
         self.at_resume = totals();
-        ARMED.store(true, Relaxed);
+        set_state(COUNTING, true);
     }
 
     #[inline]
     pub fn pause(&mut self) {
-        ARMED.store(false, Relaxed);
+        set_state(COUNTING, false);
         let now = totals();
         let t = &mut self.counted;
         t.count += now.count - self.at_resume.count;
