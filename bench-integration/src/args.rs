@@ -24,6 +24,15 @@ impl ViewerFormat {
         }
     }
 
+    /// The file of one of a case's other profiles (`-alloc`: profile-alloc.speedscope.json).
+    pub fn file_name_with(self, suffix: &str) -> String {
+        let name = self.file_name();
+        match name.split_once('.') {
+            Some((stem, rest)) => format!("{stem}{suffix}.{rest}"),
+            None => name.to_string(),
+        }
+    }
+
     /// The viewer, in words.
     pub fn viewer(self) -> &'static str {
         match self {

@@ -320,9 +320,24 @@ impl RunReport<'_> {
             (self.metrics(row))
             (instructions(row, kept.is_none().then(|| frame("flamegraph-instructions.svg")).flatten()))
             @if let Some(p) = &row.profile {
-                h3 { "Profile" }
-                p { (p.samples) " samples of " (p.event) ", " (p.lost + p.lost_samples) " lost, throttled " (p.throttled.count) " times"
-                    @if let Some(e) = &p.error { " — no capture: " (e) } }
+                // An allocation profile's files have their own names beside the capture.
+                @let (json, svg, diff, suffix) = if p.alloc.is_some() || p.event == crate::alloc::sampling::EVENT {
+                    ("profile-alloc.json", "flamegraph-alloc.svg", "diff-alloc.svg", "-alloc")
+                } else {
+                    ("profile.json", "flamegraph.svg", "diff.svg", "")
+                };
+                @if suffix.is_empty() {
+                    h3 { "Profile" }
+                    p { (p.samples) " samples of " (p.event) ", " (p.lost + p.lost_samples) " lost, throttled " (p.throttled.count) " times"
+                        @if let Some(e) = &p.error { " — no capture: " (e) } }
+                } @else {
+                    h3 { "Allocations (sampled)" }
+                    p { @match &p.alloc {
+                            Some(a) => { (crate::profiling::describe_alloc(a, p.samples)) "; weights are bytes." }
+                            None => { "No allocation samples" }
+                        }
+                        @if let Some(e) = &p.error { " — no capture: " (e) } }
+                }
                 @if !p.top.is_empty() {
                     table { thead { tr { th { "self" } th { "total" } th.name { "function" } } }
                         tbody { @for h in &p.top { tr { td { (format!("{:.1}%", h.self_pct)) } td { (format!("{:.1}%", h.total_pct)) } td.name { (h.name) } } } } }
@@ -332,16 +347,21 @@ impl RunReport<'_> {
                 // The files beside the capture are the case's latest profile: an earlier
                 // run's case shows its own numbers above, not frames that may be newer.
                 (offcpu_line(p))
+                @if let Some(a) = p.alloc.as_ref().filter(|a| !a.live_top.is_empty()) {
+                    p { "Still live when their iteration ended (" (crate::table::format_bytes(a.live_bytes_per_iteration)) " an iteration):" }
+                    table { thead { tr { th { "self" } th { "total" } th.name { "function" } } }
+                        tbody { @for h in &a.live_top { tr { td { (format!("{:.1}%", h.self_pct)) } td { (format!("{:.1}%", h.total_pct)) } td.name { (h.name) } } } } }
+                }
                 @if kept.is_none() {
-                    (top_lines(frame("profile.json")))
-                    (self.viewer_links(row))
-                    (flame_frame(format!("flamegraph of {}", row.case), frame("flamegraph.svg")))
+                    (top_lines(frame(json)))
+                    (self.viewer_links(row, suffix))
+                    (flame_frame(format!("flamegraph of {}", row.case), frame(svg)))
                     @let wall = frame("flamegraph-wall.svg").filter(|_| has_offcpu(p));
                     @if wall.is_some() {
                         h3 { "Wall clock: on and off CPU" }
                     }
                     (flame_frame(format!("wall-clock flamegraph of {}", row.case), wall))
-                    @let diff = frame("diff.svg");
+                    @let diff = frame(diff);
                     @if diff.is_some() && cfg!(feature = "profile") {
                         h3 { "Against the baseline's profile" }
                     }
@@ -353,17 +373,21 @@ impl RunReport<'_> {
 
     /// Links to the case's files for interactive viewers (`--profile-format`), where this
     /// run wrote them (not older than its capture: an earlier run's are not offered).
-    fn viewer_links(&self, row: &BenchRow) -> Markup {
+    fn viewer_links(&self, row: &BenchRow, suffix: &str) -> Markup {
         let dir = self.profile_dir.join(&row.slug);
         let modified = |name: &str| {
             std::fs::metadata(dir.join(name))
                 .and_then(|m| m.modified())
                 .ok()
         };
-        let capture = modified("capture.perf.data");
-        let files: Vec<(&str, &str)> = [ViewerFormat::Speedscope, ViewerFormat::Firefox]
+        let capture = modified(if suffix.is_empty() {
+            "capture.perf.data"
+        } else {
+            crate::profiling::ALLOC_CAPTURE
+        });
+        let files: Vec<(String, &str)> = [ViewerFormat::Speedscope, ViewerFormat::Firefox]
             .into_iter()
-            .map(|v| (v.file_name(), v.viewer()))
+            .map(|v| (v.file_name_with(suffix), v.viewer()))
             .filter(|(name, _)| matches!((modified(name), capture), (Some(f), Some(c)) if f >= c))
             .collect();
         html! {
@@ -1020,5 +1044,40 @@ mod tests {
         plain.profile = Some(Default::default());
         let html = page(&[plain], &[]);
         assert!(!html.contains("Memory levels") && !html.contains("NUMA placement"));
+    }
+
+    #[test]
+    fn an_allocation_profile_has_its_own_section_with_the_live_sites() {
+        let mut r = row("parse", vec![1.0, 2.0]);
+        let hot = |name: &str, pct: f64| crate::profile::HotFunction {
+            name: name.into(),
+            self_pct: pct,
+            total_pct: pct,
+        };
+        r.profile = Some(crate::profile::ProfileSummary {
+            event: crate::alloc::sampling::EVENT.into(),
+            samples: 412,
+            top: vec![hot("serde_json::de::parse_object", 61.5)],
+            alloc: Some(crate::profile::AllocProfile {
+                mean_bytes: 512 * 1024,
+                bytes_per_iteration: 1.5 * 1024.0 * 1024.0,
+                live_samples: 3,
+                live_bytes_per_iteration: 2048.0,
+                live_top: vec![hot("mycrate::cache_insert", 100.0)],
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+        let html = page(&[r], &[]);
+        for needed in [
+            "Allocations (sampled)",
+            "1.5 MiB an iteration by 412 samples (one per 512 KiB on average)",
+            "serde_json::de::parse_object",
+            "Still live when their iteration ended (2 KiB an iteration)",
+            "mycrate::cache_insert",
+        ] {
+            assert!(html.contains(needed), "the page lacks {needed:?}");
+        }
+        assert!(!html.contains("<h3>Profile</h3>"));
     }
 }

@@ -245,6 +245,18 @@ mod profiled {
             a.live_top
         );
         assert!(a.live_bytes_per_iteration > 0.0);
+        // `sparkles report` on the capture, as any perf.data: by default the allocation
+        // samples alone (the live event repeats some of them), the allocator folded away.
+        let read = sparkles_report::profile::profiles_of_capture(
+            &case_dir.join("capture-alloc.perf.data"),
+            "mixed",
+            &Default::default(),
+            |_| {},
+        )
+        .unwrap();
+        assert_eq!(read.profile.samples, p.samples);
+        assert_eq!(read.profile.event, "sparkles:alloc");
+        assert!(read.profile.functions[0].name.contains("_bytes"));
 
         PROFILED_BUILD.store(2, Ordering::Relaxed);
         let second = run(profiled_suite(), &flags("--baseline"));

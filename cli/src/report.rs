@@ -26,6 +26,11 @@ pub struct StackArgs {
     /// repeatable.
     #[arg(long = "debug-dir", value_name = "DIR")]
     debug_dirs: Vec<PathBuf>,
+    /// In an allocation capture (`--profile=alloc`'s), keep the allocator's frames: by
+    /// default a stack starts at the first frame outside the allocator and the `alloc`
+    /// crate, the code that asked for the bytes.
+    #[arg(long)]
+    allocator_frames: bool,
 }
 
 fn parse_unwind(s: &str) -> Result<sparkles_unwind::Mode, sparkles_unwind::UnknownMode> {
@@ -45,6 +50,7 @@ impl StackArgs {
             unwind: self.unwind,
             symfs: self.symfs.clone(),
             debug_dirs: self.debug_dirs.clone(),
+            keep_allocator_frames: self.allocator_frames,
             ..StackOptions::default()
         })
     }

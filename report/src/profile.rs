@@ -1218,7 +1218,21 @@ pub fn event_name(data: &PerfData) -> String {
 /// every one.
 pub(crate) fn chosen_events(data: &PerfData, event: Option<&str>) -> Result<Vec<bool>, Error> {
     let Some(wanted) = event else {
-        return Ok(vec![true; data.attrs.len().max(1)]);
+        // An allocation capture's second event repeats some of its first's samples (those
+        // still live at their iteration's end): by default, the first alone.
+        let live = format!("{}-live", crate::stacks::ALLOC_EVENT_PREFIX);
+        let has_all = data
+            .attrs
+            .iter()
+            .any(|a| attr_name(a) == crate::stacks::ALLOC_EVENT_PREFIX);
+        return Ok(match data.attrs.len() {
+            0 => vec![true],
+            _ => data
+                .attrs
+                .iter()
+                .map(|a| !(has_all && attr_name(a) == live))
+                .collect(),
+        });
     };
     let chosen: Vec<bool> = data.attrs.iter().map(|a| attr_name(a) == wanted).collect();
     if !chosen.contains(&true) {

@@ -471,13 +471,11 @@ fn write_viewer_files(
             ViewerFormat::Firefox => export::Viewer::Firefox,
         };
         let bytes = export::viewer_file(&timeline, capture, viewer, true)?;
-        let name = format.file_name();
         // profile-alloc.speedscope.json beside profile.speedscope.json.
-        let name = match name.split_once('.') {
-            Some((stem, ext)) if !suffix.is_empty() => format!("{stem}{suffix}.{ext}"),
-            _ => name.to_string(),
-        };
-        sparkles_perf_data::atomic_write::write_atomically(&dir.join(name), &bytes)?;
+        sparkles_perf_data::atomic_write::write_atomically(
+            &dir.join(format.file_name_with(suffix)),
+            &bytes,
+        )?;
     }
     Ok(())
 }
