@@ -597,17 +597,70 @@ fn alloc_profile_pass(
         summary.error = Some(e);
         return Ok(summary);
     }
-    let start = Instant::now();
+    // Ten rounds, each the loop sampled and unsampled for a twentieth of the time: what
+    // sampling costs is the median over rounds of the sampled time per iteration over the
+    // unsampled, the machine's drift shared by both. Switched between iterations only, so
+    // a block freed within its iteration is always seen freed.
+    const ROUNDS: u32 = 10;
     let mut failure = None;
-    while start.elapsed() < plan.duration && interrupted().is_none() {
-        if let Err(e) = routine.run(1, &mut Meter::idle()) {
-            failure = Some(e);
-            break;
+    let mut unsampled = 0u64;
+    let mut sampled_time = Duration::ZERO;
+    let mut full = false;
+    // Each round's time per iteration, unsampled and sampled, and their ratios.
+    let mut ratios: Vec<f64> = Vec::new();
+    'rounds: for round in 0..ROUNDS {
+        let mut round_ns = [0.0f64; 2];
+        // Which comes first alternates: a body whose time per iteration depends on where
+        // in a round it runs (threads handing work over settle) weighs on both alike.
+        for sampled in [round % 2 == 1, round % 2 == 0] {
+            let slice = plan.duration / (2 * ROUNDS);
+            let before = if sampled {
+                summary.iterations
+            } else {
+                unsampled
+            };
+            sampling::pause(!sampled);
+            let start = Instant::now();
+            while start.elapsed() < slice && interrupted().is_none() {
+                if let Err(e) = routine.run(1, &mut Meter::idle()) {
+                    failure = Some(e);
+                    break 'rounds;
+                }
+                if sampled {
+                    summary.iterations += 1;
+                    sampling::next_iteration();
+                    // Samples past the arena's end are dropped: the pass ends with the
+                    // iterations its samples cover.
+                    if sampling::arena_full() {
+                        full = true;
+                        sampled_time += start.elapsed();
+                        break 'rounds;
+                    }
+                } else {
+                    unsampled += 1;
+                }
+            }
+            let ns = start.elapsed().as_secs_f64() * 1e9;
+            if sampled {
+                sampled_time += start.elapsed();
+                round_ns[1] = ns / (summary.iterations - before).max(1) as f64;
+            } else {
+                round_ns[0] = ns / (unsampled - before).max(1) as f64;
+            }
         }
-        summary.iterations += 1;
-        sampling::next_iteration();
+        if round_ns[0] > 0.0 {
+            ratios.push(round_ns[1] / round_ns[0]);
+        }
     }
-    summary.seconds = start.elapsed().as_secs_f64();
+    sampling::pause(true);
+    if full {
+        summary.notes.push(format!(
+            "the allocation pass ended after {} iterations ({:.2} s sampled): the sample arena was full (a larger --profile-alloc-mean takes fewer samples)",
+            summary.iterations,
+            sampled_time.as_secs_f64()
+        ));
+    }
+    summary.seconds = sampled_time.as_secs_f64();
     // Stopped whatever happened; the capture written only for a whole pass.
     let _ = std::fs::remove_file(&plan.path);
     if let Some(e) = failure {
@@ -632,14 +685,10 @@ fn alloc_profile_pass(
                 live_bytes_per_iteration: per(taken.live_bytes),
                 dropped: taken.dropped,
                 untracked: taken.untracked,
+                slowdown: crate::stats::Summary::of(&ratios).map(|s| s.median - 1.0),
                 ..Default::default()
             });
-            if taken.dropped > 0 {
-                summary.notes.push(format!(
-                    "{} allocation samples dropped: the sample arena was full (a larger --profile-alloc-mean or a shorter --profile-time takes fewer)",
-                    taken.dropped
-                ));
-            }
+
             if taken.untracked > 0 {
                 summary.notes.push(format!(
                     "{} allocation samples not matched to their frees (the table of sampled blocks was full where they fell): they are in neither live nor freed counts",

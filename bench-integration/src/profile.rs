@@ -131,8 +131,9 @@ pub struct AllocProfile {
     pub dropped: u64,
     #[serde(default, skip_serializing_if = "is_zero")]
     pub untracked: u64,
-    /// The pass's time per iteration over the timing pass's mean, less one: what sampling
-    /// (and the pass's loop) cost the body (absent where the case has no mean).
+    /// What sampling cost the body: the sampled loop's time per iteration over the same
+    /// loop's unsampled just before it (a fifth of `--profile-time`, 500 ms at most), less
+    /// one (0.03: 3% slower).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slowdown: Option<f64>,
     /// The five sites with the most bytes live at their iteration's end, by function

@@ -330,17 +330,7 @@ impl Running {
             path,
         };
         match self.request(Command::Profile(Box::new(plan))) {
-            Some(Reply::Profiled(mut summary)) => {
-                // The allocation pass's cost: its time per iteration against the timing
-                // pass's median.
-                let median = crate::stats::Summary::of(&self.report.samples).map(|s| s.median);
-                if let (Some(a), Some(median)) = (summary.alloc.as_mut(), median) {
-                    let per = summary.seconds * 1e9 / summary.iterations.max(1) as f64;
-                    a.slowdown =
-                        (median > 0.0 && summary.iterations > 0).then(|| per / median - 1.0);
-                }
-                self.report.profile = Some(*summary);
-            }
+            Some(Reply::Profiled(summary)) => self.report.profile = Some(*summary),
             Some(_) => self.fail("case thread answered out of turn".to_string()),
             None => {}
         }

@@ -51,12 +51,28 @@ pub struct StackOptions {
 /// inside the allocator.
 pub const ALLOC_EVENT_PREFIX: &str = "sparkles:alloc";
 
-/// Whether `function` is the allocator's machinery rather than the code asking for
-/// memory: the sampling allocator (`sparkles_bench::alloc`), the global allocator shims
-/// (`__rust_alloc`, `__rg_alloc`, `__rdl_alloc`), libc's malloc family, and the `alloc`
-/// crate's paths (`alloc::raw_vec::finish_grow`, `<alloc::vec::Vec<T>>::push`,
-/// `<[T] as alloc::slice::hack::ConvertVec>::to_vec`).
-pub fn is_allocator_frame(function: &str) -> bool {
+/// Whether a named frame is the allocator's machinery ([`is_allocator_frame`] by its
+/// name, where debug info gives full paths), or inside it: its containing ELF symbol is the
+/// allocator's (whatever is inlined into `__rust_alloc` or the sampling allocator, atomics
+/// and all), or its source is the standard library's `alloc` crate (line-tables-only debug
+/// info names inlined frames without their paths: `from_elem`, `reserve`).
+pub fn is_allocator_code(f: &NamedFrame) -> bool {
+    let symbol = f.symbol.as_deref().is_some_and(|s| {
+        is_allocator_shim(s)
+            || s.strip_prefix('<')
+                .unwrap_or(s)
+                .starts_with("sparkles_bench::alloc::")
+    });
+    let source = f.file.as_deref().is_some_and(|file| {
+        file.contains("/library/alloc/src/")
+            || file.contains("/library/core/src/alloc/")
+            || file.ends_with("/library/std/src/alloc.rs")
+    });
+    symbol || source || f.function.as_deref().is_some_and(is_allocator_frame)
+}
+
+/// The global allocator's shims and libc's malloc family.
+fn is_allocator_shim(function: &str) -> bool {
     const SHIMS: [&str; 15] = [
         "__rust_alloc",
         "__rust_alloc_zeroed",
@@ -75,7 +91,16 @@ pub fn is_allocator_frame(function: &str) -> bool {
         "memalign",
     ];
     // Newer toolchains name the shims `__rustc::__rust_alloc`.
-    if SHIMS.contains(&function.strip_prefix("__rustc::").unwrap_or(function)) {
+    SHIMS.contains(&function.strip_prefix("__rustc::").unwrap_or(function))
+}
+
+/// Whether `function` is the allocator's machinery rather than the code asking for
+/// memory: the sampling allocator (`sparkles_bench::alloc`), the global allocator shims
+/// (`__rust_alloc`, `__rg_alloc`, `__rdl_alloc`), libc's malloc family, and the `alloc`
+/// crate's paths (`alloc::raw_vec::finish_grow`, `<alloc::vec::Vec<T>>::push`,
+/// `<[T] as alloc::slice::hack::ConvertVec>::to_vec`).
+pub fn is_allocator_frame(function: &str) -> bool {
+    if is_allocator_shim(function) {
         return true;
     }
     // The alloc crate's modules by name (a crate of the user's may be called `alloc`: an
@@ -429,19 +454,7 @@ impl StackNamer {
         if self.trim_allocator {
             // The first frame outside the allocator is the leaf; a stack of nothing but
             // allocator frames keeps its outermost.
-            // Whatever is inlined into the sampling allocator's own functions (atomics,
-            // say) is its too.
-            let sampler = |f: &NamedFrame| {
-                f.symbol.as_deref().is_some_and(|s| {
-                    s.strip_prefix('<')
-                        .unwrap_or(s)
-                        .starts_with("sparkles_bench::alloc::")
-                })
-            };
-            let inside = frames
-                .iter()
-                .take_while(|f| sampler(f) || f.function.as_deref().is_some_and(is_allocator_frame))
-                .count();
+            let inside = frames.iter().take_while(|f| is_allocator_code(f)).count();
             frames.drain(..inside.min(frames.len().saturating_sub(1)));
         }
         NamedStack {
@@ -755,5 +768,45 @@ mod allocator_frame_tests {
         ] {
             assert!(!is_allocator_frame(f), "{f}");
         }
+    }
+
+    #[test]
+    fn short_names_from_line_tables_are_told_by_their_symbol_and_source() {
+        use super::{is_allocator_code, NamedFrame};
+        let mut names = crate::names::Names::new();
+        let mut frame = |function: &str, symbol: &str, file: &str| NamedFrame {
+            addr: 0,
+            function: Some(names.intern(function)),
+            module: None,
+            file: Some(names.intern(file)),
+            line: Some(1),
+            inlined: true,
+            symbol: Some(names.intern(symbol)),
+            symbol_offset: None,
+            missing: None,
+        };
+        let rustc = "/rustc/59807616e1fa2540724bfbac14d7976d7e4a3860/library";
+        // The sampling allocator inlined into the shim; the alloc crate's inlined helpers.
+        assert!(is_allocator_code(&frame(
+            "on_alloc",
+            "__rustc::__rust_alloc",
+            "/src/bench-integration/src/alloc/sampling.rs"
+        )));
+        assert!(is_allocator_code(&frame(
+            "from_elem",
+            "demo::json_value",
+            &format!("{rustc}/alloc/src/vec/spec_from_elem.rs")
+        )));
+        // The code asking for the bytes, whatever it is inlined into.
+        assert!(!is_allocator_code(&frame(
+            "parse_object",
+            "serde_json::de::from_str",
+            "/cargo/registry/serde_json-1.0/src/de.rs"
+        )));
+        assert!(!is_allocator_code(&frame(
+            "{closure#0}",
+            "alloc::raw_vec::finish_grow",
+            "/work/mycrate/src/lib.rs"
+        )));
     }
 }

@@ -391,6 +391,12 @@ fn insert(p: usize, at: usize) -> bool {
     for j in 0..PROBES {
         let i = (home + j) & (TABLE - 1);
         let b = BLOCKS[i].load(Relaxed);
+        if b == p {
+            // A block sampled before and freed while sampling was paused: its address is
+            // this one's now.
+            OFFSETS[i].store(at as u32, Release);
+            return true;
+        }
         if b == 0 || b == TOMBSTONE {
             OFFSETS[i].store(at as u32, Relaxed);
             if BLOCKS[i].compare_exchange(b, p, Release, Relaxed).is_ok() {
@@ -455,7 +461,8 @@ fn arena() -> Result<usize, String> {
     Ok(p as usize)
 }
 
-/// Starts sampling: the arena emptied, the table cleared.
+/// Readies a pass's sampling (resumed by [`pause`]`(false)`): the arena emptied, the
+/// table cleared.
 pub(crate) fn start(plan: &Plan) -> Result<(), String> {
     if let Some(why) = UNAVAILABLE {
         return Err(why.to_string());
@@ -472,7 +479,6 @@ pub(crate) fn start(plan: &Plan) -> Result<(), String> {
     for b in &BLOCKS {
         b.store(0, Relaxed);
     }
-    super::set_state(super::SAMPLING, true);
     Ok(())
 }
 
@@ -483,7 +489,26 @@ pub(crate) fn next_iteration() {
 
 /// Stops sampling without a capture (the pass failed or was interrupted).
 pub(crate) fn stop() {
-    super::set_state(super::SAMPLING, false);
+    pause(true);
+}
+
+/// Pauses sampling (frees are not matched while paused either: the pass pauses between
+/// iterations only, and a block freed after its iteration outlived it whether or not its
+/// free is seen), or resumes it. Paused, no writer is left in the arena.
+pub(crate) fn pause(paused: bool) {
+    super::set_state(super::SAMPLING, !paused);
+    if paused {
+        // A writer that saw the bit set finishes before anyone reads the arena.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
+        while IN_FLIGHT.load(SeqCst) != 0 && std::time::Instant::now() < deadline {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+/// Whether a sample has found no room in the arena.
+pub(crate) fn arena_full() -> bool {
+    DROPPED.load(Relaxed) > 0
 }
 
 /// What one pass sampled.
@@ -506,12 +531,7 @@ pub(crate) struct Taken {
 /// Stops sampling and writes the capture to `path`: the samples, and the process's
 /// threads and mappings as they are now.
 pub(crate) fn finish(plan: &Plan, path: &Path) -> Result<(Taken, u64), String> {
-    super::set_state(super::SAMPLING, false);
-    // A writer that saw the bit set finishes before the arena is read.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
-    while IN_FLIGHT.load(SeqCst) != 0 && std::time::Instant::now() < deadline {
-        std::hint::spin_loop();
-    }
+    pause(true);
     let base = ARENA.load(Acquire);
     let end = CURSOR.load(Relaxed).min(ARENA_BYTES);
     let mut taken = Taken {
@@ -572,6 +592,12 @@ pub(crate) fn finish(plan: &Plan, path: &Path) -> Result<(Taken, u64), String> {
             _ => {}
         }
         at += PREFIX + len;
+    }
+    // The arena's pages go back to the system until the next pass touches them.
+    if base != 0 && end > 0 {
+        // SAFETY: the arena's own pages; no writer is left, and the next pass starts from
+        // its beginning (pages read back as zeros).
+        unsafe { libc::madvise(base as *mut libc::c_void, end, libc::MADV_DONTNEED) };
     }
     let written = writer.write(path).map_err(|e| e.to_string())?;
     Ok((taken, written.bytes))

@@ -314,7 +314,7 @@ pub(crate) fn describe_alloc(a: &crate::profile::AllocProfile, samples: u64) -> 
     }
     if let Some(s) = a.slowdown {
         line.push_str(&format!(
-            "; the sampled pass ran {:+.1}% against the timing pass",
+            "; sampling cost {:+.1}% a loop iteration",
             s * 100.0
         ));
     }

@@ -374,7 +374,20 @@ fn read_alloc_capture(
     let base = stack_options(args, summary)?;
     let dir = capture.parent().unwrap_or(Path::new("."));
     let mut read = Vec::new();
-    for (kind, event) in [(Kind::Alloc, EVENT), (Kind::AllocLive, LIVE_EVENT)] {
+    let live = summary.alloc.as_ref().map_or(0, |a| a.live_samples);
+    for (kind, event, sampled) in [
+        (Kind::Alloc, EVENT, summary.samples),
+        (Kind::AllocLive, LIVE_EVENT, live),
+    ] {
+        if sampled == 0 {
+            // Nothing sampled (no block outlived its iteration, say): nothing to draw, and
+            // an earlier run's files are not this one's.
+            let (json, folded) = artifact_names(kind);
+            for name in [json, folded, kind.svg_and_diff().0] {
+                let _ = std::fs::remove_file(dir.join(name));
+            }
+            continue;
+        }
         let options = StackOptions {
             event: Some(event.to_string()),
             ..base.clone()
@@ -386,20 +399,6 @@ fn read_alloc_capture(
             ..
         } = match report::profiles_of_capture(capture, case, &options, |s| unwind.add(s)) {
             Ok(done) => done,
-            // No block outlived its iteration: no live samples, nothing to say.
-            Err(_)
-                if kind == Kind::AllocLive
-                    && summary.alloc.as_ref().is_some_and(|a| a.live_samples == 0) =>
-            {
-                for name in [
-                    artifact_names(kind).0,
-                    artifact_names(kind).1,
-                    kind.svg_and_diff().0,
-                ] {
-                    let _ = std::fs::remove_file(dir.join(name));
-                }
-                continue;
-            }
             Err(e) => {
                 summary.notes.push(format!("no {event} profile: {e}"));
                 if kind == Kind::Alloc {
