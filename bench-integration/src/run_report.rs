@@ -1071,7 +1071,7 @@ mod tests {
         let html = page(&[r], &[]);
         for needed in [
             "Allocations (sampled)",
-            "1.5 MiB an iteration by 412 samples (one per 512 KiB on average)",
+            "1.5 MiB an iteration by 412 samples (one per 512 KiB on average;",
             "serde_json::de::parse_object",
             "Still live when their iteration ended (2 KiB an iteration)",
             "mycrate::cache_insert",

@@ -8,13 +8,15 @@
 //! - `alloc/counting_idle`: `sparkles_bench::alloc::Counting` outside a counting bracket
 //!   (what every call pays in the timing pass: a relaxed load and a branch).
 //! - `alloc/counting`: the same, counting (inside a bracket: the slot's four counters).
+//! - `alloc/sampling`: the same, sampling by bytes as `--profile=alloc` does at its
+//!   default mean (512 KiB: a sample every 8,192 of these calls, its stack copied).
 //! - `alloc/divan`: divan's `AllocProfiler` (the peer), which always counts.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
 
 use clap::Parser;
-use sparkles_bench::alloc::{arm_for_benchmark, Counting};
+use sparkles_bench::alloc::{arm_for_benchmark, sample_for_benchmark, Counting};
 use sparkles_bench::{HarnessArgs, Suite, Throughput};
 
 const CALLS: u64 = 1000;
@@ -55,6 +57,17 @@ fn main() {
                 arm_for_benchmark(false);
             })
         });
+        g.case("sampling", |b| {
+            static COUNTING: Counting = Counting::system();
+            b.throughput(Throughput::Elements(CALLS));
+            // A call through it first: sampling starts only with the allocator in use.
+            churn(&COUNTING);
+            if let Err(e) = sample_for_benchmark(Some(512 * 1024)) {
+                eprintln!("alloc/sampling: {e}");
+            }
+            b.iter(|| churn(&COUNTING));
+            let _ = sample_for_benchmark(None);
+        });
         g.case("divan", |b| {
             static DIVAN: divan::AllocProfiler = divan::AllocProfiler::system();
             b.throughput(Throughput::Elements(CALLS));
@@ -64,7 +77,7 @@ fn main() {
     let outcome = sparkles_bench::run_or_exit(suite, &args);
     let median = |case: &str| outcome.median(case);
     if let (Some(system), Some(divan)) = (median("alloc/system"), median("alloc/divan")) {
-        for ours in ["alloc/counting", "alloc/counting_idle"] {
+        for ours in ["alloc/counting", "alloc/counting_idle", "alloc/sampling"] {
             if let Some(m) = median(ours) {
                 println!(
                     "{ours}: {:.2}x divan's AllocProfiler's time; {:+.1} ns a call over the system allocator (divan {:+.1} ns)",

@@ -248,6 +248,26 @@ pub fn arm_for_benchmark(on: bool) {
     set_state(COUNTING, on);
 }
 
+/// Starts byte sampling at `mean` (`--profile=alloc`'s, 16 KiB of stack) outside a
+/// profile pass, or stops it (`None`): for the allocator's own benchmark
+/// (`cli/benches/alloc.rs`), which times what a sampled call costs. The samples are
+/// dropped with the next pass.
+#[doc(hidden)]
+pub fn sample_for_benchmark(mean: Option<u64>) -> Result<(), String> {
+    match mean {
+        Some(mean) => {
+            sampling::start(&sampling::Plan {
+                mean,
+                stack: 16384,
+                compression: Default::default(),
+            })?;
+            sampling::pause(false);
+        }
+        None => sampling::pause(true),
+    }
+    Ok(())
+}
+
 /// Whether a [`Counting`] allocator is this process's global allocator (it has been
 /// called).
 pub fn installed() -> bool {

@@ -123,8 +123,9 @@ thread_local! {
     static STACK_TOP: Cell<usize> = const { Cell::new(0) };
 }
 
-/// An allocation of `size` bytes at `p`, while sampling.
-#[inline]
+/// An allocation of `size` bytes at `p`, while sampling. Out of line: the counting and
+/// idle paths stay as small as they were.
+#[inline(never)]
 pub(super) fn on_alloc(p: *mut u8, size: usize) {
     let left = LEFT.with(|l| {
         let left = l.get() - size as i64;
@@ -136,8 +137,8 @@ pub(super) fn on_alloc(p: *mut u8, size: usize) {
     }
 }
 
-/// The block at `p` is freed, while sampling.
-#[inline]
+/// The block at `p` is freed, while sampling (out of line, as [`on_alloc`]).
+#[inline(never)]
 pub(super) fn on_free(p: *mut u8) {
     let p = p as usize;
     let home = hash(p);

@@ -304,7 +304,7 @@ pub(crate) fn debug_info_warning() -> Option<String> {
 pub(crate) fn describe_alloc(a: &crate::profile::AllocProfile, samples: u64) -> String {
     use crate::table::format_bytes;
     let mut line = format!(
-        "allocations: {} an iteration by {samples} samples (one per {} on average); {} an iteration still live when its iteration ended",
+        "allocations: {} an iteration by {samples} samples (one per {} on average; a reallocation counts its new size); {} an iteration still live when its iteration ended",
         format_bytes(a.bytes_per_iteration),
         format_bytes(a.mean_bytes as f64),
         format_bytes(a.live_bytes_per_iteration),

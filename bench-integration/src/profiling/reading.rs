@@ -415,11 +415,11 @@ fn read_alloc_capture(
             Kind::Alloc => {
                 summary.unwind = Some(unwind);
                 // The functions view: the first frame outside the allocator, inlined or not.
-                summary.top = hottest(&p.functions);
+                summary.top = allocating(&p);
             }
             _ => {
                 if let Some(a) = summary.alloc.as_mut() {
-                    a.live_top = hottest(&p.functions);
+                    a.live_top = allocating(&p);
                 }
             }
         }
@@ -446,6 +446,18 @@ fn read_alloc_capture(
             .push(format!("--profile-format files not written: {e}"));
     }
     Some(read)
+}
+
+/// An allocation profile's five heaviest functions by self: those that asked for bytes
+/// (the frames above them, thread start and the harness, have none of their own).
+fn allocating(p: &Profile) -> Vec<HotFunction> {
+    let rows: Vec<_> = p
+        .functions
+        .iter()
+        .filter(|e| e.self_ > 0)
+        .cloned()
+        .collect();
+    hottest(&rows)
 }
 
 /// The `--profile-format` files beside a capture: its samples on their time line, for
