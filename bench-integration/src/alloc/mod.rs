@@ -421,6 +421,14 @@ mod tests {
             .iter()
             .all(|m| m.availability == Availability::Unavailable(NOT_INSTALLED.to_string())));
         assert!(NOT_INSTALLED.contains("#[global_allocator]"));
+        // Nor can allocations be sampled: `--profile=alloc` says why, per case.
+        let plan = sampling::Plan {
+            mean: 4096,
+            stack: 1024,
+            compression: Default::default(),
+        };
+        let why = sampling::start(&plan).unwrap_err();
+        assert_eq!(why, sampling::UNAVAILABLE.unwrap_or(NOT_INSTALLED));
     }
 
     #[test]
