@@ -69,23 +69,39 @@ const SAMPLING: u8 = 2;
 static INSTALLED: AtomicBool = AtomicBool::new(false);
 
 thread_local! {
-    /// This thread's slot, once it has one.
-    static MINE: Cell<usize> = const { Cell::new(usize::MAX) };
+    /// This thread's slot, once it has one (null before).
+    static MINE: Cell<*const Slot> = const { Cell::new(std::ptr::null()) };
 }
 
-/// This thread's slot, and whether it is shared (past the table's end).
+/// Runs `f` on this thread's slot, saying whether it is shared (past the table's end:
+/// counted with atomic adds). A thread's own slot is one thread-local load and a compare
+/// away, and `f` is inlined with `shared` false there.
 #[inline]
+fn counted(f: impl FnOnce(&Slot, bool)) {
+    let p = MINE.with(Cell::get);
+    if !p.is_null() && !std::ptr::eq(p, &TABLE[SLOTS - 1]) {
+        // SAFETY: MINE only ever points into TABLE, a static.
+        f(unsafe { &*p }, false)
+    } else {
+        let (s, shared) = slot();
+        f(s, shared)
+    }
+}
+
+/// This thread's slot, claimed on its first call, and whether it is shared.
+#[cold]
+#[inline(never)]
 fn slot() -> (&'static Slot, bool) {
-    let i = MINE.with(|m| {
-        let i = m.get();
-        if i != usize::MAX {
-            return i;
+    let s = MINE.with(|m| {
+        if m.get().is_null() {
+            let i = CLAIMED.fetch_add(1, Relaxed).min(SLOTS - 1);
+            m.set(&TABLE[i]);
         }
-        let i = CLAIMED.fetch_add(1, Relaxed).min(SLOTS - 1);
-        m.set(i);
-        i
+        m.get()
     });
-    (&TABLE[i], i == SLOTS - 1)
+    // SAFETY: set just above to a slot of TABLE.
+    let s: &'static Slot = unsafe { &*s };
+    (s, std::ptr::eq(s, &TABLE[SLOTS - 1]))
 }
 
 #[inline]
@@ -171,10 +187,11 @@ fn set_state(bit: u8, on: bool) {
 
 #[inline]
 fn on_alloc(size: usize) {
-    let (s, shared) = slot();
-    bump(&s.count, 1, shared);
-    bump(&s.bytes, size as u64, shared);
-    move_live(s, size as i64, shared);
+    counted(|s, shared| {
+        bump(&s.count, 1, shared);
+        bump(&s.bytes, size as u64, shared);
+        move_live(s, size as i64, shared);
+    });
 }
 
 // SAFETY: every call is forwarded to `inner` unchanged; the counting around it touches
@@ -208,9 +225,10 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Counting<A> {
         // SAFETY: the caller's contract, forwarded.
         unsafe { self.inner.dealloc(ptr, layout) };
         if state & COUNTING != 0 {
-            let (s, shared) = slot();
-            bump(&s.frees, 1, shared);
-            move_live(s, -(layout.size() as i64), shared);
+            counted(|s, shared| {
+                bump(&s.frees, 1, shared);
+                move_live(s, -(layout.size() as i64), shared);
+            });
         }
     }
 
@@ -228,9 +246,10 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Counting<A> {
             return p;
         }
         if state & COUNTING != 0 {
-            let (s, shared) = slot();
-            bump(&s.reallocs, 1, shared);
-            move_live(s, new_size as i64 - layout.size() as i64, shared);
+            counted(|s, shared| {
+                bump(&s.reallocs, 1, shared);
+                move_live(s, new_size as i64 - layout.size() as i64, shared);
+            });
         }
         if state & SAMPLING != 0 {
             // The block moved or grew: sampled as the bytes it now holds (heaptrack and
@@ -438,9 +457,10 @@ mod tests {
         m.resume();
         on_alloc(100);
         on_alloc(28);
-        let (s, shared) = slot();
-        bump(&s.frees, 1, shared);
-        move_live(s, -28, shared);
+        counted(|s, shared| {
+            bump(&s.frees, 1, shared);
+            move_live(s, -28, shared);
+        });
         m.pause();
         // Outside the bracket nothing counts toward it.
         on_alloc(1000);
