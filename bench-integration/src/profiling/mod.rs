@@ -164,6 +164,13 @@ pub(crate) fn sampling(args: &HarnessArgs) -> Result<(SamplingConfig, String), E
         Some("cpu") => (false, false),
         Some("mem") => (true, false),
         Some("wall") => (false, true),
+        // `profile_sampling` takes it; serve mode (`sparkles compare`) asks here.
+        Some("alloc") => {
+            return Err(Error::Usage {
+                flag: "--profile",
+                message: "--profile=alloc is not served: `sparkles compare` samples on the CPU (--profile, =wall, =mem); run each revision's bench with --profile=alloc and --save-baseline/--baseline".into(),
+            })
+        }
         other => {
             return Err(Error::Usage {
                 flag: "--profile",
