@@ -60,6 +60,9 @@ enum Command {
     /// The hot-function diff of two profiles: each function's share before and now, the
     /// change, and whether it is outside the sampling noise.
     Diff(report::DiffArgs),
+    /// Inside the hot functions: their source lines and instructions with the samples
+    /// that landed on them (as perf annotate), the event's precision said.
+    Annotate(report::AnnotateArgs),
     /// Sample a command (or a running process) into a perf.data file.
     Record(record::RecordArgs),
     /// Two revisions of a package's sparkles benches measured side by side, sample by
@@ -93,6 +96,7 @@ fn run(command: &Command) -> Result<(), Error> {
         Command::Script(args) => script::script(args),
         Command::Report(args) => report::report(args),
         Command::Diff(args) => report::diff(args),
+        Command::Annotate(args) => report::annotate(args),
         Command::Record(args) => record::record(args),
         Command::Compare(args) => compare::compare(args),
         Command::Addr2line(args) => addr2line::addr2line(args),

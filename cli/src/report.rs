@@ -342,3 +342,67 @@ pub fn diff(args: &DiffArgs) -> Result<(), Error> {
     };
     emit(args.output.as_deref(), &bytes)
 }
+
+/// Output of `sparkles annotate`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AnnotateFormat {
+    /// Per function its lines, then every instruction with its share (perf annotate's
+    /// layout).
+    Text,
+    /// `sparkles.annotate/1` (docs/schemas/annotate.md).
+    Json,
+}
+
+/// `sparkles annotate`'s flags.
+#[derive(Debug, Clone, clap::Args)]
+pub struct AnnotateArgs {
+    /// The perf.data file.
+    file: PathBuf,
+    /// A function to annotate (its demangled name, or its last path segments);
+    /// repeatable. Default: the hottest, by the samples whose IP is in them.
+    #[arg(long = "symbol", short = 's', value_name = "NAME")]
+    symbols: Vec<String>,
+    /// How many of the hottest functions, where no --symbol is given.
+    #[arg(long, default_value_t = 5)]
+    top: usize,
+    /// `text` or `json` (`sparkles.annotate/1`).
+    #[arg(long, value_enum, default_value = "text")]
+    format: AnnotateFormat,
+    /// Write here (whole, or not at all) instead of standard output.
+    #[arg(short = 'o', long = "output", value_name = "OUT")]
+    output: Option<PathBuf>,
+    /// Only this event's samples (its name as the capture lists it).
+    #[arg(long, value_name = "NAME")]
+    event: Option<String>,
+    /// Look for source files built elsewhere under DIR (by ever shorter tails of the path
+    /// DWARF records).
+    #[arg(long, value_name = "DIR")]
+    source_root: Option<PathBuf>,
+    /// How stacks are found and named.
+    #[command(flatten)]
+    stack_args: StackArgs,
+}
+
+/// `sparkles annotate`.
+pub fn annotate(args: &AnnotateArgs) -> Result<(), Error> {
+    use sparkles_report::annotate;
+    let mut options = args.stack_args.options()?;
+    options.event = args.event.clone();
+    if let Some(root) = args.source_root.as_ref().filter(|d| !d.is_dir()) {
+        return Err(Error::usage(
+            format!("--source-root {}", root.display()),
+            "not a directory",
+        ));
+    }
+    let select = annotate::Select {
+        symbols: args.symbols.clone(),
+        top: args.top,
+        source_root: args.source_root.clone(),
+    };
+    let a = annotate::annotate(&args.file, &options, &select)?;
+    let bytes = match args.format {
+        AnnotateFormat::Text => annotate::text(&a).into_bytes(),
+        AnnotateFormat::Json => json(&a)?,
+    };
+    emit(args.output.as_deref(), &bytes)
+}

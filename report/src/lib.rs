@@ -15,6 +15,8 @@
 //! - [`callgrind`]: callgrind's out files, instruction profiles and their exact diff.
 //! - [`pprof`]: gzipped profile.proto export (feature `pprof`).
 
+#[cfg(feature = "annotate")]
+pub mod annotate;
 pub mod callgrind;
 pub mod diff;
 pub mod error;

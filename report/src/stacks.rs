@@ -336,6 +336,16 @@ impl StackNamer {
         self.space.observe(record);
     }
 
+    /// Where `addr` of process `pid` is: its mapping and its place in a module.
+    pub fn locate(&mut self, pid: u32, addr: u64) -> sparkles_symbolize::symbolizer::Located {
+        self.symbolizer.locate(&self.space, pid, addr)
+    }
+
+    /// The capture's symbolizer (its modules, as the records so far loaded them).
+    pub fn symbolizer(&mut self) -> &mut Symbolizer {
+        &mut self.symbolizer
+    }
+
     /// The named stack of a sample.
     pub fn stack(&mut self, sample: &Sample<'_>) -> NamedStack {
         let raw = self.unwind(sample);

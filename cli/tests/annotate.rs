@@ -1,0 +1,116 @@
+//! `sparkles annotate` as a user runs it: on a capture `perf record` made of a C program
+//! with a known hot loop (testdata/report/hotspots.c, built here with gcc -O2 -g), its
+//! per-instruction shares against `perf annotate --stdio` on the same capture, and the hot
+//! line the loop's. Skipped, with the reason, where gcc or perf is missing or sampling is
+//! refused.
+
+#![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
+
+#[path = "../../testdata/support/commands.rs"]
+mod commands;
+#[path = "../../testdata/support/skip.rs"]
+mod skip;
+mod support;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use serde_json::Value;
+use support::sparkles;
+
+/// `perf annotate --stdio`'s instruction lines: address to percent.
+fn perf_shares(text: &str) -> HashMap<u64, f64> {
+    text.lines()
+        .filter_map(|l| {
+            let (pct, rest) = l.split_once(':')?;
+            let pct: f64 = pct.trim().parse().ok()?;
+            let (addr, _) = rest.trim().split_once(':')?;
+            Some((u64::from_str_radix(addr.trim(), 16).ok()?, pct))
+        })
+        .collect()
+}
+
+#[test]
+fn annotate_agrees_with_perf_annotate_on_the_hot_loop() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testdata/report/hotspots.c");
+    let source = std::fs::read_to_string(&src).unwrap();
+    let Some(_) = commands::run_in(
+        tmp.path(),
+        &["gcc", "-O2", "-g", "-o", "hot", src.to_str().unwrap()],
+    ) else {
+        return;
+    };
+    let Some(data) = commands::perf_record(tmp.path(), "fp", "hot.data", "./hot", 0.5) else {
+        return;
+    };
+    let data = data.to_str().unwrap();
+    let out = sparkles(&["annotate", data, "--symbol", "eight", "--format", "json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let a: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(a["schema"], "sparkles.annotate/1");
+    let f = &a["functions"][0];
+    assert_eq!(f["name"], "eight");
+    assert!(f["samples"].as_u64().unwrap() > 50, "{f}");
+    // The hot line is the loop's, inlined from `work` into `eight`'s own line: both found
+    // in the source by their text, not by number.
+    let line_of =
+        |needle: &str| source.lines().position(|l| l.contains(needle)).unwrap() as u64 + 1;
+    let loop_line = line_of("x = x * 6364136223846793005ul + i");
+    let eight_line = line_of("static unsigned long eight(");
+    assert_eq!(f["lines"][0]["line"], eight_line, "{}", f["lines"]);
+    assert_eq!(
+        f["lines"][0]["inlined"][0]["line"], loop_line,
+        "{}",
+        f["lines"]
+    );
+    let instructions = f["instructions"].as_array().unwrap();
+    let hottest = instructions
+        .iter()
+        .max_by(|a, b| {
+            a["share"]
+                .as_f64()
+                .unwrap()
+                .total_cmp(&b["share"].as_f64().unwrap())
+        })
+        .unwrap();
+    assert_eq!(hottest["line"], loop_line, "{hottest}");
+    let Some(theirs) = commands::run_in(
+        tmp.path(),
+        &["perf", "annotate", "--stdio", "-i", data, "-s", "eight"],
+    ) else {
+        return;
+    };
+    let perf = perf_shares(&theirs);
+    assert!(!perf.is_empty(), "{theirs}");
+    for i in instructions {
+        let addr = u64::from_str_radix(i["address"].as_str().unwrap().trim_start_matches("0x"), 16)
+            .unwrap();
+        let ours = i["share"].as_f64().unwrap();
+        let theirs_pct = perf.get(&addr).copied().unwrap_or(0.0);
+        assert!(
+            (ours - theirs_pct).abs() <= 1.0,
+            "{addr:#x}: sparkles {ours:.2}% against perf annotate {theirs_pct:.2}%"
+        );
+    }
+    // The text view says the event and whether it was precise.
+    let text = sparkles(&["annotate", data, "--top", "2"]);
+    assert!(text.status.success());
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("precise"), "{text}");
+    assert!(text.contains("eight") && text.contains("four"), "{text}");
+}
+
+#[test]
+fn annotate_says_what_is_wrong_with_its_arguments() {
+    let out = sparkles(&["annotate", "/nonexistent/perf.data"]);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/perf.data"));
+    let out = sparkles(&["annotate", "x.data", "--source-root", "/nonexistent/dir"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--source-root"));
+}

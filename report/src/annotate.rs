@@ -1,0 +1,525 @@
+//! Inside the hot functions (`sparkles annotate`): each chosen function's source lines and
+//! instructions with the samples that landed on them, as perf annotate shows them.
+//!
+//! A sample lands on the instruction its IP names (the leaf of its stack, before any
+//! unwinding): per function (the ELF symbol containing the IP, as perf annotate groups
+//! them) the samples per instruction address, the instructions disassembled from the
+//! module's own bytes (iced-x86; x86_64 modules), each labelled with the source line DWARF
+//! gives it, and the lines of the function itself with the lines of what was inlined into
+//! them under them. Addresses are the binary's own (ELF virtual addresses), as perf
+//! annotate prints them. A non-precise event (cpu-clock, most cycles events) charges the
+//! instruction after the one that cost: the annotation says whether its event was precise.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use sparkles_perf_data::record::Record;
+use sparkles_perf_data::PerfData;
+use sparkles_symbolize::symbolizer::{ModuleKey, Place};
+
+use crate::error::Error;
+use crate::stacks::{StackNamer, StackOptions};
+
+/// `sparkles.annotate/1`.
+pub const SCHEMA: &str = "sparkles.annotate/1";
+
+/// Which functions to annotate.
+#[derive(Debug, Clone, Default)]
+pub struct Select {
+    /// By name (the demangled symbol, or its last path segments: `hot_loop`,
+    /// `mycrate::parse`); empty: the hottest.
+    pub symbols: Vec<String>,
+    /// How many of the hottest, by self samples, where no names are given.
+    pub top: usize,
+    /// Where source files built elsewhere are looked for: a file not at its recorded path is
+    /// tried under this folder by ever shorter tails of that path.
+    pub source_root: Option<PathBuf>,
+}
+
+/// The annotation of a capture's hottest (or named) functions.
+#[derive(Debug, Clone, Serialize)]
+pub struct Annotation {
+    /// [`SCHEMA`].
+    pub schema: String,
+    /// The event whose samples are counted.
+    pub event: String,
+    /// Whether that event is precise (its samples name the instruction that caused them);
+    /// where not, a sample lands after the instruction that cost (skid).
+    pub precise: bool,
+    /// Samples of the event in the capture (user and kernel).
+    pub samples: u64,
+    /// The functions, hottest first.
+    pub functions: Vec<Function>,
+    /// What could not be done, and why.
+    pub notes: Vec<String>,
+}
+
+/// One annotated function.
+#[derive(Debug, Clone, Serialize)]
+pub struct Function {
+    /// Its symbol, demangled.
+    pub name: String,
+    /// The module's path.
+    pub module: String,
+    /// Its address in the module (`0x…`).
+    pub address: String,
+    /// Samples whose IP is in it.
+    pub samples: u64,
+    /// Of all the capture's samples, percent.
+    pub share: f64,
+    /// Its own source lines with samples, most first; each with the inlined callees' lines
+    /// under it.
+    pub lines: Vec<Line>,
+    /// Every instruction, in address order.
+    pub instructions: Vec<Instruction>,
+    /// Why a view is missing or partial (no line table, no source file, another
+    /// architecture).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// A source line's samples.
+#[derive(Debug, Clone, Serialize)]
+pub struct Line {
+    pub file: String,
+    pub line: u32,
+    /// Samples at instructions of this line (the inlined code under it included).
+    pub samples: u64,
+    /// Of the function's samples, percent.
+    pub share: f64,
+    /// The line's text, where the file was found.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// Lines of functions inlined here (the innermost frame's line), most first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inlined: Vec<Line>,
+}
+
+/// An instruction's samples.
+#[derive(Debug, Clone, Serialize)]
+pub struct Instruction {
+    /// Its address in the module (`0x…`).
+    pub address: String,
+    /// AT&T syntax, as objdump and perf annotate print it; a branch's target named
+    /// `<function+0xoff>`.
+    pub text: String,
+    pub samples: u64,
+    /// Of the function's samples, percent.
+    pub share: f64,
+    /// Its source line (the innermost frame's: an inlined callee's line where it is one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
+}
+
+/// A source line: file and line number.
+type At = (String, u32);
+
+/// Samples of one function: per address.
+#[derive(Debug, Default)]
+struct Tally {
+    name: String,
+    module: String,
+    samples: u64,
+    at: HashMap<u64, u64>,
+}
+
+/// Annotates the functions of `path` that `select` names, or its hottest.
+pub fn annotate(path: &Path, options: &StackOptions, select: &Select) -> Result<Annotation, Error> {
+    let data = PerfData::open(path)?;
+    let chosen = crate::profile::chosen_events(&data, options.event.as_deref())?;
+    let mut namer = StackNamer::for_capture(&data, options);
+    let mut tallies: HashMap<(ModuleKey, u64), Tally> = HashMap::new();
+    let mut samples = 0u64;
+    let mut precise = true;
+    let mut events: Vec<String> = Vec::new();
+    for (i, a) in data.attrs.iter().enumerate() {
+        if chosen.get(i).copied().unwrap_or(true) {
+            precise &= (a.attr.flags >> sparkles_perf_data::attr::flag::PRECISE_SHIFT) & 3 > 0;
+            events.push(crate::profile::attr_name(a));
+        }
+    }
+    data.for_each_record_read_ahead(|e| {
+        namer.observe(&e.record);
+        let Record::Sample(s) = &e.record else {
+            return Ok::<(), Error>(());
+        };
+        if !chosen.get(e.attr.unwrap_or(0)).copied().unwrap_or(true) {
+            return Ok(());
+        }
+        samples += 1;
+        let (Some(ip), pid) = (s.ip, s.pid.unwrap_or(0)) else {
+            return Ok(());
+        };
+        let located = namer.locate(pid, ip);
+        let Place::Module { key, vaddr } = &located.place else {
+            return Ok(());
+        };
+        let Some((name, offset)) = namer.symbolizer().symbol(&located.place) else {
+            return Ok(());
+        };
+        let start = vaddr - offset;
+        let t = tallies
+            .entry((key.clone(), start))
+            .or_insert_with(|| Tally {
+                name: sparkles_symbolize::demangle::for_display(name).to_string(),
+                module: located.mapping.as_deref().unwrap_or("").to_string(),
+                ..Tally::default()
+            });
+        t.samples += 1;
+        *t.at.entry(*vaddr).or_default() += 1;
+        Ok(())
+    })?;
+    let mut ranked: Vec<((ModuleKey, u64), Tally)> = tallies.into_iter().collect();
+    ranked.sort_by(|a, b| b.1.samples.cmp(&a.1.samples).then(a.0 .1.cmp(&b.0 .1)));
+    let mut notes = Vec::new();
+    let picked: Vec<((ModuleKey, u64), Tally)> = if select.symbols.is_empty() {
+        ranked.into_iter().take(select.top.max(1)).collect()
+    } else {
+        let mut picked = Vec::new();
+        for wanted in &select.symbols {
+            let matches = |n: &str| n == wanted || n.ends_with(&format!("::{wanted}"));
+            match ranked.iter().position(|(_, t)| matches(&t.name)) {
+                Some(i) => picked.push(ranked.swap_remove(i)),
+                None => notes.push(format!(
+                    "{wanted}: no sample landed in a function of that name"
+                )),
+            }
+        }
+        picked.sort_by_key(|p| std::cmp::Reverse(p.1.samples));
+        picked
+    };
+    let functions = picked
+        .into_iter()
+        .map(|((key, start), t)| function(&mut namer, &key, start, t, samples, select))
+        .collect();
+    Ok(Annotation {
+        schema: SCHEMA.to_string(),
+        event: events.join(", "),
+        precise: precise && !events.is_empty(),
+        samples,
+        functions,
+        notes,
+    })
+}
+
+/// One function's views: its instructions from the module's bytes, each named by its
+/// line, and its lines.
+fn function(
+    namer: &mut StackNamer,
+    key: &ModuleKey,
+    start: u64,
+    t: Tally,
+    all: u64,
+    select: &Select,
+) -> Function {
+    let share = |n: u64, of: u64| {
+        if of == 0 {
+            0.0
+        } else {
+            n as f64 * 100.0 / of as f64
+        }
+    };
+    let mut notes = Vec::new();
+    let module = namer.symbolizer().loaded(key).cloned();
+    let mut instructions = Vec::new();
+    if let Some(m) = module {
+        if let Some(why) = m.debug_info().reason() {
+            notes.push(format!("no source lines: {why}"));
+        }
+        let path = m.path().to_path_buf();
+        // A call's or jump's target outside the function, by the module's symbols.
+        let name_of = |addr: u64| {
+            m.symbol(addr).map(|(n, off)| {
+                let n = sparkles_symbolize::demangle::for_display(n);
+                if off == 0 {
+                    format!("<{n}>")
+                } else {
+                    format!("<{n}+{off:#x}>")
+                }
+            })
+        };
+        match disassemble(&m.image(), start, &t.name, name_of) {
+            Ok(list) => instructions = list,
+            Err(why) => notes.push(format!("no instructions from {}: {why}", path.display())),
+        }
+    } else {
+        notes.push("its module is not loaded: no instructions".to_string());
+    }
+    // Each instruction's samples and line; the lines of the function and of its inlined
+    // callees.
+    let mut own: BTreeMap<At, (u64, BTreeMap<At, u64>)> = BTreeMap::new();
+    let mut addresses: Vec<u64> = instructions.iter().map(|(a, _)| *a).collect();
+    // Samples at addresses the disassembly does not start an instruction at (a module
+    // changed since the capture) still count toward the lines.
+    for a in t.at.keys() {
+        if !addresses.contains(a) {
+            addresses.push(*a);
+        }
+    }
+    let mut rows = Vec::new();
+    for (address, text) in instructions {
+        let n = t.at.get(&address).copied().unwrap_or(0);
+        let named = namer.symbolizer().name(&Place::Module {
+            key: key.clone(),
+            vaddr: address,
+        });
+        let inner = named.frames.first();
+        rows.push(Instruction {
+            address: format!("{address:#x}"),
+            text,
+            samples: n,
+            share: share(n, t.samples),
+            file: inner.and_then(|f| f.file.clone()),
+            line: inner.and_then(|f| f.line).filter(|&l| l > 0),
+        });
+    }
+    for (&address, &n) in &t.at {
+        let named = namer.symbolizer().name(&Place::Module {
+            key: key.clone(),
+            vaddr: address,
+        });
+        let (Some(inner), Some(outer)) = (named.frames.first(), named.frames.last()) else {
+            continue;
+        };
+        let at =
+            |f: &sparkles_symbolize::Frame| Some((f.file.clone()?, f.line.filter(|&l| l > 0)?));
+        let Some(line) = at(outer) else { continue };
+        let entry = own.entry(line.clone()).or_default();
+        entry.0 += n;
+        if let Some(callee) = at(inner).filter(|c| *c != line && named.frames.len() > 1) {
+            *entry.1.entry(callee).or_default() += n;
+        }
+    }
+    let mut sources = Sources::new(select.source_root.clone());
+    let mut lines: Vec<Line> = own
+        .into_iter()
+        .map(|((file, line), (n, inlined))| {
+            let mut inlined: Vec<Line> = inlined
+                .into_iter()
+                .map(|((f, l), m)| Line {
+                    text: sources.line(&f, l),
+                    file: f,
+                    line: l,
+                    samples: m,
+                    share: share(m, t.samples),
+                    inlined: Vec::new(),
+                })
+                .collect();
+            inlined.sort_by_key(|l| std::cmp::Reverse(l.samples));
+            Line {
+                text: sources.line(&file, line),
+                file,
+                line,
+                samples: n,
+                share: share(n, t.samples),
+                inlined,
+            }
+        })
+        .collect();
+    lines.sort_by(|a, b| b.samples.cmp(&a.samples).then(a.line.cmp(&b.line)));
+    notes.extend(sources.missing());
+    Function {
+        name: t.name,
+        module: t.module,
+        address: format!("{start:#x}"),
+        samples: t.samples,
+        share: share(t.samples, all),
+        lines,
+        instructions: rows,
+        notes,
+    }
+}
+
+/// The instructions of the symbol at `start` in an ELF image: address and AT&T text, a
+/// branch inside the function named `<name+0xoff>`, one outside by `name_of`.
+fn disassemble(
+    image: &[u8],
+    start: u64,
+    name: &str,
+    name_of: impl Fn(u64) -> Option<String>,
+) -> Result<Vec<(u64, String)>, String> {
+    use object::{Object, ObjectSection, ObjectSymbol};
+    let file = object::File::parse(image).map_err(|e| e.to_string())?;
+    if file.architecture() != object::Architecture::X86_64 {
+        return Err(format!(
+            "{:?} code is not disassembled yet (x86_64 only)",
+            file.architecture()
+        ));
+    }
+    let size = file
+        .symbols()
+        .chain(file.dynamic_symbols())
+        .filter(|s| s.address() == start && s.size() > 0)
+        .map(|s| s.size())
+        .max()
+        .ok_or_else(|| format!("no symbol of known size at {start:#x}"))?;
+    let section = file
+        .sections()
+        .find(|s| s.address() <= start && start + size <= s.address() + s.size())
+        .ok_or_else(|| format!("no section holds {start:#x}..{:#x}", start + size))?;
+    let data = section.data().map_err(|e| e.to_string())?;
+    let from = (start - section.address()) as usize;
+    let bytes = data
+        .get(from..from + size as usize)
+        .ok_or_else(|| format!("{start:#x} is past its section's bytes (.bss?)"))?;
+    let end = start + size;
+    let mut decoder = iced_x86::Decoder::with_ip(64, bytes, start, iced_x86::DecoderOptions::NONE);
+    // objdump's way: lowercase hex, small numbers in hex too, no leading zeros on branch
+    // targets, operands in a column.
+    let mut formatter = iced_x86::GasFormatter::new();
+    {
+        use iced_x86::Formatter;
+        let o = formatter.options_mut();
+        o.set_uppercase_hex(false);
+        o.set_small_hex_numbers_in_decimal(false);
+        o.set_branch_leading_zeros(false);
+        o.set_first_operand_char_index(7);
+    }
+    let mut out = Vec::new();
+    let mut text = String::new();
+    let mut instruction = iced_x86::Instruction::default();
+    while decoder.can_decode() {
+        decoder.decode_out(&mut instruction);
+        text.clear();
+        iced_x86::Formatter::format(&mut formatter, &instruction, &mut text);
+        let target = instruction.near_branch_target();
+        if target != 0 && (start..end).contains(&target) {
+            text.push_str(&format!(" <{name}+{:#x}>", target - start));
+        } else if let Some(named) = (target != 0).then(|| name_of(target)).flatten() {
+            text.push(' ');
+            text.push_str(&named);
+        }
+        out.push((instruction.ip(), text.clone()));
+    }
+    Ok(out)
+}
+
+/// Source files read once each; the lines of files not found, said once each.
+struct Sources {
+    root: Option<PathBuf>,
+    files: HashMap<String, Option<Vec<String>>>,
+}
+
+impl Sources {
+    fn new(root: Option<PathBuf>) -> Sources {
+        Sources {
+            root,
+            files: HashMap::new(),
+        }
+    }
+
+    /// Line `line` (1-based) of `file`, where the file is found.
+    fn line(&mut self, file: &str, line: u32) -> Option<String> {
+        let root = self.root.clone();
+        let lines = self.files.entry(file.to_string()).or_insert_with(|| {
+            let read = |p: &Path| std::fs::read_to_string(p).ok();
+            let found = read(Path::new(file)).or_else(|| {
+                // Built elsewhere: the file under the root by ever shorter tails.
+                let root = root?;
+                let parts: Vec<_> = Path::new(file).components().collect();
+                (0..parts.len()).find_map(|i| {
+                    let tail: PathBuf = parts[i..].iter().collect();
+                    read(&root.join(tail.strip_prefix("/").unwrap_or(&tail)))
+                })
+            });
+            found.map(|t| t.lines().map(str::to_string).collect())
+        });
+        lines
+            .as_ref()?
+            .get(line.checked_sub(1)? as usize)
+            .map(|l| l.trim_end().to_string())
+    }
+
+    /// The files that were not found.
+    fn missing(&self) -> Vec<String> {
+        let mut missing: Vec<String> = self
+            .files
+            .iter()
+            .filter(|(_, l)| l.is_none())
+            .map(|(f, _)| format!("source file not found: {f} (--source-root DIR looks under DIR)"))
+            .collect();
+        missing.sort();
+        missing
+    }
+}
+
+/// The annotation as text, as perf annotate --stdio lays it out: per function a header
+/// (event, precise or not), the lines, then every instruction with its share.
+pub fn text(a: &Annotation) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let skid = if a.precise {
+        "precise: samples name the instruction that caused them"
+    } else {
+        "not precise: a sample lands on the instruction after the one that cost (skid)"
+    };
+    let _ = writeln!(out, "event {} ({skid}), {} samples", a.event, a.samples);
+    for n in &a.notes {
+        let _ = writeln!(out, "note: {n}");
+    }
+    for f in &a.functions {
+        let _ = writeln!(
+            out,
+            "\n{}  {}  {} samples, {:.1}% of all  ({})",
+            f.address, f.name, f.samples, f.share, f.module
+        );
+        for n in &f.notes {
+            let _ = writeln!(out, "  note: {n}");
+        }
+        if !f.lines.is_empty() {
+            let _ = writeln!(out, "  lines:");
+            for l in &f.lines {
+                let _ = writeln!(
+                    out,
+                    "  {:>6.2}%  {}:{}  {}",
+                    l.share,
+                    short(&l.file),
+                    l.line,
+                    l.text.as_deref().unwrap_or("").trim()
+                );
+                for i in &l.inlined {
+                    let _ = writeln!(
+                        out,
+                        "      {:>6.2}%  inlined {}:{}  {}",
+                        i.share,
+                        short(&i.file),
+                        i.line,
+                        i.text.as_deref().unwrap_or("").trim()
+                    );
+                }
+            }
+        }
+        if !f.instructions.is_empty() {
+            let _ = writeln!(out, "  instructions:");
+            for i in &f.instructions {
+                let share = if i.samples == 0 {
+                    String::from("       ")
+                } else {
+                    format!("{:>6.2}%", i.share)
+                };
+                let at = match (&i.file, i.line) {
+                    (Some(file), Some(line)) => format!("  {}:{line}", short(file)),
+                    _ => String::new(),
+                };
+                let _ = writeln!(
+                    out,
+                    "  {share}  {:>10}:  {:<40}{at}",
+                    i.address.trim_start_matches("0x"),
+                    i.text
+                );
+            }
+        }
+    }
+    out
+}
+
+/// A path's file name, for the text view.
+fn short(file: &str) -> &str {
+    Path::new(file)
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or(file)
+}
