@@ -4,6 +4,8 @@
 
 #![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
 
+#[path = "../../testdata/support/browser.rs"]
+mod browser;
 #[path = "../../testdata/support/skip.rs"]
 mod skip;
 
@@ -113,6 +115,71 @@ fn profile_writes_a_capture_per_case() {
     }
     let svg = std::fs::read_to_string(dir.join("flamegraph.svg")).unwrap();
     assert!(svg.contains("spin/loop: ") && svg.trim_end().ends_with("</svg>"));
+    // Inside the hottest function: annotate.json's lines and instructions, and the run
+    // report's view of them (the function the flat profile puts first by symbol).
+    let a: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("annotate.json")).unwrap()).unwrap();
+    assert_eq!(a["schema"], "sparkles.annotate/1");
+    assert_eq!(a["precise"], false, "cpu-clock is not precise");
+    // The body is inlined into the harness's timing loop: its line is under that
+    // function's, among what was inlined there.
+    let hottest = &a["functions"][0];
+    let lines = hottest["lines"].as_array().unwrap();
+    assert!(
+        lines
+            .iter()
+            .flat_map(|l| std::iter::once(l).chain(l["inlined"].as_array().into_iter().flatten()))
+            .any(|l| l["file"]
+                .as_str()
+                .unwrap_or("")
+                .ends_with("tests/profiling.rs")),
+        "{}",
+        hottest["lines"]
+    );
+    if cfg!(target_arch = "x86_64") {
+        let instructions = hottest["instructions"].as_array().unwrap();
+        let sampled: u64 = instructions
+            .iter()
+            .map(|i| i["samples"].as_u64().unwrap())
+            .sum();
+        assert_eq!(Some(sampled), hottest["samples"].as_u64(), "{hottest}");
+    }
+    let page = std::fs::read_to_string(dir.join("../../report/index.html")).unwrap();
+    assert!(page.contains("Inside the hot functions"));
+    assert!(page.contains("Not a precise event"));
+    match browser::chromium() {
+        Some(chromium) => {
+            let page_path = dir.join("../../report/index.html");
+            let dom = std::process::Command::new("timeout")
+                .args([
+                    "60",
+                    chromium,
+                    "--headless",
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    "--dump-dom",
+                ])
+                .arg(format!(
+                    "file://{}",
+                    page_path.canonicalize().unwrap().display()
+                ))
+                .output()
+                .unwrap();
+            let rendered = String::from_utf8_lossy(&dom.stdout);
+            assert!(
+                rendered.contains("Inside the hot functions"),
+                "not rendered"
+            );
+            assert!(
+                rendered.contains("instructions</summary>"),
+                "no instruction view"
+            );
+        }
+        None => skip::skip(
+            "chromium",
+            "no chromium here: the source view was checked as text only",
+        ),
+    }
     let folded = std::fs::read_to_string(dir.join("folded.txt")).unwrap();
     let weight: u64 = folded
         .lines()

@@ -326,6 +326,22 @@ pub(crate) fn read_capture(
             .notes
             .push(format!("profile artifacts not written: {e}"));
     }
+    // Inside the three hottest functions: their lines and instructions, for the run
+    // report (an earlier run's file is not this capture's).
+    let annotation = dir.join("annotate.json");
+    let _ = std::fs::remove_file(&annotation);
+    let select = sparkles_report::annotate::Select {
+        top: 3,
+        ..Default::default()
+    };
+    let annotated = sparkles_report::annotate::annotate(capture, &options, &select)
+        .map_err(ArtifactError::from)
+        .and_then(|a| write_json(&annotation, &a));
+    if let Err(e) = annotated {
+        summary
+            .notes
+            .push(format!("annotate.json not written: {e}"));
+    }
     if let Err(e) = write_viewer_files(capture, case, &options, &args.profile_format, "") {
         summary
             .notes
