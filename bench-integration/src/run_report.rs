@@ -601,12 +601,13 @@ fn annotated(json: Option<String>) -> Markup {
                 @let lines = f["lines"].as_array().cloned().unwrap_or_default();
                 @if !lines.is_empty() {
                     table.source { thead { tr { th { "share" } th.name { "line" } th.name { "source" } } }
-                        tbody { @for l in &lines {
+                        tbody { @for l in lines.iter().take(8) {
                             tr style=(shade(num(l, "share"))) { td { (format!("{:.1}%", num(l, "share"))) } td.name { (file(l)) } td.name { code { (text(l, "text")) } } }
-                            @for c in l["inlined"].as_array().into_iter().flatten() {
+                            @for c in l["inlined"].as_array().into_iter().flatten().take(4) {
                                 tr.inlined style=(shade(num(c, "share"))) { td { (format!("{:.1}%", num(c, "share"))) } td.name { "↳ " (file(c)) } td.name { code { (text(c, "text")) } } }
                             }
                         } } }
+                    @if lines.len() > 8 { p.note { (lines.len() - 8) " more lines with samples in annotate.json" } }
                 }
                 @let instructions = f["instructions"].as_array().cloned().unwrap_or_default();
                 @if !instructions.is_empty() {

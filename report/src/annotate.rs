@@ -241,7 +241,11 @@ fn function(
                 }
             })
         };
-        match disassemble(&m.image(), start, &t.name, name_of) {
+        // A stripped module's local symbols (and their sizes) are in its debug file.
+        let debug = (m.dwarf_path() != m.path())
+            .then(|| std::fs::read(m.dwarf_path()).ok())
+            .flatten();
+        match disassemble(&m.image(), debug.as_deref(), start, &t.name, name_of) {
             Ok(list) => instructions = list,
             Err(why) => notes.push(format!("no instructions from {}: {why}", path.display())),
         }
@@ -337,6 +341,7 @@ fn function(
 /// branch inside the function named `<name+0xoff>`, one outside by `name_of`.
 fn disassemble(
     image: &[u8],
+    debug: Option<&[u8]>,
     start: u64,
     name: &str,
     name_of: impl Fn(u64) -> Option<String>,
@@ -349,12 +354,18 @@ fn disassemble(
             file.architecture()
         ));
     }
-    let size = file
-        .symbols()
-        .chain(file.dynamic_symbols())
-        .filter(|s| s.address() == start && s.size() > 0)
-        .map(|s| s.size())
-        .max()
+    let size_in = |f: &object::File<'_>| {
+        f.symbols()
+            .chain(f.dynamic_symbols())
+            .filter(|s| s.address() == start && s.size() > 0)
+            .map(|s| s.size())
+            .max()
+    };
+    let size = size_in(&file)
+        .or_else(|| {
+            let debug = object::File::parse(debug?).ok()?;
+            size_in(&debug)
+        })
         .ok_or_else(|| format!("no symbol of known size at {start:#x}"))?;
     let section = file
         .sections()
@@ -416,15 +427,17 @@ impl Sources {
         let root = self.root.clone();
         let lines = self.files.entry(file.to_string()).or_insert_with(|| {
             let read = |p: &Path| std::fs::read_to_string(p).ok();
-            let found = read(Path::new(file)).or_else(|| {
-                // Built elsewhere: the file under the root by ever shorter tails.
-                let root = root?;
-                let parts: Vec<_> = Path::new(file).components().collect();
-                (0..parts.len()).find_map(|i| {
-                    let tail: PathBuf = parts[i..].iter().collect();
-                    read(&root.join(tail.strip_prefix("/").unwrap_or(&tail)))
-                })
-            });
+            let found = read(Path::new(file))
+                .or_else(|| read(&rust_src(file)?))
+                .or_else(|| {
+                    // Built elsewhere: the file under the root by ever shorter tails.
+                    let root = root?;
+                    let parts: Vec<_> = Path::new(file).components().collect();
+                    (0..parts.len()).find_map(|i| {
+                        let tail: PathBuf = parts[i..].iter().collect();
+                        read(&root.join(tail.strip_prefix("/").unwrap_or(&tail)))
+                    })
+                });
             found.map(|t| t.lines().map(str::to_string).collect())
         });
         lines
@@ -433,17 +446,48 @@ impl Sources {
             .map(|l| l.trim_end().to_string())
     }
 
-    /// The files that were not found.
+    /// The files that were not found, said in one note.
     fn missing(&self) -> Vec<String> {
-        let mut missing: Vec<String> = self
+        let mut missing: Vec<&str> = self
             .files
             .iter()
             .filter(|(_, l)| l.is_none())
-            .map(|(f, _)| format!("source file not found: {f} (--source-root DIR looks under DIR)"))
+            .map(|(f, _)| f.as_str())
             .collect();
-        missing.sort();
-        missing
+        missing.sort_unstable();
+        let std = missing.iter().filter(|f| f.starts_with("/rustc/")).count();
+        match missing.first() {
+            None => Vec::new(),
+            Some(first) => vec![format!(
+                "source text not found for {} file{} ({first}{}){}; --source-root DIR looks under DIR",
+                missing.len(),
+                if missing.len() == 1 { "" } else { "s" },
+                if missing.len() > 1 { ", …" } else { "" },
+                if std > 0 {
+                    format!(", {std} of them the standard library's (rustup component add rust-src gives them)")
+                } else {
+                    String::new()
+                }
+            )],
+        }
     }
+}
+
+/// Where the rust-src component holds a standard library file that DWARF names under
+/// `/rustc/<commit>/library/…` (the toolchain's sysroot, asked of rustc once).
+fn rust_src(file: &str) -> Option<PathBuf> {
+    static SYSROOT: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    let rest = file.strip_prefix("/rustc/")?.split_once('/')?.1;
+    let sysroot = SYSROOT.get_or_init(|| {
+        let out = std::process::Command::new("rustc")
+            .args(["--print", "sysroot"])
+            .output()
+            .ok()?;
+        out.status
+            .success()
+            .then(|| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+    });
+    Some(sysroot.as_ref()?.join("lib/rustlib/src/rust").join(rest))
 }
 
 /// The annotation as text, as perf annotate --stdio lays it out: per function a header
