@@ -270,14 +270,14 @@ fn function(
             key: key.clone(),
             vaddr: address,
         });
-        let inner = named.frames.first();
+        let inner = innermost_line(&named.frames);
         rows.push(Instruction {
             address: format!("{address:#x}"),
             text,
             samples: n,
             share: share(n, t.samples),
-            file: inner.and_then(|f| f.file.clone()),
-            line: inner.and_then(|f| f.line).filter(|&l| l > 0),
+            file: inner.as_ref().map(|(f, _)| f.clone()),
+            line: inner.map(|(_, l)| l),
         });
     }
     for (&address, &n) in &t.at {
@@ -285,15 +285,19 @@ fn function(
             key: key.clone(),
             vaddr: address,
         });
-        let (Some(inner), Some(outer)) = (named.frames.first(), named.frames.last()) else {
+        // The function's own line: the outermost frame's; the inlined code's: the
+        // innermost frame that has one (as the instruction is labelled).
+        let Some(line) = named
+            .frames
+            .last()
+            .and_then(frame_line)
+            .or_else(|| innermost_line(&named.frames))
+        else {
             continue;
         };
-        let at =
-            |f: &sparkles_symbolize::Frame| Some((f.file.clone()?, f.line.filter(|&l| l > 0)?));
-        let Some(line) = at(outer) else { continue };
         let entry = own.entry(line.clone()).or_default();
         entry.0 += n;
-        if let Some(callee) = at(inner).filter(|c| *c != line && named.frames.len() > 1) {
+        if let Some(callee) = innermost_line(&named.frames).filter(|c| *c != line) {
             *entry.1.entry(callee).or_default() += n;
         }
     }
@@ -335,6 +339,17 @@ fn function(
         instructions: rows,
         notes,
     }
+}
+
+/// A frame's source line, where it has one (line 0 is none).
+fn frame_line(f: &sparkles_symbolize::Frame) -> Option<At> {
+    Some((f.file.clone()?, f.line.filter(|&l| l > 0)?))
+}
+
+/// The line an address is labelled with: the innermost of its frames (inlined callees
+/// first) that has one.
+fn innermost_line(frames: &[sparkles_symbolize::Frame]) -> Option<At> {
+    frames.iter().find_map(frame_line)
 }
 
 /// The instructions of the symbol at `start` in an ELF image (x86_64 or aarch64): address

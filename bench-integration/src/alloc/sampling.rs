@@ -44,6 +44,7 @@ pub(crate) const REGS_MASK: u64 = (1 << 6) | (1 << 7) | (1 << 8);
 pub(crate) const REGS_MASK: u64 = (1 << 29) | (1 << 30) | (1 << 31) | (1 << 32);
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 pub(crate) const REGS_MASK: u64 = 0;
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 pub(crate) const NREGS: usize = REGS_MASK.count_ones() as usize;
 
 /// Why allocation profiles cannot be taken here, where they cannot.
@@ -57,6 +58,7 @@ pub const UNAVAILABLE: Option<&str> = if cfg!(not(target_os = "linux")) {
 
 /// What one pass sampled.
 #[derive(Debug, Default)]
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 pub(crate) struct Taken {
     /// Samples taken.
     pub samples: u64,
