@@ -7,6 +7,11 @@
 //! - `report/perf_report`: `perf report -i FILE --stdio`, output discarded.
 //! - `report/perf_inferno`: `perf script -i FILE | inferno-collapse-perf |
 //!   inferno-flamegraph`, where `cargo install inferno` put the two tools.
+//! - `report/sparkles_annotate`: `sparkles annotate FILE --top 5` (the five hottest
+//!   functions' lines and instructions), against `sparkles_svg` (goal: under 2x).
+//! - `report/sparkles_annotate_one` and `report/perf_annotate`: the hottest function
+//!   alone, `sparkles annotate FILE --symbol NAME` against `perf annotate -i FILE --stdio -s
+//!   NAME` (goal: faster).
 //!
 //! The capture: `testdata/unwind/callchains.c` built with `gcc -O2 -g` and recorded with
 //! `perf record -F 20000 --call-graph dwarf,2048` into `target/sparkles/bench-data/`
@@ -52,13 +57,45 @@ fn main() {
             suite.group("report", |g| {
                 let sparkles = env!("CARGO_BIN_EXE_sparkles").to_string();
                 let f = file.clone();
+                let svg = sparkles.clone();
                 g.case("sparkles_svg", move |bench| {
-                    bench.try_iter(|| support::shell(&format!("'{sparkles}' report '{f}' --format svg")))
+                    bench.try_iter(|| support::shell(&format!("'{svg}' report '{f}' --format svg")))
                 });
                 let f = file.clone();
                 g.case("perf_report", move |bench| {
                     bench.try_iter(|| support::shell(&format!("perf report -i '{f}' --stdio 2>/dev/null")))
                 });
+                let f = file.clone();
+                let ours = sparkles.clone();
+                g.case("sparkles_annotate", move |bench| {
+                    bench.try_iter(|| support::shell(&format!("'{ours}' annotate '{f}' --top 5")))
+                });
+                // The hottest function, by sparkles annotate itself.
+                let hottest = std::process::Command::new(&sparkles)
+                    .args(["annotate", &file, "--top", "1", "--format", "json"])
+                    .output()
+                    .ok()
+                    .and_then(|o| serde_json::from_slice::<serde_json::Value>(&o.stdout).ok())
+                    .and_then(|a| a["functions"][0]["name"].as_str().map(str::to_string));
+                match hottest {
+                    Some(name) => {
+                        let (f, ours, n) = (file.clone(), sparkles.clone(), name.clone());
+                        g.case("sparkles_annotate_one", move |bench| {
+                            bench.try_iter(|| {
+                                support::shell(&format!("'{ours}' annotate '{f}' --symbol '{n}'"))
+                            })
+                        });
+                        let f = file.clone();
+                        g.case("perf_annotate", move |bench| {
+                            bench.try_iter(|| {
+                                support::shell(&format!(
+                                    "perf annotate -i '{f}' --stdio -s '{name}' 2>/dev/null"
+                                ))
+                            })
+                        });
+                    }
+                    None => eprintln!("report: no function to annotate: no perf_annotate case"),
+                }
                 match &inferno {
                     Some(bin) => {
                         let f = file.clone();
@@ -86,6 +123,24 @@ fn main() {
                 println!("report/sparkles_svg: {:.1}x faster than {peer}", p / ours);
             }
         }
+    }
+    if let (Some(annotate), Some(report)) = (
+        outcome.median("report/sparkles_annotate"),
+        outcome.median("report/sparkles_svg"),
+    ) {
+        println!(
+            "report/sparkles_annotate: {:.2}x the time of report/sparkles_svg (goal: under 2x)",
+            annotate / report
+        );
+    }
+    if let (Some(one), Some(perf)) = (
+        outcome.median("report/sparkles_annotate_one"),
+        outcome.median("report/perf_annotate"),
+    ) {
+        println!(
+            "report/sparkles_annotate_one: {:.1}x faster than report/perf_annotate",
+            perf / one
+        );
     }
     std::process::exit(if outcome.all_ok() { 0 } else { 1 });
 }
