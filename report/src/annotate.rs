@@ -255,14 +255,6 @@ fn function(
     // Each instruction's samples and line; the lines of the function and of its inlined
     // callees.
     let mut own: BTreeMap<At, (u64, BTreeMap<At, u64>)> = BTreeMap::new();
-    let mut addresses: Vec<u64> = instructions.iter().map(|(a, _)| *a).collect();
-    // Samples at addresses the disassembly does not start an instruction at (a module
-    // changed since the capture) still count toward the lines.
-    for a in t.at.keys() {
-        if !addresses.contains(a) {
-            addresses.push(*a);
-        }
-    }
     let mut rows = Vec::new();
     for (address, text) in instructions {
         let n = t.at.get(&address).copied().unwrap_or(0);

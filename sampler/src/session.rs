@@ -1576,7 +1576,8 @@ impl HitModules {
     }
 }
 
-fn file_build_id(path: &str) -> Option<Vec<u8>> {
+/// The GNU build id of the ELF file at `path`, where it has one.
+pub fn file_build_id(path: &str) -> Option<Vec<u8>> {
     use object::Object;
     let bytes = std::fs::read(path).ok()?;
     let file = object::File::parse(&*bytes).ok()?;

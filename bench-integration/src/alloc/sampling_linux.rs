@@ -477,13 +477,14 @@ pub(crate) fn finish(plan: &Plan, path: &Path) -> Result<(Taken, u64), String> {
     writer.compression = plan.compression;
     writer.cmdline = std::env::args().collect();
     writer.host = sparkles_sampler::host::probe();
-    if let Some(id) = std::env::current_exe()
-        .ok()
-        .and_then(|exe| Some((exe_build_id(&exe)?, exe)))
-    {
-        writer
-            .build_ids
-            .push((-1, id.0, id.1.display().to_string()));
+    // The executable's build id (every sample's IP is in it), read once per process.
+    static EXE: std::sync::OnceLock<Option<(Vec<u8>, String)>> = std::sync::OnceLock::new();
+    let exe = EXE.get_or_init(|| {
+        let exe = std::env::current_exe().ok()?.display().to_string();
+        Some((sparkles_sampler::session::file_build_id(&exe)?, exe))
+    });
+    if let Some((id, exe)) = exe {
+        writer.build_ids.push((-1, id.clone(), exe.clone()));
     }
     for r in sparkles_sampler::proc_synth::synthesize_process(&writer.attr, ID, pid, true) {
         writer.push(&r);
@@ -553,11 +554,4 @@ fn attr(plan: &Plan) -> Attr {
         clockid: libc::CLOCK_MONOTONIC,
         ..Attr::default()
     }
-}
-
-fn exe_build_id(exe: &Path) -> Option<Vec<u8>> {
-    use object::Object;
-    let bytes = std::fs::read(exe).ok()?;
-    let file = object::File::parse(&*bytes).ok()?;
-    file.build_id().ok().flatten().map(<[u8]>::to_vec)
 }
