@@ -112,12 +112,15 @@ table:not(#summary) td.name { white-space: normal; overflow-wrap: anywhere; max-
 p.machine { color: #8a4b00; font-weight: 600; }
 tr.kept td { color: #555; background: #fafafa; } p.kept { color: #555; }
 iframe { width: 100%; border: 1px solid #ddd; }
-details.annotate { margin: .4em 0; } details.annotate summary { cursor: pointer; }
-table.source code, table.asm code { white-space: pre; font-size: 12px; }
-tr.inlined td.name { padding-left: 2em; color: #444; }
 p.note { color: #555; }
 .charts svg { margin-right: 1em; }
 "#;
+
+/// The styles of the hot functions' source and instruction views, where they are drawn.
+#[cfg(feature = "profile")]
+const ANNOTATE_CSS: &str = sparkles_report::html::ANNOTATE_CSS;
+#[cfg(not(feature = "profile"))]
+const ANNOTATE_CSS: &str = "";
 
 /// Sorts a summary table by the clicked column (numbers by value, text as text).
 const SORT_JS: &str = r#"
@@ -159,7 +162,7 @@ impl RunReport<'_> {
                 head {
                     meta charset="utf-8";
                     title { "sparkles: " (self.suite) }
-                    style { (PreEscaped(CSS)) }
+                    style { (PreEscaped(CSS)) (PreEscaped(ANNOTATE_CSS)) }
                 }
                 body {
                     h1 { "sparkles: suite " (self.suite) }
@@ -556,76 +559,22 @@ fn top_lines(_: Option<String>) -> Markup {
 
 /// Inside the case's hottest functions (annotate.json beside the capture,
 /// `sparkles.annotate/1`): each one's source lines shaded by their share of its samples
-/// (the inlined callees' lines under them), hottest first, and its instructions, each with
-/// its share and line; the event's precision said, as perf annotate's header says it.
+/// (the inlined callees' lines under them, against a baseline their change), hottest
+/// first, its whole source, and its instructions, each with its share and line; the
+/// event's precision said, as perf annotate's header says it.
+#[cfg(feature = "profile")]
 fn annotated(json: Option<String>) -> Markup {
-    use serde_json::Value;
-    let Some(a) = json.and_then(|text| serde_json::from_str::<Value>(&text).ok()) else {
-        return html! {};
-    };
-    let functions = a["functions"].as_array().cloned().unwrap_or_default();
-    if functions.is_empty() {
-        return html! {};
+    match json
+        .and_then(|text| serde_json::from_str::<sparkles_report::annotate::Annotation>(&text).ok())
+    {
+        Some(a) => sparkles_report::annotate::sections(&a, 3),
+        None => html! {},
     }
-    let num = |v: &Value, k: &str| v[k].as_f64().unwrap_or(0.0);
-    let text = |v: &Value, k: &str| match &v[k] {
-        Value::String(s) => s.clone(),
-        Value::Number(n) => n.to_string(),
-        _ => String::new(),
-    };
-    let file = |v: &Value| {
-        let f = text(v, "file");
-        let short = std::path::Path::new(&f)
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or(f);
-        format!("{short}:{}", text(v, "line"))
-    };
-    // A row's shade: its share of the function's samples.
-    let shade = |share: f64| {
-        format!(
-            "background: rgba(220, 80, 40, {:.3})",
-            (share / 100.0).clamp(0.0, 1.0) * 0.6
-        )
-    };
-    let precise = a["precise"].as_bool().unwrap_or(false);
-    html! {
-        h3 { "Inside the hot functions" }
-        p.note { "Samples of " (text(&a, "event")) " at each line and instruction. "
-            @if precise { "A precise event: a sample names the instruction that caused it." }
-            @else { "Not a precise event: a sample lands on the instruction after the one that cost (skid)." } }
-        @for (i, f) in functions.iter().enumerate() {
-            details.annotate open[i == 0] {
-                summary { code { (text(f, "name")) } " — " (text(f, "samples")) " samples, " (format!("{:.1}%", num(f, "share"))) " of the case's" }
-                @for n in f["notes"].as_array().into_iter().flatten() { p.note { (n.as_str().unwrap_or("")) } }
-                @let lines = f["lines"].as_array().cloned().unwrap_or_default();
-                @if !lines.is_empty() {
-                    table.source { thead { tr { th { "share" } th.name { "line" } th.name { "source" } } }
-                        tbody { @for l in lines.iter().take(8) {
-                            tr style=(shade(num(l, "share"))) { td { (format!("{:.1}%", num(l, "share"))) } td.name { (file(l)) } td.name { code { (text(l, "text")) } } }
-                            @for c in l["inlined"].as_array().into_iter().flatten().take(4) {
-                                tr.inlined style=(shade(num(c, "share"))) { td { (format!("{:.1}%", num(c, "share"))) } td.name { "↳ " (file(c)) } td.name { code { (text(c, "text")) } } }
-                            }
-                        } } }
-                    @if lines.len() > 8 { p.note { (lines.len() - 8) " more lines with samples in annotate.json" } }
-                }
-                @let instructions = f["instructions"].as_array().cloned().unwrap_or_default();
-                @if !instructions.is_empty() {
-                    details { summary { (instructions.len()) " instructions" }
-                        table.asm { thead { tr { th { "share" } th { "address" } th.name { "instruction" } th.name { "line" } } }
-                            tbody { @for ins in &instructions {
-                                @let share = num(ins, "share");
-                                tr style=(shade(share)) {
-                                    td { @if num(ins, "samples") > 0.0 { (format!("{share:.1}%")) } }
-                                    td { code { (text(ins, "address")) } }
-                                    td.name { code { (text(ins, "text")) } }
-                                    td.name { @if !text(ins, "file").is_empty() { (file(ins)) } }
-                                }
-                            } } } }
-                }
-            }
-        }
-    }
+}
+
+#[cfg(not(feature = "profile"))]
+fn annotated(_: Option<String>) -> Markup {
+    html! {}
 }
 
 /// The memory and NUMA sections, where the capture has them.

@@ -153,6 +153,36 @@ fn profile_writes_a_capture_per_case() {
     if !by_instruction.is_empty() {
         assert_eq!(by_instruction, by_line, "{hottest}");
     }
+    // A function of this file (the case's closure, where it is among the hottest) has its
+    // whole source listed: this file's lines, the loop's among them.
+    let this_file = std::fs::read_to_string(file!())
+        .or_else(|_| {
+            std::fs::read_to_string(
+                Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("..")
+                    .join(file!()),
+            )
+        })
+        .unwrap();
+    let mut listed_here = false;
+    for f in a["functions"].as_array().unwrap() {
+        let Some(src) = f.get("source").filter(|s| {
+            s["file"]
+                .as_str()
+                .is_some_and(|p| p.ends_with("tests/profiling.rs"))
+        }) else {
+            continue;
+        };
+        listed_here = true;
+        for l in src["lines"].as_array().unwrap() {
+            let n = l["line"].as_u64().unwrap() as usize;
+            assert_eq!(
+                l["text"].as_str(),
+                this_file.lines().nth(n - 1).map(str::trim_end),
+                "{l}"
+            );
+        }
+    }
     let page = std::fs::read_to_string(dir.join("../../report/index.html")).unwrap();
     assert!(page.contains("Inside the hot functions"));
     assert!(page.contains("Not a precise event"));
@@ -183,6 +213,12 @@ fn profile_writes_a_capture_per_case() {
                 rendered.contains("instructions</summary>"),
                 "no instruction view"
             );
+            if listed_here {
+                assert!(
+                    rendered.contains("whole function: profiling.rs"),
+                    "no source view"
+                );
+            }
         }
         None => skip::skip(
             "chromium",
@@ -331,7 +367,32 @@ fn a_profiled_baseline_gives_each_case_a_hot_function_diff() {
     assert!(!p.movers.is_empty(), "{p:?}");
     // The same code: no significant mover.
     assert!(p.movers.iter().all(|m| !m.significant), "{:?}", p.movers);
+    // The annotation kept with the baseline is the first run's alone; the second run's
+    // has each line's change against it, its hottest function (memset, the same code)
+    // found there.
+    let kept_annotation: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(kept.join("annotate.json")).unwrap()).unwrap();
+    assert!(kept_annotation.get("baseline").is_none());
     let case = dir.path().join("profile/spin");
+    let compared: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(case.join("annotate.json")).unwrap()).unwrap();
+    assert!(
+        compared["baseline"]["source"]
+            .as_str()
+            .unwrap()
+            .ends_with("baselines/main/profile/spin/annotate.json"),
+        "{}",
+        compared["baseline"]
+    );
+    let hottest = &compared["functions"][0];
+    assert_eq!(hottest["name"], kept_annotation["functions"][0]["name"]);
+    assert!(
+        hottest["base"]["samples"].as_u64().unwrap() > 0,
+        "{hottest}"
+    );
+    for l in hottest["lines"].as_array().unwrap() {
+        assert!(l["change"].is_f64() && l["base_share"].is_f64(), "{l}");
+    }
     let diff: serde_json::Value =
         serde_json::from_slice(&std::fs::read(case.join("diff.json")).unwrap()).unwrap();
     assert_eq!(diff["schema"], "sparkles.diff/1");
@@ -347,6 +408,9 @@ fn a_profiled_baseline_gives_each_case_a_hot_function_diff() {
     );
     assert!(third.rows[0].profile.as_ref().unwrap().movers.is_empty());
     assert!(!case.join("diff.json").exists() && !case.join("diff.svg").exists());
+    let alone: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(case.join("annotate.json")).unwrap()).unwrap();
+    assert!(alone.get("baseline").is_none(), "{}", alone["baseline"]);
 }
 
 /// `--profile=mem` on a case that touches a fresh 4 MiB buffer each iteration: on a

@@ -12,6 +12,9 @@
 //! - `report/sparkles_annotate_one` and `report/perf_annotate`: the hottest function
 //!   alone, `sparkles annotate FILE --symbol NAME` against `perf annotate -i FILE --stdio -s
 //!   NAME` (goal: faster).
+//! - `annotate1m/…`: `sparkles_svg` and the three annotate cases on a capture of
+//!   1,000,000 samples (the program's frame-pointer capture, `perf record -F 20000 -g`,
+//!   its samples repeated; smoke mode: 1,000).
 //!
 //! The capture: `testdata/unwind/callchains.c` built with `gcc -O2 -g` and recorded with
 //! `perf record -F 20000 --call-graph dwarf,2048` into `target/sparkles/bench-data/`
@@ -65,37 +68,7 @@ fn main() {
                 g.case("perf_report", move |bench| {
                     bench.try_iter(|| support::shell(&format!("perf report -i '{f}' --stdio 2>/dev/null")))
                 });
-                let f = file.clone();
-                let ours = sparkles.clone();
-                g.case("sparkles_annotate", move |bench| {
-                    bench.try_iter(|| support::shell(&format!("'{ours}' annotate '{f}' --top 5")))
-                });
-                // The hottest function, by sparkles annotate itself.
-                let hottest = std::process::Command::new(&sparkles)
-                    .args(["annotate", &file, "--top", "1", "--format", "json"])
-                    .output()
-                    .ok()
-                    .and_then(|o| serde_json::from_slice::<serde_json::Value>(&o.stdout).ok())
-                    .and_then(|a| a["functions"][0]["name"].as_str().map(str::to_string));
-                match hottest {
-                    Some(name) => {
-                        let (f, ours, n) = (file.clone(), sparkles.clone(), name.clone());
-                        g.case("sparkles_annotate_one", move |bench| {
-                            bench.try_iter(|| {
-                                support::shell(&format!("'{ours}' annotate '{f}' --symbol '{n}'"))
-                            })
-                        });
-                        let f = file.clone();
-                        g.case("perf_annotate", move |bench| {
-                            bench.try_iter(|| {
-                                support::shell(&format!(
-                                    "perf annotate -i '{f}' --stdio -s '{name}' 2>/dev/null"
-                                ))
-                            })
-                        });
-                    }
-                    None => eprintln!("report: no function to annotate: no perf_annotate case"),
-                }
+                annotate_cases(g, &sparkles, &file);
                 match &inferno {
                     Some(bin) => {
                         let f = file.clone();
@@ -116,6 +89,27 @@ fn main() {
         }
         Err(why) => eprintln!("report: no capture, nothing to measure: {why}"),
     }
+    // A million samples (smoke mode: a thousand): the frame-pointer capture of the same
+    // program, its samples repeated (annotate reads each sample's IP, not its stack).
+    let n = if measuring { 1_000_000 } else { 1_000 };
+    let big = dir.join(format!("report-annotate-{n}.perf.data"));
+    match support::callchains_fp_capture(&dir, "report", 20000)
+        .and_then(|fp| support::synthesized(&fp, n, &big))
+    {
+        Ok(()) => {
+            let file = big.display().to_string();
+            eprintln!("report: {file} ({n} samples)");
+            suite.group("annotate1m", |g| {
+                let sparkles = env!("CARGO_BIN_EXE_sparkles").to_string();
+                let (f, s) = (file.clone(), sparkles.clone());
+                g.case("sparkles_svg", move |bench| {
+                    bench.try_iter(|| support::shell(&format!("'{s}' report '{f}' --format svg")))
+                });
+                annotate_cases(g, &sparkles, &file);
+            });
+        }
+        Err(why) => eprintln!("report: no capture of {n} samples: {why}"),
+    }
     let outcome = sparkles_bench::run_or_exit(suite, &args);
     if let Some(ours) = outcome.median("report/sparkles_svg") {
         for peer in ["report/perf_report", "report/perf_inferno"] {
@@ -124,23 +118,55 @@ fn main() {
             }
         }
     }
-    if let (Some(annotate), Some(report)) = (
-        outcome.median("report/sparkles_annotate"),
-        outcome.median("report/sparkles_svg"),
-    ) {
-        println!(
-            "report/sparkles_annotate: {:.2}x the time of report/sparkles_svg (goal: under 2x)",
-            annotate / report
-        );
-    }
-    if let (Some(one), Some(perf)) = (
-        outcome.median("report/sparkles_annotate_one"),
-        outcome.median("report/perf_annotate"),
-    ) {
-        println!(
-            "report/sparkles_annotate_one: {:.1}x faster than report/perf_annotate",
-            perf / one
-        );
+    for group in ["report", "annotate1m"] {
+        let median = |case: &str| outcome.median(&format!("{group}/{case}"));
+        if let (Some(annotate), Some(report)) =
+            (median("sparkles_annotate"), median("sparkles_svg"))
+        {
+            println!(
+                "{group}/sparkles_annotate: {:.2}x the time of {group}/sparkles_svg (goal: under 2x)",
+                annotate / report
+            );
+        }
+        if let (Some(one), Some(perf)) = (median("sparkles_annotate_one"), median("perf_annotate"))
+        {
+            println!(
+                "{group}/sparkles_annotate_one: {:.1}x faster than {group}/perf_annotate",
+                perf / one
+            );
+        }
     }
     std::process::exit(if outcome.all_ok() { 0 } else { 1 });
+}
+
+/// `sparkles_annotate` (`--top 5`), and the hottest function alone by `sparkles annotate
+/// --symbol` and `perf annotate --stdio -s` (`sparkles_annotate_one`, `perf_annotate`).
+fn annotate_cases(g: &mut sparkles_bench::Group<'_>, sparkles: &str, file: &str) {
+    let (f, ours) = (file.to_string(), sparkles.to_string());
+    g.case("sparkles_annotate", move |bench| {
+        bench.try_iter(|| support::shell(&format!("'{ours}' annotate '{f}' --top 5")))
+    });
+    // The hottest function, by sparkles annotate itself.
+    let hottest = std::process::Command::new(sparkles)
+        .args(["annotate", file, "--top", "1", "--format", "json"])
+        .output()
+        .ok()
+        .and_then(|o| serde_json::from_slice::<serde_json::Value>(&o.stdout).ok())
+        .and_then(|a| a["functions"][0]["name"].as_str().map(str::to_string));
+    let Some(name) = hottest else {
+        eprintln!("report: no function to annotate in {file}: no perf_annotate case");
+        return;
+    };
+    let (f, ours, n) = (file.to_string(), sparkles.to_string(), name.clone());
+    g.case("sparkles_annotate_one", move |bench| {
+        bench.try_iter(|| support::shell(&format!("'{ours}' annotate '{f}' --symbol '{n}'")))
+    });
+    let f = file.to_string();
+    g.case("perf_annotate", move |bench| {
+        bench.try_iter(|| {
+            support::shell(&format!(
+                "perf annotate -i '{f}' --stdio -s '{name}' 2>/dev/null"
+            ))
+        })
+    });
 }

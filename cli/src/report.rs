@@ -197,7 +197,19 @@ pub fn report(args: &ReportArgs) -> Result<(), Error> {
         ReportFormat::Folded => folded.text().into_bytes(),
         ReportFormat::Svg => flame::svg(&p, &folded)?.into_bytes(),
         ReportFormat::Pprof => pprof::gzipped(&p, &folded)?,
-        ReportFormat::Html => sparkles_report::html::page(&p, &folded)?.into_bytes(),
+        ReportFormat::Html => {
+            // Inside the three hottest functions, on the same samples (the event chosen, on
+            // CPU); where that cannot be done, the page says why.
+            let select = sparkles_report::annotate::Select {
+                top: 3,
+                ..Default::default()
+            };
+            let inside = match sparkles_report::annotate::annotate(&args.file, &options, &select) {
+                Ok(a) => sparkles_report::annotate::sections(&a, 2),
+                Err(e) => maud::html! { p { "No view inside the hot functions: " (e) } },
+            };
+            sparkles_report::html::page(&p, &folded, Some(inside))?.into_bytes()
+        }
         ReportFormat::Speedscope | ReportFormat::Firefox => unreachable!("exported above"),
     };
     emit(args.output.as_deref(), &bytes)
@@ -351,6 +363,9 @@ pub enum AnnotateFormat {
     Text,
     /// `sparkles.annotate/1` (docs/schemas/annotate.md).
     Json,
+    /// A page of its own: the lines shaded by their samples, each function's whole source,
+    /// its instructions.
+    Html,
 }
 
 /// `sparkles annotate`'s flags.
@@ -365,9 +380,14 @@ pub struct AnnotateArgs {
     /// How many of the hottest functions, where no --symbol is given.
     #[arg(long, default_value_t = 5)]
     top: usize,
-    /// `text` or `json` (`sparkles.annotate/1`).
+    /// `text`, `json` (`sparkles.annotate/1`) or `html`.
     #[arg(long, value_enum, default_value = "text")]
     format: AnnotateFormat,
+    /// Compare with this: another capture of the same code (its same functions
+    /// annotated), or an annotation (`sparkles.annotate/1` JSON, as a profiled baseline
+    /// keeps); each line gets its change in share.
+    #[arg(long, value_name = "FILE")]
+    baseline: Option<PathBuf>,
     /// Write here (whole, or not at all) instead of standard output.
     #[arg(short = 'o', long = "output", value_name = "OUT")]
     output: Option<PathBuf>,
@@ -399,10 +419,62 @@ pub fn annotate(args: &AnnotateArgs) -> Result<(), Error> {
         top: args.top,
         source_root: args.source_root.clone(),
     };
-    let a = annotate::annotate(&args.file, &options, &select)?;
+    let mut a = annotate::annotate(&args.file, &options, &select)?;
+    if let Some(base) = &args.baseline {
+        // The baseline's same functions, by name, whether or not they were its hottest.
+        let base_select = annotate::Select {
+            symbols: a.functions.iter().map(|f| f.name.clone()).collect(),
+            ..select.clone()
+        };
+        let b = baseline_annotation(base, &options, &base_select)?;
+        annotate::compare(&mut a, &b, &base.display().to_string());
+    }
     let bytes = match args.format {
         AnnotateFormat::Text => annotate::text(&a).into_bytes(),
         AnnotateFormat::Json => json(&a)?,
+        AnnotateFormat::Html => annotate::page(&a, &args.file.display().to_string()).into_bytes(),
     };
     emit(args.output.as_deref(), &bytes)
+}
+
+/// `--baseline FILE`: a capture (perf.data's magic, `PERFILE2`), annotated as `select`
+/// says, or an annotation's JSON.
+fn baseline_annotation(
+    file: &Path,
+    options: &StackOptions,
+    select: &sparkles_report::annotate::Select,
+) -> Result<sparkles_report::annotate::Annotation, Error> {
+    use std::io::Read;
+    let io = |source| Error::Io {
+        path: file.to_path_buf(),
+        source,
+    };
+    let mut magic = [0u8; 8];
+    let n = std::fs::File::open(file)
+        .and_then(|mut f| f.read(&mut magic))
+        .map_err(io)?;
+    if &magic[..n] == b"PERFILE2" {
+        let mut picked = sparkles_report::annotate::annotate(file, options, select)?;
+        // A function the capture has no sample in is simply not in it.
+        picked.notes.clear();
+        return Ok(picked);
+    }
+    let bytes = std::fs::read(file).map_err(io)?;
+    let a: sparkles_report::annotate::Annotation = serde_json::from_slice(&bytes).map_err(|e| {
+        Error::usage(
+            format!("--baseline {}", file.display()),
+            format!("neither a perf.data file nor an annotation (sparkles.annotate/1 JSON): {e}"),
+        )
+    })?;
+    if a.schema != sparkles_report::annotate::SCHEMA {
+        return Err(Error::usage(
+            format!("--baseline {}", file.display()),
+            format!(
+                "its schema is {:?}, not {}",
+                a.schema,
+                sparkles_report::annotate::SCHEMA
+            ),
+        ));
+    }
+    Ok(a)
 }

@@ -103,6 +103,145 @@ fn annotate_agrees_with_perf_annotate_on_the_hot_loop() {
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(text.contains("precise"), "{text}");
     assert!(text.contains("eight") && text.contains("four"), "{text}");
+
+    // The whole function's source: `eight`'s own file from its first line to its last,
+    // every line of it with the text of the file, the hot one with its samples.
+    let src_view = &f["source"];
+    assert_eq!(src_view["file"].as_str(), f["lines"][0]["file"].as_str());
+    let listed = src_view["lines"].as_array().unwrap();
+    assert!(listed.iter().any(|l| l["line"] == eight_line
+        && l["samples"] == f["lines"][0]["samples"]
+        && l["text"]
+            .as_str()
+            .unwrap()
+            .contains("static unsigned long eight(")));
+    for l in listed {
+        let n = l["line"].as_u64().unwrap() as usize;
+        assert_eq!(
+            l["text"].as_str().unwrap(),
+            source.lines().nth(n - 1).unwrap().trim_end()
+        );
+    }
+
+    // The page: the lines shaded, the whole function, the instructions; nothing fetched.
+    let page = tmp.path().join("eight.html");
+    let out = sparkles(&[
+        "annotate",
+        data,
+        "--symbol",
+        "eight",
+        "--format",
+        "html",
+        "-o",
+        page.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    for needle in [
+        "Inside the hot functions",
+        "whole function: hotspots.c",
+        "x = x * 6364136223846793005ul + i",
+        "instructions</summary>",
+        "background: rgba(220, 80, 40,",
+    ] {
+        assert!(html.contains(needle), "no {needle:?} on the page");
+    }
+    for fetch in ["src=\"http", "href=\"http", "<link"] {
+        assert!(!html.contains(fetch), "the page fetches something: {fetch}");
+    }
+
+    // Against a baseline: another capture of the same program, or this one's annotation
+    // as JSON; each line's share there is what that annotation gives it, and its change
+    // the difference.
+    let Some(again) = commands::perf_record(tmp.path(), "fp", "hot2.data", "./hot", 0.5) else {
+        return;
+    };
+    let base_json = tmp.path().join("base.json");
+    std::fs::write(&base_json, out_json(data)).unwrap();
+    for base in [data, base_json.to_str().unwrap()] {
+        let out = sparkles(&[
+            "annotate",
+            again.to_str().unwrap(),
+            "--symbol",
+            "eight",
+            "--baseline",
+            base,
+            "--format",
+            "json",
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let now: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(
+            now["baseline"]["samples"], a["samples"],
+            "{}",
+            now["baseline"]
+        );
+        let g = &now["functions"][0];
+        assert_eq!(g["base"]["samples"], f["samples"]);
+        let then: HashMap<(String, u64), f64> = f["lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| {
+                (
+                    (
+                        l["file"].as_str().unwrap().to_string(),
+                        l["line"].as_u64().unwrap(),
+                    ),
+                    l["share"].as_f64().unwrap(),
+                )
+            })
+            .collect();
+        for l in g["lines"].as_array().unwrap() {
+            let key = (
+                l["file"].as_str().unwrap().to_string(),
+                l["line"].as_u64().unwrap(),
+            );
+            let was = then.get(&key).copied().unwrap_or(0.0);
+            assert!(
+                (l["base_share"].as_f64().unwrap() - was).abs() < 1e-9,
+                "{l}"
+            );
+            let change = l["change"].as_f64().unwrap();
+            assert!(
+                (change - (l["share"].as_f64().unwrap() - was)).abs() < 1e-9,
+                "{l}"
+            );
+            assert!(l["noise"].as_f64().unwrap() > 0.0, "{l}");
+        }
+    }
+    // Neither a capture nor an annotation: said, naming the flag and the file.
+    let out = sparkles(&["annotate", data, "--baseline", src.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--baseline") && err.contains("hotspots.c"),
+        "{err}"
+    );
+
+    // `sparkles report --format html` has the same views of its hottest functions.
+    let out = sparkles(&["report", data, "--format", "html"]);
+    assert!(out.status.success());
+    let html = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        html.contains("Inside the hot functions") && html.contains("whole function: hotspots.c")
+    );
+}
+
+/// `sparkles annotate FILE --symbol eight --format json`'s output.
+fn out_json(file: &str) -> Vec<u8> {
+    let out = sparkles(&["annotate", file, "--symbol", "eight", "--format", "json"]);
+    assert!(out.status.success());
+    out.stdout
 }
 
 #[test]

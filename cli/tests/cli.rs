@@ -807,6 +807,12 @@ fn report_profiles_any_capture_in_each_format() {
         "{text}"
     );
     assert!(text.contains("src=\"data:image/svg+xml;base64,"));
+    // Inside the hottest functions: their lines and instructions, as `sparkles annotate`
+    // gives them.
+    assert!(
+        text.contains("Inside the hot functions") && text.contains("instructions</summary>"),
+        "no view inside the hot functions"
+    );
     for fetch in ["src=\"http", "href=\"http", "<link"] {
         assert!(!text.contains(fetch), "the page fetches something: {fetch}");
     }

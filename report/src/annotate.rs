@@ -13,7 +13,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use maud::{html, Markup, PreEscaped, DOCTYPE};
+use serde::{Deserialize, Serialize};
 use sparkles_perf_data::record::Record;
 use sparkles_perf_data::PerfData;
 use sparkles_symbolize::symbolizer::{ModuleKey, Place};
@@ -38,7 +39,7 @@ pub struct Select {
 }
 
 /// The annotation of a capture's hottest (or named) functions.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Annotation {
     /// [`SCHEMA`].
     pub schema: String,
@@ -52,11 +53,34 @@ pub struct Annotation {
     /// The functions, hottest first.
     pub functions: Vec<Function>,
     /// What could not be done, and why.
+    #[serde(default)]
     pub notes: Vec<String>,
+    /// The annotation this one was compared against ([`compare`]), where it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<Baseline>,
+}
+
+/// What an annotation was compared against.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Baseline {
+    /// Where it came from (a file).
+    pub source: String,
+    /// Its event.
+    pub event: String,
+    /// Its samples of that event.
+    pub samples: u64,
+}
+
+/// A function's samples in the baseline.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FunctionBase {
+    pub samples: u64,
+    /// Of all the baseline capture's samples, percent.
+    pub share: f64,
 }
 
 /// One annotated function.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Function {
     /// Its symbol, demangled.
     pub name: String,
@@ -77,10 +101,42 @@ pub struct Function {
     /// architecture).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// The whole function's source, line by line, where its file was found: from the
+    /// first to the last line of its own file that an instruction of it is labelled with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<Source>,
+    /// Against a baseline: the function's samples there (absent where the baseline's
+    /// annotation does not have it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base: Option<FunctionBase>,
+    /// Against a baseline: its lines that had samples there and have none now.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub base_only: Vec<Line>,
+}
+
+/// A function's source file, from its first line to its last.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Source {
+    pub file: String,
+    /// Every line of the range, in order.
+    pub lines: Vec<SourceLine>,
+}
+
+/// One line of a function's source.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SourceLine {
+    pub line: u32,
+    pub text: String,
+    /// As the line's row in `lines` (0 where it has none).
+    pub samples: u64,
+    pub share: f64,
+    /// Against a baseline: the change in share, in points.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub change: Option<f64>,
 }
 
 /// A source line's samples.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Line {
     pub file: String,
     pub line: u32,
@@ -94,10 +150,22 @@ pub struct Line {
     /// Lines of functions inlined here (the innermost frame's line), most first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub inlined: Vec<Line>,
+    /// Against a baseline: the line's share of the function's samples there (0 where it
+    /// had none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_share: Option<f64>,
+    /// `share - base_share`, in points.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub change: Option<f64>,
+    /// How far apart two captures of the same code put the line (about two binomial
+    /// standard errors of the change, in points): a change within it is not told apart
+    /// from sampling noise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise: Option<f64>,
 }
 
 /// An instruction's samples.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Instruction {
     /// Its address in the module (`0x…`).
     pub address: String,
@@ -137,7 +205,7 @@ pub fn annotate(path: &Path, options: &StackOptions, select: &Select) -> Result<
     let mut events: Vec<String> = Vec::new();
     for (i, a) in data.attrs.iter().enumerate() {
         if chosen.get(i).copied().unwrap_or(true) {
-            precise &= (a.attr.flags >> sparkles_perf_data::attr::flag::PRECISE_SHIFT) & 3 > 0;
+            precise &= is_precise(&a.attr);
             events.push(crate::profile::attr_name(a));
         }
     }
@@ -202,7 +270,109 @@ pub fn annotate(path: &Path, options: &StackOptions, select: &Select) -> Result<
         samples,
         functions,
         notes,
+        baseline: None,
     })
+}
+
+/// Whether an event's samples name the instruction that caused them: `precise_ip` asked
+/// of a hardware event (PEBS, IBS). A software event (cpu-clock, task-clock) samples from
+/// a timer interrupt however it is spelled: perf record's fallback from `cycles:P` keeps
+/// the `:ppp`, and the kernel ignores it. A tracepoint's IP is the kernel's, not the
+/// cost's.
+fn is_precise(attr: &sparkles_perf_data::attr::Attr) -> bool {
+    const PERF_TYPE_SOFTWARE: u32 = 1;
+    const PERF_TYPE_TRACEPOINT: u32 = 2;
+    let asked = (attr.flags >> sparkles_perf_data::attr::flag::PRECISE_SHIFT) & 3 > 0;
+    asked && !matches!(attr.type_, PERF_TYPE_SOFTWARE | PERF_TYPE_TRACEPOINT)
+}
+
+/// Compares annotation `a` with `base` (the same code's, a baseline's, from `source`):
+/// each function of `a` that `base` has gets its samples there, each of its lines (and
+/// inlined lines, and whole-source lines) its share there and the change in points with
+/// the noise that change has; lines that had samples there and have none now are listed
+/// apart. A function `base` does not have is said in its notes.
+pub fn compare(a: &mut Annotation, base: &Annotation, source: &str) {
+    a.baseline = Some(Baseline {
+        source: source.to_string(),
+        event: base.event.clone(),
+        samples: base.samples,
+    });
+    if base.event != a.event {
+        a.notes.push(format!(
+            "the baseline's samples are of {}, these of {}: their shares compared all the same",
+            base.event, a.event
+        ));
+    }
+    type Key = (String, u32);
+    let key = |l: &Line| (l.file.clone(), l.line);
+    for f in &mut a.functions {
+        let Some(b) = base.functions.iter().find(|b| b.name == f.name) else {
+            f.notes.push(format!(
+                "not among the baseline's {} annotated functions: no change per line",
+                base.functions.len()
+            ));
+            continue;
+        };
+        f.base = Some(FunctionBase {
+            samples: b.samples,
+            share: b.share,
+        });
+        // The change in points, and two binomial standard errors of it.
+        let (now_n, base_n) = (f.samples, b.samples);
+        let against = |l: &mut Line, was: Option<&Line>| {
+            let then = was.map_or(0.0, |w| w.share);
+            l.base_share = Some(then);
+            l.change = Some(l.share - then);
+            l.noise = Some(noise(l.share, now_n, then, base_n));
+        };
+        let before: HashMap<Key, &Line> = b.lines.iter().map(|l| (key(l), l)).collect();
+        for l in &mut f.lines {
+            let was = before.get(&key(l)).copied();
+            let inlined: HashMap<Key, &Line> = was
+                .map(|w| w.inlined.iter().map(|c| (key(c), c)).collect())
+                .unwrap_or_default();
+            for c in &mut l.inlined {
+                against(c, inlined.get(&key(c)).copied());
+            }
+            against(l, was);
+        }
+        let now: std::collections::HashSet<Key> = f.lines.iter().map(key).collect();
+        f.base_only = b
+            .lines
+            .iter()
+            .filter(|l| !now.contains(&key(l)))
+            .map(|l| Line {
+                file: l.file.clone(),
+                line: l.line,
+                text: l.text.clone(),
+                base_share: Some(l.share),
+                change: Some(-l.share),
+                noise: Some(noise(0.0, now_n, l.share, base_n)),
+                ..Line::default()
+            })
+            .collect();
+        if let Some(src) = &mut f.source {
+            for sl in &mut src.lines {
+                let then = before
+                    .get(&(src.file.clone(), sl.line))
+                    .map_or(0.0, |w| w.share);
+                sl.change = Some(sl.share - then);
+            }
+        }
+    }
+}
+
+/// About two standard errors of the difference of two shares (percent of `n` and `m`
+/// samples), in points: binomial, so a lower bound where samples come in runs (a periodic
+/// sampler beating with a loop).
+fn noise(p: f64, n: u64, q: f64, m: u64) -> f64 {
+    // A share estimated as (k + 1) / (n + 2): a line with no samples of few still varies.
+    let var = |share: f64, of: u64| {
+        let of = of as f64;
+        let x = (share / 100.0 * of + 1.0) / (of + 2.0);
+        x * (1.0 - x) / (of + 2.0)
+    };
+    200.0 * (var(p, n) + var(q, m)).sqrt()
 }
 
 /// One function's views: its instructions from the module's bytes, each named by its
@@ -256,12 +426,21 @@ fn function(
     // callees.
     let mut own: BTreeMap<At, (u64, BTreeMap<At, u64>)> = BTreeMap::new();
     let mut rows = Vec::new();
+    // The function's own lines (the outermost frame's) its instructions are labelled with,
+    // per file: the range of its source.
+    let mut spans: HashMap<String, (u32, u32, usize)> = HashMap::new();
     for (address, text) in instructions {
         let n = t.at.get(&address).copied().unwrap_or(0);
         let named = namer.symbolizer().name(&Place::Module {
             key: key.clone(),
             vaddr: address,
         });
+        if let Some((file, line)) = named.frames.last().and_then(frame_line) {
+            let span = spans.entry(file).or_insert((line, line, 0));
+            span.0 = span.0.min(line);
+            span.1 = span.1.max(line);
+            span.2 += 1;
+        }
         let inner = innermost_line(&named.frames);
         rows.push(Instruction {
             address: format!("{address:#x}"),
@@ -305,7 +484,7 @@ fn function(
                     line: l,
                     samples: m,
                     share: share(m, t.samples),
-                    inlined: Vec::new(),
+                    ..Line::default()
                 })
                 .collect();
             inlined.sort_by_key(|l| std::cmp::Reverse(l.samples));
@@ -316,10 +495,53 @@ fn function(
                 samples: n,
                 share: share(n, t.samples),
                 inlined,
+                ..Line::default()
             }
         })
         .collect();
     lines.sort_by(|a, b| b.samples.cmp(&a.samples).then(a.line.cmp(&b.line)));
+    // The whole function: the file most of its instructions are labelled with (its hottest
+    // line's where that is one of them), first line to last.
+    let file = lines
+        .first()
+        .map(|l| l.file.clone())
+        .filter(|f| spans.contains_key(f))
+        .or_else(|| {
+            spans
+                .iter()
+                .max_by(|a, b| a.1 .2.cmp(&b.1 .2).then(b.0.cmp(a.0)))
+                .map(|(f, _)| f.clone())
+        });
+    let source = file.and_then(|file| {
+        let (first, last, _) = spans[&file];
+        if last - first >= MAX_SOURCE_LINES {
+            notes.push(format!(
+                "its lines in {file} span {first}..{last}: more than {MAX_SOURCE_LINES}, so no whole-function source"
+            ));
+            return None;
+        }
+        let sampled: HashMap<u32, u64> = lines
+            .iter()
+            .filter(|l| l.file == file)
+            .map(|l| (l.line, l.samples))
+            .collect();
+        let listed = (first..=last)
+            .map(|line| {
+                let n = sampled.get(&line).copied().unwrap_or(0);
+                Some(SourceLine {
+                    line,
+                    text: sources.line(&file, line)?,
+                    samples: n,
+                    share: share(n, t.samples),
+                    change: None,
+                })
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some(Source {
+            file,
+            lines: listed,
+        })
+    });
     notes.extend(sources.missing());
     Function {
         name: t.name,
@@ -330,8 +552,15 @@ fn function(
         lines,
         instructions: rows,
         notes,
+        source,
+        base: None,
+        base_only: Vec::new(),
     }
 }
+
+/// The longest function source listed whole (a range longer is a function whose lines
+/// come from all over its file, macros or generated code).
+const MAX_SOURCE_LINES: u32 = 400;
 
 /// A frame's source line, where it has one (line 0 is none).
 fn frame_line(f: &sparkles_symbolize::Frame) -> Option<At> {
@@ -590,6 +819,13 @@ pub fn text(a: &Annotation) -> String {
         "not precise: a sample lands on the instruction after the one that cost (skid)"
     };
     let _ = writeln!(out, "event {} ({skid}), {} samples", a.event, a.samples);
+    if let Some(b) = &a.baseline {
+        let _ = writeln!(
+            out,
+            "against {} ({} samples of {})",
+            b.source, b.samples, b.event
+        );
+    }
     for n in &a.notes {
         let _ = writeln!(out, "note: {n}");
     }
@@ -602,13 +838,27 @@ pub fn text(a: &Annotation) -> String {
         for n in &f.notes {
             let _ = writeln!(out, "  note: {n}");
         }
+        if let Some(b) = &f.base {
+            let _ = writeln!(
+                out,
+                "  baseline: {} samples, {:.1}% of all; change in points of the function's samples, (~) within noise",
+                b.samples, b.share
+            );
+        }
+        let change = |l: &Line| match (l.change, l.noise) {
+            (Some(c), Some(n)) => {
+                format!("{c:>+7.2}{} ", if c.abs() <= n { "~" } else { " " })
+            }
+            _ => String::new(),
+        };
         if !f.lines.is_empty() {
             let _ = writeln!(out, "  lines:");
-            for l in &f.lines {
+            for l in f.lines.iter().chain(&f.base_only) {
                 let _ = writeln!(
                     out,
-                    "  {:>6.2}%  {}:{}  {}",
+                    "  {:>6.2}% {}  {}:{}  {}",
                     l.share,
+                    change(l),
                     short(&l.file),
                     l.line,
                     l.text.as_deref().unwrap_or("").trim()
@@ -616,8 +866,9 @@ pub fn text(a: &Annotation) -> String {
                 for i in &l.inlined {
                     let _ = writeln!(
                         out,
-                        "      {:>6.2}%  inlined {}:{}  {}",
+                        "      {:>6.2}% {}  inlined {}:{}  {}",
                         i.share,
+                        change(i),
                         short(&i.file),
                         i.line,
                         i.text.as_deref().unwrap_or("").trim()
@@ -647,6 +898,139 @@ pub fn text(a: &Annotation) -> String {
         }
     }
     out
+}
+
+/// A row's shade: its share of the function's samples.
+fn shade(share: f64) -> String {
+    format!(
+        "background: rgba(220, 80, 40, {:.3})",
+        (share / 100.0).clamp(0.0, 1.0) * 0.6
+    )
+}
+
+/// A line's change against the baseline, as a cell: points, coloured where it is more
+/// than its noise.
+fn change_cell(change: Option<f64>, noise: Option<f64>) -> Markup {
+    let Some(c) = change else {
+        return html! { td {} };
+    };
+    let class = match noise {
+        Some(n) if c.abs() <= n => "noise",
+        _ if c > 0.0 => "up",
+        _ => "down",
+    };
+    let title = noise.map(|n| format!("noise ±{n:.1} points"));
+    html! { td class=(class) title=[title] { (format!("{c:+.1}")) } }
+}
+
+/// A share as a cell shows it: one decimal, a share too small for it `<0.1%`, none where
+/// nothing was sampled.
+fn pct(samples: u64, share: f64) -> String {
+    match samples {
+        0 => String::new(),
+        _ if share < 0.05 => "<0.1%".to_string(),
+        _ => format!("{share:.1}%"),
+    }
+}
+
+/// `file:line`, the file by its name.
+fn place(file: &str, line: u32) -> String {
+    format!("{}:{line}", short(file))
+}
+
+/// How many of a function's hottest lines its source view shows before the whole
+/// function.
+const LINES_SHOWN: usize = 8;
+
+/// The annotation as HTML sections (the run report's and `sparkles report --format
+/// html`'s): a heading, the event and whether it was precise, and per function (the first
+/// open) its hottest lines shaded by their share (inlined callees' lines under them, and
+/// against a baseline each one's change in points), the whole function's source, and its
+/// instructions with their shares and lines. `heading` is the level of the section's
+/// title (`h2` on a page of its own, `h3` under a case).
+pub fn sections(a: &Annotation, heading: u8) -> Markup {
+    if a.functions.is_empty() {
+        return html! {};
+    }
+    let title = "Inside the hot functions";
+    let vs = a.baseline.is_some();
+    html! {
+        @if heading <= 2 { h2 { (title) } } @else { h3 { (title) } }
+        p.note { "Samples of " (a.event) " at each line and instruction. "
+            @if a.precise { "A precise event: a sample names the instruction that caused it." }
+            @else { "Not a precise event: a sample lands on the instruction after the one that cost (skid)." }
+            @if let Some(b) = &a.baseline {
+                " Against " code { (b.source) } " (" (b.samples) " samples of " (b.event) "): each line's change in points of its function's samples; greyed where within its noise (two binomial standard errors)."
+            } }
+        @for n in &a.notes { p.note { (n) } }
+        @for (i, f) in a.functions.iter().enumerate() {
+            details.annotate open[i == 0] {
+                summary { code { (f.name) } " — " (f.samples) " samples, " (format!("{:.1}%", f.share)) " of the case's"
+                    @if let Some(b) = &f.base { "; the baseline's: " (b.samples) ", " (format!("{:.1}%", b.share)) } }
+                @for n in &f.notes { p.note { (n) } }
+                @if !f.lines.is_empty() {
+                    table.source { thead { tr { th { "share" } @if vs { th { "vs base" } } th.name { "line" } th.name { "source" } } }
+                        tbody {
+                            @for l in f.lines.iter().take(LINES_SHOWN) {
+                                tr style=(shade(l.share)) { td { (pct(l.samples, l.share)) } @if vs { (change_cell(l.change, l.noise)) } td.name { (place(&l.file, l.line)) } td.name { code { (l.text.as_deref().unwrap_or("")) } } }
+                                @for c in l.inlined.iter().take(4) {
+                                    tr.inlined style=(shade(c.share)) { td { (pct(c.samples, c.share)) } @if vs { (change_cell(c.change, c.noise)) } td.name { "↳ " (place(&c.file, c.line)) } td.name { code { (c.text.as_deref().unwrap_or("")) } } }
+                                }
+                            }
+                            @for l in f.base_only.iter().take(4) {
+                                tr.gone { td { "0%" } (change_cell(l.change, l.noise)) td.name { (place(&l.file, l.line)) } td.name { code { (l.text.as_deref().unwrap_or("")) } " (samples in the baseline only)" } }
+                            }
+                        } }
+                    @if f.lines.len() > LINES_SHOWN { p.note { (f.lines.len() - LINES_SHOWN) " more lines with samples"
+                        @if f.source.is_some() { " in the whole function below" } } }
+                }
+                @if let Some(src) = &f.source {
+                    details.whole { summary { "whole function: " (short(&src.file)) " lines " (src.lines.first().map_or(0, |l| l.line)) "–" (src.lines.last().map_or(0, |l| l.line)) }
+                        table.source { thead { tr { th { "share" } @if vs { th { "vs base" } } th { "line" } th.name { "source" } } }
+                            tbody { @for l in &src.lines {
+                                tr style=(shade(l.share)) {
+                                    td { (pct(l.samples, l.share)) }
+                                    @if vs { (change_cell(l.change.filter(|c| *c != 0.0), None)) }
+                                    td { (l.line) }
+                                    td.name { code { (l.text) } }
+                                }
+                            } } } }
+                }
+                @if !f.instructions.is_empty() {
+                    details { summary { (f.instructions.len()) " instructions" }
+                        table.asm { thead { tr { th { "share" } th { "address" } th.name { "instruction" } th.name { "line" } } }
+                            tbody { @for ins in &f.instructions {
+                                tr style=(shade(ins.share)) {
+                                    td { (pct(ins.samples, ins.share)) }
+                                    td { code { (ins.address) } }
+                                    td.name { code { (ins.text) } }
+                                    td.name { @if let (Some(file), Some(line)) = (&ins.file, ins.line) { (place(file, line)) } }
+                                }
+                            } } } }
+                }
+            }
+        }
+    }
+}
+
+/// `sparkles annotate --format html`: the annotation as a page of its own.
+pub fn page(a: &Annotation, title: &str) -> String {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                title { "sparkles annotate: " (title) }
+                style { (PreEscaped(crate::html::CSS)) (PreEscaped(crate::html::ANNOTATE_CSS)) }
+            }
+            body {
+                h1 { (title) }
+                p { (a.samples) " samples of " (a.event) }
+                (sections(a, 2))
+            }
+        }
+    }
+    .into_string()
 }
 
 /// A path's file name, for the text view.
@@ -699,6 +1083,127 @@ mod tests {
         let text = |at: u64| &ours.iter().find(|(a, _)| *a == at).unwrap().1;
         assert!(text(0x30).ends_with("0x18 <hot+0x18>"), "{}", text(0x30));
         assert!(text(0x0).ends_with("0x38 <hot+0x38>"), "{}", text(0x0));
+    }
+
+    /// An annotation of one function `name` with `samples` samples, its lines `(line,
+    /// samples)` of `f.rs`, the first with an inlined callee's line 90 taking half.
+    fn annotation(name: &str, samples: u64, lines: &[(u32, u64)]) -> Annotation {
+        let line = |l: u32, n: u64| Line {
+            file: "/src/f.rs".to_string(),
+            line: l,
+            samples: n,
+            share: n as f64 * 100.0 / samples as f64,
+            text: Some(format!("line {l}")),
+            ..Line::default()
+        };
+        let mut lines: Vec<Line> = lines.iter().map(|&(l, n)| line(l, n)).collect();
+        let first = lines[0].samples;
+        lines[0].inlined = vec![line(90, first / 2)];
+        Annotation {
+            schema: SCHEMA.to_string(),
+            event: "cpu-clock".to_string(),
+            precise: false,
+            samples: samples * 2,
+            functions: vec![Function {
+                name: name.to_string(),
+                module: "/bin/x".to_string(),
+                address: "0x1000".to_string(),
+                samples,
+                share: 50.0,
+                source: Some(Source {
+                    file: "/src/f.rs".to_string(),
+                    lines: (10..=13)
+                        .map(|l| {
+                            let n = lines.iter().find(|x| x.line == l).map_or(0, |x| x.samples);
+                            SourceLine {
+                                line: l,
+                                text: format!("line {l}"),
+                                samples: n,
+                                share: n as f64 * 100.0 / samples as f64,
+                                change: None,
+                            }
+                        })
+                        .collect(),
+                }),
+                lines,
+                instructions: Vec::new(),
+                notes: Vec::new(),
+                base: None,
+                base_only: Vec::new(),
+            }],
+            notes: Vec::new(),
+            baseline: None,
+        }
+    }
+
+    #[test]
+    fn each_line_gets_its_change_against_the_baseline_and_its_noise() {
+        // The baseline: line 10 60%, 11 30%, 12 10% of 1000; now: 10 40%, 11 30%, 13 30%.
+        let base = annotation("f", 1000, &[(10, 600), (11, 300), (12, 100)]);
+        let mut now = annotation("f", 1000, &[(10, 400), (11, 300), (13, 300)]);
+        compare(&mut now, &base, "base.json");
+        assert_eq!(now.baseline.as_ref().unwrap().source, "base.json");
+        let f = &now.functions[0];
+        assert_eq!(f.base.as_ref().unwrap().samples, 1000);
+        let by = |l: u32| f.lines.iter().find(|x| x.line == l).unwrap();
+        let close = |a: Option<f64>, b: f64| (a.unwrap() - b).abs() < 1e-9;
+        assert!(close(by(10).change, -20.0) && close(by(10).base_share, 60.0));
+        assert!(close(by(11).change, 0.0));
+        // A line new since the baseline: all of its share is change.
+        assert!(close(by(13).change, 30.0) && close(by(13).base_share, 0.0));
+        // The inlined line under line 10: 20% now, 30% then.
+        assert!(close(by(10).inlined[0].change, -10.0));
+        // Line 12 had samples only in the baseline.
+        assert_eq!(f.base_only.len(), 1);
+        assert_eq!(f.base_only[0].line, 12);
+        assert!(close(f.base_only[0].change, -10.0));
+        // 20 points on a thousand samples a side is far outside the noise (about 4.3
+        // points: two standard errors of a difference of two 50% shares); none is within
+        // it only where nothing changed.
+        let noise = by(10).noise.unwrap();
+        assert!(noise > 2.0 && noise < 6.0, "{noise}");
+        assert!(by(11).noise.unwrap() > 0.0);
+        // The whole source's lines too.
+        let src = f.source.as_ref().unwrap();
+        let changes: Vec<f64> = src.lines.iter().map(|l| l.change.unwrap()).collect();
+        assert_eq!(changes.len(), 4);
+        assert!((changes[0] + 20.0).abs() < 1e-9 && (changes[3] - 30.0).abs() < 1e-9);
+        // The text view and the HTML say the change, and round-trip through the JSON.
+        let json = serde_json::to_string(&now).unwrap();
+        let back: Annotation = serde_json::from_str(&json).unwrap();
+        assert!(close(
+            back.functions[0].lines[0].change,
+            by(back.functions[0].lines[0].line).change.unwrap()
+        ));
+        let text = text(&now);
+        assert!(text.contains("-20.00"), "{text}");
+        let page = page(&now, "t");
+        assert!(page.contains("vs base") && page.contains("-20.0"), "{page}");
+        assert!(page.contains("samples in the baseline only"));
+    }
+
+    #[test]
+    fn only_a_hardware_event_asked_for_precise_ip_is_precise() {
+        let attr = |type_: u32, precise: u64| sparkles_perf_data::attr::Attr {
+            type_,
+            flags: precise << sparkles_perf_data::attr::flag::PRECISE_SHIFT,
+            ..Default::default()
+        };
+        // cycles:pp, a raw PMU event (IBS op's dynamic type) with precise_ip.
+        assert!(is_precise(&attr(0, 2)) && is_precise(&attr(11, 1)));
+        // cycles without it; cpu-clock:ppp (perf record's fallback) and a tracepoint.
+        assert!(!is_precise(&attr(0, 0)));
+        assert!(!is_precise(&attr(1, 3)) && !is_precise(&attr(2, 3)));
+    }
+
+    #[test]
+    fn a_function_the_baseline_lacks_is_said() {
+        let base = annotation("g", 100, &[(10, 100)]);
+        let mut now = annotation("f", 100, &[(10, 100)]);
+        compare(&mut now, &base, "base.json");
+        let f = &now.functions[0];
+        assert!(f.base.is_none() && f.lines[0].change.is_none());
+        assert!(f.notes[0].contains("not among the baseline's 1 annotated functions"));
     }
 
     #[test]

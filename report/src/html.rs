@@ -10,13 +10,24 @@ use crate::memory::{CodeRow, DataRow, Memory};
 use crate::numa::Numa;
 use crate::profile::{Entry, Folded, Profile};
 
-const CSS: &str = r#"
+pub(crate) const CSS: &str = r#"
 body { font: 14px/1.45 system-ui, sans-serif; margin: 1.5em 2em; color: #1d1d1f; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 1.5em; }
 table { border-collapse: collapse; margin: .5em 0; }
 th, td { padding: 3px 10px; text-align: right; border-bottom: 1px solid #eee; }
 th { background: #f5f5f7; } td.name, th.name { text-align: left; }
 iframe { width: 100%; border: 1px solid #ddd; }
+"#;
+
+/// The styles of the annotation's sections (`annotate::sections`): the run report's and
+/// this page's.
+pub const ANNOTATE_CSS: &str = r#"
+details.annotate { margin: .4em 0; } details.annotate summary { cursor: pointer; }
+table.source code, table.asm code { white-space: pre; font-size: 12px; }
+tr.inlined td.name { padding-left: 2em; color: #444; }
+tr.gone td { color: #777; font-style: italic; }
+td.up { color: #b00020; } td.down { color: #107c10; } td.noise { color: #999; }
+p.note { color: #555; }
 "#;
 
 /// An SVG document as a `data:` URL.
@@ -71,8 +82,9 @@ fn view(title: &str, entries: &[Entry], n: usize) -> Markup {
     }
 }
 
-/// The page of profile `p` with its folded stacks' flamegraph.
-pub fn page(p: &Profile, folded: &Folded) -> Result<String, Error> {
+/// The page of profile `p` with its folded stacks' flamegraph, and `inside` (the hot
+/// functions' source and instructions, `annotate::sections`) after its flat views.
+pub fn page(p: &Profile, folded: &Folded, inside: Option<Markup>) -> Result<String, Error> {
     let svg = crate::flame::svg(p, folded)?;
     let markup = html! {
         (DOCTYPE)
@@ -80,7 +92,7 @@ pub fn page(p: &Profile, folded: &Folded) -> Result<String, Error> {
             head {
                 meta charset="utf-8";
                 title { "sparkles: " (p.case) }
-                style { (PreEscaped(CSS)) }
+                style { (PreEscaped(CSS)) (PreEscaped(ANNOTATE_CSS)) }
             }
             body {
                 h1 { (p.case) }
@@ -96,6 +108,7 @@ pub fn page(p: &Profile, folded: &Folded) -> Result<String, Error> {
                 (svg_frame(&format!("flamegraph of {}", p.case), &svg))
                 (view("Functions (inlined frames their own)", &p.functions, 25))
                 (view("Symbols (as perf report --no-children)", &p.symbols, 25))
+                @if let Some(inside) = inside { (inside) }
                 (memory_sections(p.memory.as_ref(), p.numa.as_ref(), 15))
             }
         }

@@ -55,12 +55,19 @@ pub(crate) fn write_json(path: &Path, value: &impl Serialize) -> Result<(), Arti
 #[derive(Debug, Default)]
 pub(crate) struct BaselineProfiles(Vec<BaselineProfile>, Vec<KeptFile>);
 
-/// A file copied beside a baseline as it is saved: a case's instruction profile.
+/// A file written beside a baseline as it is saved: a case's instruction profile (copied
+/// from beside its capture), its annotation (as this run made it, before any comparison).
 #[derive(Debug)]
 struct KeptFile {
     case: String,
-    from: std::path::PathBuf,
+    from: Kept,
     to: std::path::PathBuf,
+}
+
+#[derive(Debug)]
+enum Kept {
+    Copy(std::path::PathBuf),
+    Bytes(Vec<u8>),
 }
 
 #[derive(Debug)]
@@ -82,7 +89,16 @@ impl BaselineProfiles {
     ) {
         self.1.push(KeptFile {
             case: case.to_string(),
-            from,
+            from: Kept::Copy(from),
+            to,
+        });
+    }
+
+    /// Writes `bytes` to `to` when the baseline is saved.
+    pub(crate) fn keep_bytes(&mut self, case: &str, bytes: Vec<u8>, to: std::path::PathBuf) {
+        self.1.push(KeptFile {
+            case: case.to_string(),
+            from: Kept::Bytes(bytes),
             to,
         });
     }
@@ -91,15 +107,20 @@ impl BaselineProfiles {
     /// said.
     pub(crate) fn save(self) {
         for k in self.1 {
-            let copied = std::fs::read(&k.from)
-                .map_err(|e| format!("{}: {e}", k.from.display()))
-                .and_then(|bytes| {
-                    sparkles_perf_data::atomic_write::write_atomically(&k.to, &bytes)
-                        .map_err(|e| e.to_string())
-                });
+            let bytes = match k.from {
+                Kept::Copy(from) => {
+                    std::fs::read(&from).map_err(|e| format!("{}: {e}", from.display()))
+                }
+                Kept::Bytes(bytes) => Ok(bytes),
+            };
+            let copied = bytes.and_then(|bytes| {
+                sparkles_perf_data::atomic_write::write_atomically(&k.to, &bytes)
+                    .map_err(|e| e.to_string())
+            });
             if let Err(e) = copied {
+                let name = k.to.file_name().unwrap_or_default().to_string_lossy();
                 eprintln!(
-                    "profile: {}: instruction profile not saved with the baseline: {e}",
+                    "profile: {}: {name} not saved with the baseline: {e}",
                     k.case
                 );
             }
@@ -185,6 +206,20 @@ pub(crate) fn read_captures(
                         .extend(warnings.into_iter().map(|w| format!("profile diff: {w}")));
                 }
                 Err(e) => p.notes.push(format!("no profile diff: {e}")),
+            }
+        }
+        if !is_alloc {
+            let kept = annotate_capture(
+                &capture,
+                p,
+                args,
+                against.map(|a| match a {
+                    Against::Baseline(base) => beside(&base.path),
+                    Against::Folder(folder) => folder.to_path_buf(),
+                }),
+            );
+            if let (Some(json), Some(save)) = (kept, save_path) {
+                to_save.keep_bytes(&case, json, beside(save).join(ANNOTATION));
             }
         }
         if let Some(save) = save_path {
@@ -326,28 +361,71 @@ pub(crate) fn read_capture(
             .notes
             .push(format!("profile artifacts not written: {e}"));
     }
-    // Inside the three hottest functions: their lines and instructions, for the run
-    // report (an earlier run's file is not this capture's).
-    let annotation = dir.join("annotate.json");
-    let _ = std::fs::remove_file(&annotation);
-    let select = sparkles_report::annotate::Select {
-        top: 3,
-        ..Default::default()
-    };
-    let annotated = sparkles_report::annotate::annotate(capture, &options, &select)
-        .map_err(ArtifactError::from)
-        .and_then(|a| write_json(&annotation, &a));
-    if let Err(e) = annotated {
-        summary
-            .notes
-            .push(format!("annotate.json not written: {e}"));
-    }
     if let Err(e) = write_viewer_files(capture, case, &options, &args.profile_format, "") {
         summary
             .notes
             .push(format!("--profile-format files not written: {e}"));
     }
     Some(((p, folded), wall))
+}
+
+/// A case's annotation beside its capture and beside a baseline's rows.
+pub(crate) const ANNOTATION: &str = "annotate.json";
+
+/// Inside a case's three hottest functions: their lines and instructions, annotate.json
+/// beside the capture for the run report (an earlier run's file is not this capture's);
+/// where `base` (a baseline's profile folder) has the baseline's annotation, each line's
+/// change against it. The annotation as this capture alone gives it (its JSON, to save
+/// with a baseline); what failed is the case's note.
+fn annotate_capture(
+    capture: &Path,
+    summary: &mut ProfileSummary,
+    args: &HarnessArgs,
+    base: Option<std::path::PathBuf>,
+) -> Option<Vec<u8>> {
+    let dir = capture.parent().unwrap_or(Path::new("."));
+    let annotation = dir.join(ANNOTATION);
+    let _ = std::fs::remove_file(&annotation);
+    let options = stack_options(args, summary)?;
+    let select = sparkles_report::annotate::Select {
+        top: 3,
+        ..Default::default()
+    };
+    let mut a = match sparkles_report::annotate::annotate(capture, &options, &select) {
+        Ok(a) => a,
+        Err(e) => {
+            summary.notes.push(format!("{ANNOTATION} not written: {e}"));
+            return None;
+        }
+    };
+    let alone = serde_json::to_vec_pretty(&a).ok();
+    if let Some(from) = base {
+        match read_annotation(&from.join(ANNOTATION)) {
+            Ok(b) => {
+                let shown = from.join(ANNOTATION).display().to_string();
+                sparkles_report::annotate::compare(&mut a, &b, &shown);
+            }
+            Err(e) => summary.notes.push(format!("no line changes: {e}")),
+        }
+    }
+    if let Err(e) = write_json(&annotation, &a) {
+        summary.notes.push(format!("{ANNOTATION} not written: {e}"));
+    }
+    alone
+}
+
+/// A baseline's annotation.
+fn read_annotation(path: &Path) -> Result<sparkles_report::annotate::Annotation, ArtifactError> {
+    let Ok(bytes) = std::fs::read(path) else {
+        return Err(ArtifactError::NoBaselineProfile {
+            path: path.to_path_buf(),
+            flag: Kind::Cpu.flag(),
+        });
+    };
+    serde_json::from_slice(&bytes).map_err(|source| ArtifactError::Json {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 /// How a case's capture is read: `--profile-unwind`'s mode, the harness's frames folded
