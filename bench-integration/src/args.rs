@@ -6,6 +6,21 @@ use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
 
+/// A results format CI services read, for `--bench-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BenchFormat {
+    /// Bencher Metric Format JSON (`bencher run --adapter json`): per case its
+    /// `latency` (ns, the interval as `lower_value`/`upper_value`), `throughput` where
+    /// declared, and each metric as its own measure.
+    Bmf,
+    /// github-action-benchmark's `customSmallerIsBetter` JSON array.
+    #[value(name = "github-action")]
+    GithubAction,
+    /// libtest's bench lines (`test NAME ... bench: N ns/iter (+/- M)`), which
+    /// github-action-benchmark's `cargo` tool and others parse.
+    Libtest,
+}
+
 /// A viewer's file format for `--profile-format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ViewerFormat {
@@ -164,6 +179,25 @@ pub struct HarnessArgs {
     /// directory, which under cargo bench is the package's folder).
     #[arg(long, value_name = "PATH")]
     pub bench_json: Option<String>,
+
+    /// Write the results in a format CI services read: `bmf` (Bencher), `github-action`
+    /// (github-action-benchmark's customSmallerIsBetter), `libtest` (bench: N ns/iter
+    /// lines); to --bench-out, else standard output.
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub bench_format: Option<BenchFormat>,
+
+    /// Where --bench-format writes (whole, or not at all); default standard output.
+    #[arg(long, value_name = "PATH", requires = "bench_format")]
+    pub bench_out: Option<PathBuf>,
+
+    /// Do not append this run to the suite's history (`target/sparkles/history/SUITE.jsonl`,
+    /// what `sparkles history` reads).
+    #[arg(long)]
+    pub no_history: bool,
+
+    /// Keep the history here instead of `history/` in the output folder.
+    #[arg(long, value_name = "DIR")]
+    pub history_dir: Option<PathBuf>,
 
     /// Report only metrics whose id matches one of these globs (comma-separated); opens
     /// only the tiers they need.

@@ -1,6 +1,7 @@
 //! What a measuring run prints on the console: the header line, the table, the comparison
 //! line, the file it saved. To standard output, or to standard error while the JSON rows
-//! go to standard output (`--bench-json -`).
+//! or an export go to standard output (`--bench-json -`, `--bench-format` without
+//! `--bench-out`).
 
 use std::io::{IsTerminal, Write};
 
@@ -35,7 +36,9 @@ pub(crate) struct Console {
 
 impl Console {
     pub(crate) fn new(args: &HarnessArgs) -> Console {
-        if args.bench_json.as_deref() == Some("-") {
+        let stdout_taken = args.bench_json.as_deref() == Some("-")
+            || (args.bench_format.is_some() && args.bench_out.is_none());
+        if stdout_taken {
             Console {
                 out: Box::new(std::io::stderr()),
                 terminal: std::io::stderr().is_terminal(),

@@ -27,6 +27,12 @@ pub struct Environment {
     pub git_commit: Option<String>,
     /// Whether tracked files differed from that commit.
     pub git_dirty: Option<bool>,
+    /// The branch checked out; where the checkout is detached (as CI services make it),
+    /// the branch the service names (GITHUB_HEAD_REF or GITHUB_REF_NAME,
+    /// CI_COMMIT_REF_NAME, BUILDKITE_BRANCH); absent from records written before it was
+    /// kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git_branch: Option<String>,
     /// CPU model name from /proc/cpuinfo.
     pub cpu_model: Option<String>,
     /// The operating system (`linux`, `macos`, `windows`, …); empty in records written
@@ -112,6 +118,20 @@ impl Environment {
         let git_dirty = git_commit.as_ref().and_then(|_| {
             git(&cwd, &["status", "--porcelain", "--untracked-files=no"]).map(|s| !s.is_empty())
         });
+        let git_branch = git_commit.as_ref().and_then(|_| {
+            git(&cwd, &["rev-parse", "--abbrev-ref", "HEAD"])
+                .filter(|b| b != "HEAD" && !b.is_empty())
+                .or_else(|| {
+                    [
+                        "GITHUB_HEAD_REF",
+                        "GITHUB_REF_NAME",
+                        "CI_COMMIT_REF_NAME",
+                        "BUILDKITE_BRANCH",
+                    ]
+                    .iter()
+                    .find_map(|v| std::env::var(v).ok().filter(|b| !b.is_empty()))
+                })
+        });
         Environment {
             schema: SCHEMA.to_string(),
             suite: suite.to_string(),
@@ -121,6 +141,7 @@ impl Environment {
             debug_assertions: cfg!(debug_assertions),
             git_commit,
             git_dirty,
+            git_branch,
             cpu_model: std::fs::read_to_string("/proc/cpuinfo")
                 .ok()
                 .and_then(|t| cpu_model(&t)),

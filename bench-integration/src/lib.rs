@@ -30,6 +30,8 @@ pub mod counters;
 pub mod environment;
 pub mod error;
 pub mod explain;
+pub mod export;
+pub mod history;
 pub mod machine_probe;
 pub mod metric;
 pub mod output;
@@ -344,6 +346,18 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
     files.stop_if_interrupted(false)?;
     baseline_profiles.save();
     files.write(&rows, &mut console)?;
+    let history = files.append_history(&suite_name, &rows);
+    let trends = history
+        .as_ref()
+        .map(|h| {
+            history::series(
+                h,
+                |_| true,
+                &history::changes::Options::default(),
+                history::Scale::AsMeasured,
+            )
+        })
+        .unwrap_or_default();
     if !args.no_report {
         let path = run_report::path_in(&files.out_dir);
         let page = run_report::RunReport {
@@ -358,6 +372,7 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
                 &suite_name,
                 &rows,
             ),
+            trends: &trends,
         };
         match page.write(&path) {
             Ok(()) => eprintln!("report: {}", path.display()),
@@ -483,6 +498,10 @@ struct RunFiles {
     json_to_stdout: bool,
     json_path: Option<PathBuf>,
     environment: environment::Environment,
+    /// `--bench-format`, and where it goes (standard output where `None`).
+    export: Option<(args::BenchFormat, Option<PathBuf>)>,
+    /// The suite's history file, unless `--no-history`.
+    history: Option<PathBuf>,
 }
 
 impl RunFiles {
@@ -510,13 +529,46 @@ impl RunFiles {
                 });
             }
         }
+        let json_to_stdout = args.bench_json.as_deref() == Some("-");
+        if let Some(path) = &args.bench_out {
+            let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+            if let Some(dir) = parent.filter(|d| !d.is_dir()) {
+                return Err(Error::Usage {
+                    flag: "--bench-out",
+                    message: format!("folder {} does not exist", dir.display()),
+                });
+            }
+        } else if json_to_stdout && args.bench_format.is_some() {
+            return Err(Error::Usage {
+                flag: "--bench-format",
+                message: "--bench-json - has standard output: give --bench-out PATH".to_string(),
+            });
+        }
+        let history = (!args.no_history).then(|| {
+            history::path(
+                &history::dir(&out_dir, args.history_dir.as_deref()),
+                suite_name,
+            )
+        });
+        if let Some(path) = &history {
+            // A history that is not a file (a folder in its place) is said before anything
+            // is measured.
+            if path.exists() && !path.is_file() {
+                return Err(Error::Usage {
+                    flag: "--history-dir",
+                    message: format!("{} is not a file", path.display()),
+                });
+            }
+        }
         Ok(RunFiles {
             out_dir,
             baseline,
             save_path,
-            json_to_stdout: args.bench_json.as_deref() == Some("-"),
+            json_to_stdout,
             json_path,
             environment: environment::Environment::current(suite_name),
+            export: args.bench_format.map(|f| (f, args.bench_out.clone())),
+            history,
         })
     }
 
@@ -591,7 +643,47 @@ impl RunFiles {
             baseline::save(path, rows, &self.environment)?;
             console.line(format_args!("saved baseline to {}", path.display()))?;
         }
+        if let Some((format, to)) = &self.export {
+            let text = export::render(*format, rows);
+            match to {
+                Some(path) => output::write_atomically(path, text.as_bytes())?,
+                None => {
+                    let mut stdout = std::io::stdout().lock();
+                    stdout
+                        .write_all(text.as_bytes())
+                        .and_then(|()| stdout.flush())
+                        .map_err(console::write_error)?;
+                }
+            }
+        }
         Ok(())
+    }
+
+    /// Appends the run to the suite's history; the history read back (for the run
+    /// report's trends), where there is one. What fails is said, never fatal: the run's
+    /// other files are written.
+    fn append_history(&self, suite: &str, rows: &[BenchRow]) -> Option<history::History> {
+        let path = self.history.as_ref()?;
+        let run = history::Run::of(suite, rows, &self.environment);
+        if run.cases.is_empty() {
+            return None;
+        }
+        if let Err(e) = history::append(path, &run) {
+            eprintln!("history: not appended: {e}");
+            return None;
+        }
+        match history::read(path) {
+            Ok(h) => {
+                for w in &h.warnings {
+                    eprintln!("history: {w}");
+                }
+                Some(h)
+            }
+            Err(e) => {
+                eprintln!("history: {e}");
+                None
+            }
+        }
     }
 }
 

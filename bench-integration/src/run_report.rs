@@ -93,6 +93,9 @@ pub struct RunReport<'a> {
     pub profile_dir: &'a Path,
     /// Cases of earlier runs that this run did not run.
     pub kept: &'a [KeptCase],
+    /// Each case's series over the suite's history (this run its last point), with its
+    /// change points.
+    pub trends: &'a [crate::history::Series],
 }
 
 const CSS: &str = r#"
@@ -324,6 +327,7 @@ impl RunReport<'_> {
                     (PreEscaped(run_order_svg(samples)))
                 }
             }
+            @if kept.is_none() { (self.trend(&row.case)) }
             (self.metrics(row))
             (instructions(row, kept.is_none().then(|| frame("flamegraph-instructions.svg")).flatten()))
             @if let Some(p) = &row.profile {
@@ -376,6 +380,36 @@ impl RunReport<'_> {
                     (flame_frame(format!("differential flamegraph of {}", row.case), diff))
                 }
             }
+        }
+    }
+
+    /// The case's trend over the history, where it has run before: the plot, and each
+    /// change point in words (its commit, step and p-value, and a machine change there).
+    fn trend(&self, case: &str) -> Markup {
+        let Some(series) = self
+            .trends
+            .iter()
+            .find(|s| s.case == case && s.runs.len() >= 2)
+        else {
+            return html! {};
+        };
+        let short = |c: &Option<String>| {
+            c.as_deref()
+                .map_or("no commit".to_string(), |c| c.chars().take(10).collect())
+        };
+        html! {
+            div.charts.trend { (PreEscaped(trend_svg(series, true))) }
+            p.note { "History: " (series.runs.len()) " runs"
+                @if series.change_points.is_empty() { "; no change point." }
+                @else { "; change points: "
+                    @for (i, c) in series.change_points.iter().enumerate() {
+                        @if i > 0 { ", " }
+                        code { (short(&c.commit)) } " " (format!("{:+.1}%", c.change_pct)) " (p " (format!("{:.1e}", c.p_value)) ")"
+                        @if !c.machine_change.is_empty() { " at a machine change (" (c.machine_change.join("; ")) ")" }
+                    }
+                    "."
+                }
+                " " code { "sparkles history" } " shows every run." }
         }
     }
 
@@ -774,6 +808,84 @@ fn distribution_svg(samples: &[f64], base: Option<&[f64]>) -> String {
 }
 
 /// The timing samples in the order they were taken: a drifting machine shows as a slope.
+/// A case's trend over its history: each run's median with its interval, in run order,
+/// the change points as vertical lines labelled with their step, machine changes as grey
+/// ticks, and the last run (this one, where `last_is_this_run`) in red.
+pub fn trend_svg(series: &crate::history::Series, last_is_this_run: bool) -> String {
+    // The latest runs, as many as the plot tells apart.
+    let from = series.runs.len().saturating_sub(TREND_RUNS);
+    let runs = &series.runs[from..];
+    svg_sized((560, 200), |root| {
+        root.fill(&WHITE)?;
+        let y = range(
+            runs.iter()
+                .flat_map(|p| [p.ci_low.unwrap_or(p.median), p.ci_high.unwrap_or(p.median)]),
+        );
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                format!(
+                    "median per run, the last {} (change points in orange)",
+                    runs.len()
+                ),
+                ("sans-serif", 14),
+            )
+            .margin(8)
+            .x_label_area_size(28)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0f64..(runs.len().max(2) - 1) as f64 + 0.5, y.clone())?;
+        chart
+            .configure_mesh()
+            .y_label_formatter(&axis_ns(&y))
+            .x_desc("run")
+            .x_label_formatter(&|v: &f64| format!("{v:.0}"))
+            .draw()?;
+        for (i, p) in runs.iter().enumerate() {
+            if !p.machine_change.is_empty() {
+                chart.draw_series(std::iter::once(PathElement::new(
+                    vec![(i as f64 - 0.5, y.start), (i as f64 - 0.5, y.end)],
+                    RGBColor(170, 170, 170).stroke_width(1),
+                )))?;
+            }
+        }
+        for c in series.change_points.iter().filter(|c| c.index >= from) {
+            let at = (c.index - from) as f64 - 0.5;
+            chart.draw_series(std::iter::once(PathElement::new(
+                vec![(at, y.start), (at, y.end)],
+                RGBColor(200, 120, 0).stroke_width(2),
+            )))?;
+            chart.draw_series(std::iter::once(Text::new(
+                format!("{:+.1}%", c.change_pct),
+                (at + 0.1, y.end - (y.end - y.start) * 0.02),
+                ("sans-serif", 12).into_font().color(&RGBColor(200, 120, 0)),
+            )))?;
+        }
+        chart.draw_series(runs.iter().enumerate().filter_map(|(i, p)| {
+            Some(PathElement::new(
+                vec![(i as f64, p.ci_low?), (i as f64, p.ci_high?)],
+                BLUE.mix(0.4).stroke_width(1),
+            ))
+        }))?;
+        chart.draw_series(LineSeries::new(
+            runs.iter().enumerate().map(|(i, p)| (i as f64, p.median)),
+            BLUE.stroke_width(1),
+        ))?;
+        chart.draw_series(runs.iter().enumerate().map(|(i, p)| {
+            let this = last_is_this_run && i + 1 == runs.len();
+            let colour = if this { RED } else { BLUE };
+            Circle::new(
+                (i as f64, p.median),
+                if this { 4 } else { 2 },
+                colour.filled(),
+            )
+        }))?;
+        root.present()?;
+        Ok(())
+    })
+}
+
+/// The most runs a trend plot shows.
+const TREND_RUNS: usize = 60;
+
 fn run_order_svg(samples: &[f64]) -> String {
     svg(|root| {
         root.fill(&WHITE)?;
@@ -826,6 +938,7 @@ mod tests {
             machine_warning: None,
             profile_dir: Path::new("/nonexistent"),
             kept,
+            trends: &[],
         }
         .page()
         .into_string()
@@ -907,6 +1020,7 @@ mod tests {
             machine_warning: None,
             profile_dir: Path::new("/nonexistent"),
             kept: &[],
+            trends: &[],
         }
         .page()
         .into_string();
@@ -950,6 +1064,7 @@ mod tests {
             machine_warning: None,
             profile_dir: dir.path(),
             kept: &[],
+            trends: &[],
         }
         .page()
         .into_string();

@@ -68,6 +68,35 @@ impl Summary {
     }
 }
 
+/// The median's 95% interval from the order statistics, distribution-free: the k-th
+/// smallest and k-th largest samples for the largest k with P(X₍ₖ₎ ≤ median ≤ X₍ₙ₋ₖ₊₁₎) ≥
+/// 0.95 (the binomial(n, ½) tails); `None` for fewer than 6 samples, where no such pair
+/// exists.
+pub fn median_ci(samples: &[f64]) -> Option<(f64, f64)> {
+    let n = samples.len();
+    if n < 6 {
+        return None;
+    }
+    let mut sorted = samples.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    // P(Binomial(n, ½) < k), summed term by term in logs (n may be in the thousands).
+    let ln_half_n = n as f64 * std::f64::consts::LN_2;
+    let mut ln_choose = 0.0f64; // ln C(n, i)
+    let mut below = 0.0f64; // P(B < i)
+    let mut k = 0;
+    for i in 0..n / 2 {
+        let p_i = (ln_choose - ln_half_n).exp();
+        // Coverage with the i+1-th order statistics: 1 - 2 P(B ≤ i).
+        if 1.0 - 2.0 * (below + p_i) < 0.95 {
+            break;
+        }
+        below += p_i;
+        k = i + 1;
+        ln_choose += ((n - i) as f64).ln() - ((i + 1) as f64).ln();
+    }
+    (k > 0).then(|| (sorted[k - 1], sorted[n - k]))
+}
+
 /// The `q` quantile of an ascending, non-empty series, interpolating linearly between the
 /// two nearest order statistics (Hyndman and Fan's type 7, numpy's default).
 pub fn quantile_sorted(sorted: &[f64], q: f64) -> f64 {
@@ -188,6 +217,19 @@ mod tests {
 
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() < 1e-9
+    }
+
+    #[test]
+    fn the_median_interval_is_the_order_statistics_the_binomial_gives() {
+        assert_eq!(median_ci(&[1.0, 2.0, 3.0, 4.0, 5.0]), None);
+        // n = 6: the extremes (coverage 1 - 2/64 = 96.9%).
+        assert_eq!(median_ci(&[6.0, 1.0, 5.0, 2.0, 4.0, 3.0]), Some((1.0, 6.0)));
+        // n = 32: the 10th and 23rd (coverage 98.0%; the 11th and 22nd give 94.99%).
+        let x: Vec<f64> = (1..=32).map(f64::from).collect();
+        assert_eq!(median_ci(&x), Some((10.0, 23.0)));
+        // n = 100: the 40th and 61st (96.5%; 41st and 60th: 94.3%).
+        let x: Vec<f64> = (1..=100).map(f64::from).collect();
+        assert_eq!(median_ci(&x), Some((40.0, 61.0)));
     }
 
     #[test]

@@ -249,6 +249,7 @@ fn the_summary_fits_a_1400_px_window() {
         machine_warning: None,
         profile_dir: dir.path(),
         kept: &[],
+        trends: &[],
     }
     .page()
     .into_string();

@@ -7,6 +7,7 @@ mod addr2line;
 mod compare;
 mod error;
 mod events;
+mod history;
 mod record;
 mod report;
 mod script;
@@ -69,6 +70,9 @@ enum Command {
     /// sample in three processes (base, variant, base again), with the null beside the
     /// verdict.
     Compare(compare::CompareArgs),
+    /// Each bench case's runs over commits, from the history `cargo bench` runs wrote:
+    /// median and interval per run, the change points across them, machine changes marked.
+    History(history::HistoryArgs),
     /// Source locations of addresses in an ELF file, in binutils addr2line's format.
     Addr2line(addr2line::Addr2lineArgs),
     /// Probe the seven capabilities (counting, sampling, precise data source, symbolization,
@@ -100,6 +104,7 @@ fn run(command: &Command) -> Result<(), Error> {
         Command::Record(args) => record::record(args),
         Command::Compare(args) => compare::compare(args),
         Command::Addr2line(args) => addr2line::addr2line(args),
+        Command::History(args) => history::history(args),
     }
 }
 

@@ -243,7 +243,7 @@ pub fn export(
 /// reader that went away ends it quietly). Until the write, SIGINT and SIGTERM end the
 /// command as they would (nothing is written yet); during it they are noted, the write
 /// finishes or fails whole, and the command then stops, saying which.
-fn emit(output: Option<&Path>, bytes: &[u8]) -> Result<(), Error> {
+pub(crate) fn emit(output: Option<&Path>, bytes: &[u8]) -> Result<(), Error> {
     use sparkles_perf_data::atomic_write;
     match output {
         Some(path) => {

@@ -209,7 +209,16 @@ pub fn annotate(path: &Path, options: &StackOptions, select: &Select) -> Result<
             events.push(crate::profile::attr_name(a));
         }
     }
+    // Samples by process and IP, located once each (a hot loop's few addresses are most
+    // of a capture's samples); forgotten when an address space changes.
+    let mut at_ip: HashMap<(u32, u64), u64> = HashMap::new();
     data.for_each_record_read_ahead(|e| {
+        if matches!(
+            e.record,
+            Record::Mmap(_) | Record::Comm { exec: true, .. } | Record::Fork(_) | Record::Exit(_)
+        ) {
+            tally(&mut namer, &mut tallies, std::mem::take(&mut at_ip));
+        }
         namer.observe(&e.record);
         let Record::Sample(s) = &e.record else {
             return Ok::<(), Error>(());
@@ -218,28 +227,12 @@ pub fn annotate(path: &Path, options: &StackOptions, select: &Select) -> Result<
             return Ok(());
         }
         samples += 1;
-        let (Some(ip), pid) = (s.ip, s.pid.unwrap_or(0)) else {
-            return Ok(());
-        };
-        let located = namer.locate(pid, ip);
-        let Place::Module { key, vaddr } = &located.place else {
-            return Ok(());
-        };
-        let Some((name, offset)) = namer.symbolizer().symbol(&located.place) else {
-            return Ok(());
-        };
-        let start = vaddr - offset;
-        let t = tallies
-            .entry((key.clone(), start))
-            .or_insert_with(|| Tally {
-                name: sparkles_symbolize::demangle::for_display(name).to_string(),
-                module: located.mapping.as_deref().unwrap_or("").to_string(),
-                ..Tally::default()
-            });
-        t.samples += 1;
-        *t.at.entry(*vaddr).or_default() += 1;
+        if let (Some(ip), pid) = (s.ip, s.pid.unwrap_or(0)) {
+            *at_ip.entry((pid, ip)).or_default() += 1;
+        }
         Ok(())
     })?;
+    tally(&mut namer, &mut tallies, at_ip);
     let mut ranked: Vec<((ModuleKey, u64), Tally)> = tallies.into_iter().collect();
     ranked.sort_by(|a, b| b.1.samples.cmp(&a.1.samples).then(a.0 .1.cmp(&b.0 .1)));
     let mut notes = Vec::new();
@@ -373,6 +366,34 @@ fn noise(p: f64, n: u64, q: f64, m: u64) -> f64 {
         x * (1.0 - x) / (of + 2.0)
     };
     200.0 * (var(p, n) + var(q, m)).sqrt()
+}
+
+/// Adds the samples counted per process and IP to their functions' tallies, each IP
+/// located in the address space as it is now.
+fn tally(
+    namer: &mut StackNamer,
+    tallies: &mut HashMap<(ModuleKey, u64), Tally>,
+    at_ip: HashMap<(u32, u64), u64>,
+) {
+    for ((pid, ip), n) in at_ip {
+        let located = namer.locate(pid, ip);
+        let Place::Module { key, vaddr } = &located.place else {
+            continue;
+        };
+        let Some((name, offset)) = namer.symbolizer().symbol(&located.place) else {
+            continue;
+        };
+        let start = vaddr - offset;
+        let t = tallies
+            .entry((key.clone(), start))
+            .or_insert_with(|| Tally {
+                name: sparkles_symbolize::demangle::for_display(name).to_string(),
+                module: located.mapping.as_deref().unwrap_or("").to_string(),
+                ..Tally::default()
+            });
+        t.samples += n;
+        *t.at.entry(*vaddr).or_default() += n;
+    }
 }
 
 /// One function's views: its instructions from the module's bytes, each named by its

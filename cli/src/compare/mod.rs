@@ -278,6 +278,7 @@ fn write_reports(
             machine_warning: None,
             profile_dir: &dir.join("profile"),
             kept: &[],
+            trends: &[],
         };
         match page.write(&path) {
             Ok(()) => eprintln!("report: {}", path.display()),

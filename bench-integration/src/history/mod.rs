@@ -1,0 +1,414 @@
+//! A suite's runs over commits: every `--bench` run appends one line to
+//! `target/sparkles/history/SUITE.jsonl` (`--history-dir` moves it, `--no-history` skips
+//! it), its cases' timing tagged with the commit, branch, time and environment record;
+//! read back as each case's series, with the change points found across it
+//! ([`changes`]) and the machine changes marked.
+//!
+//! A line is one run, written with one `write(2)` to a file opened for appending, after a
+//! newline where the file's last line was cut short: a run stopped while writing leaves at
+//! most a cut last line, which the reader skips with a warning naming it, as it skips
+//! any line it cannot read. Nothing in the file is ever rewritten.
+
+pub mod changes;
+
+use std::collections::BTreeMap;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::environment::Environment;
+use crate::error::Error;
+use crate::record::BenchRow;
+
+/// The schema of a history line: one run.
+pub const RUN_SCHEMA: &str = "sparkles.history-run/1";
+
+/// The history folder: `--history-dir`, else `history/` in the run's output folder.
+pub fn dir(out_dir: &Path, explicit: Option<&Path>) -> PathBuf {
+    explicit.map_or_else(|| out_dir.join("history"), Path::to_path_buf)
+}
+
+/// A suite's history file in `dir`.
+pub fn path(dir: &Path, suite: &str) -> PathBuf {
+    dir.join(format!("{}.jsonl", crate::suite::slug(suite)))
+}
+
+/// One run of a suite, one line of its history.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Run {
+    /// Always [`RUN_SCHEMA`].
+    pub schema: String,
+    /// The suite.
+    pub suite: String,
+    /// `git rev-parse HEAD` where the run was made (the full hex id); null outside a
+    /// repository.
+    pub commit: Option<String>,
+    /// Whether tracked files differed from that commit.
+    pub dirty: Option<bool>,
+    /// The branch (git's, or the CI service's where the checkout is detached).
+    pub branch: Option<String>,
+    /// When the run started, seconds since the Unix epoch.
+    pub time: u64,
+    /// The machine, toolchain and build, as baselines keep it.
+    pub environment: Environment,
+    /// Each case that was timed.
+    pub cases: Vec<CaseRun>,
+}
+
+/// One case in one run: its timing's median and interval, and its metrics.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CaseRun {
+    pub case: String,
+    /// Median time per iteration, ns.
+    pub median: f64,
+    /// The median's 95% interval (distribution-free, from the order statistics); null
+    /// where the run took too few samples for one.
+    pub ci_low: Option<f64>,
+    pub ci_high: Option<f64>,
+    /// Timing samples taken.
+    pub samples: usize,
+    /// Every metric the row has a value of, by id.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub metrics: BTreeMap<String, f64>,
+}
+
+impl Run {
+    /// The run of `rows` (the timed ones) measured in `environment`.
+    pub fn of(suite: &str, rows: &[BenchRow], environment: &Environment) -> Run {
+        let cases = rows
+            .iter()
+            .filter_map(|r| {
+                let t = r.timing.as_ref()?;
+                let (ci_low, ci_high) = crate::stats::median_ci(&t.samples).unzip();
+                Some(CaseRun {
+                    case: r.case.clone(),
+                    median: t.summary.median,
+                    ci_low,
+                    ci_high,
+                    samples: t.samples.len(),
+                    metrics: r
+                        .metrics
+                        .iter()
+                        .filter_map(|(k, v)| Some((k.clone(), (*v)?)))
+                        .filter(|(_, v)| v.is_finite())
+                        .collect(),
+                })
+            })
+            .collect();
+        Run {
+            schema: RUN_SCHEMA.to_string(),
+            suite: suite.to_string(),
+            commit: environment.git_commit.clone(),
+            dirty: environment.git_dirty,
+            branch: environment.git_branch.clone(),
+            time: environment.unix_time,
+            environment: environment.clone(),
+            cases,
+        }
+    }
+}
+
+/// Appends `run` to the history file at `path` as one line (the folder made where it is
+/// not); the bytes it added.
+pub fn append(path: &Path, run: &Run) -> Result<usize, Error> {
+    let io = |e| Error::io(path, e);
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    }
+    let mut line = serde_json::to_vec(run).map_err(|e| io(e.into()))?;
+    line.push(b'\n');
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .append(true)
+        .create(true)
+        .open(path)
+        .map_err(io)?;
+    // A cut last line (a run stopped while writing) ends here, not in this run's line.
+    let len = file.seek(SeekFrom::End(0)).map_err(io)?;
+    if len > 0 {
+        let mut last = [0u8; 1];
+        file.seek(SeekFrom::Start(len - 1)).map_err(io)?;
+        file.read_exact(&mut last).map_err(io)?;
+        if last[0] != b'\n' {
+            line.insert(0, b'\n');
+        }
+    }
+    file.write_all(&line).map_err(io)?;
+    Ok(line.len())
+}
+
+/// A history file read: its runs in time order, and the lines skipped.
+#[derive(Debug, Default)]
+pub struct History {
+    pub runs: Vec<Run>,
+    /// `FILE, line N: why` for each line that was not a run.
+    pub warnings: Vec<String>,
+}
+
+/// Reads the history at `path`: a line that is not a run (damaged, cut short, of another
+/// schema) is skipped with a warning naming it; a missing file is an error naming it.
+pub fn read(path: &Path) -> Result<History, Error> {
+    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    Ok(parse(&bytes, &path.display().to_string()))
+}
+
+/// [`read`] of the bytes of a history file called `name`.
+pub fn parse(bytes: &[u8], name: &str) -> History {
+    let mut history = History::default();
+    let ends_whole = bytes.last().is_none_or(|&b| b == b'\n');
+    let mut lines = bytes.split(|&b| b == b'\n').peekable();
+    let mut number = 0;
+    while let Some(line) = lines.next() {
+        number += 1;
+        let last = lines.peek().is_none();
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        if last && !ends_whole {
+            history.warnings.push(format!(
+                "{name}, line {number}: cut short (a run stopped while writing it?): skipped"
+            ));
+            continue;
+        }
+        match serde_json::from_slice::<Run>(line) {
+            Ok(run) if run.schema == RUN_SCHEMA => history.runs.push(run),
+            Ok(run) => history.warnings.push(format!(
+                "{name}, line {number}: schema {:?}, not {RUN_SCHEMA}: skipped",
+                run.schema
+            )),
+            Err(e) => {
+                // Of another schema, or damaged: said as what it is.
+                #[derive(Deserialize)]
+                struct Schema {
+                    schema: String,
+                }
+                let why = match serde_json::from_slice::<Schema>(line) {
+                    Ok(other) if other.schema != RUN_SCHEMA => {
+                        format!("schema {:?}, not {RUN_SCHEMA}", other.schema)
+                    }
+                    _ => format!("not a run ({e})"),
+                };
+                history
+                    .warnings
+                    .push(format!("{name}, line {number}: {why}: skipped"));
+            }
+        }
+    }
+    // In time order (a history merged from several machines' files may not be).
+    history.runs.sort_by_key(|r| r.time);
+    history
+}
+
+/// One case's series over the history: a point per run that timed it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Series {
+    pub case: String,
+    pub runs: Vec<Point>,
+    pub change_points: Vec<changes::ChangePoint>,
+}
+
+/// A case in one run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Point {
+    /// The full hex id; null outside a repository.
+    pub commit: Option<String>,
+    pub dirty: Option<bool>,
+    pub branch: Option<String>,
+    /// Seconds since the Unix epoch.
+    pub time: u64,
+    /// ns per iteration.
+    pub median: f64,
+    pub ci_low: Option<f64>,
+    pub ci_high: Option<f64>,
+    /// What changed on the machine since the run before it (`field: 'was' → 'now'`):
+    /// a step here is the machine's as much as the commit's.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub machine_change: Vec<String>,
+    /// The run's machine probe (a fixed loop timed beside the cases, ns an iteration):
+    /// how fast the machine was during the run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub probe: Option<f64>,
+}
+
+/// How a series is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Scale {
+    /// Each run's medians as measured.
+    #[default]
+    AsMeasured,
+    /// Each run's medians (and intervals) scaled by the median probe over the runs
+    /// against that run's probe: where a busy machine slowed a run, its cases and its
+    /// probe alike, that is taken out (a run without a probe is left as measured).
+    PerProbe,
+}
+
+/// Each case's series (those `keep` keeps, in the order they first ran), with its
+/// change points.
+pub fn series(
+    history: &History,
+    keep: impl Fn(&str) -> bool,
+    options: &changes::Options,
+    scale: Scale,
+) -> Vec<Series> {
+    let probes: Vec<f64> = history
+        .runs
+        .iter()
+        .filter_map(|r| r.environment.machine_probe.as_ref().map(|p| p.median_ns))
+        .filter(|p| p.is_finite() && *p > 0.0)
+        .collect();
+    let typical_probe = {
+        let mut sorted = probes.clone();
+        sorted.sort_by(f64::total_cmp);
+        (!sorted.is_empty()).then(|| crate::stats::quantile_sorted(&sorted, 0.5))
+    };
+    let mut order: Vec<String> = Vec::new();
+    let mut by_case: BTreeMap<String, Vec<Point>> = BTreeMap::new();
+    let mut previous: Option<&Environment> = None;
+    for run in &history.runs {
+        let machine_change: Vec<String> = previous
+            .map(|then| {
+                then.differences(&run.environment)
+                    .into_iter()
+                    .map(|(field, was, now)| format!("{field}: '{was}' → '{now}'"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        previous = Some(&run.environment);
+        let probe = run
+            .environment
+            .machine_probe
+            .as_ref()
+            .map(|p| p.median_ns)
+            .filter(|p| p.is_finite() && *p > 0.0);
+        let factor = match (scale, probe, typical_probe) {
+            (Scale::PerProbe, Some(p), Some(t)) => t / p,
+            _ => 1.0,
+        };
+        for c in run.cases.iter().filter(|c| keep(&c.case)) {
+            let points = by_case.entry(c.case.clone()).or_insert_with(|| {
+                order.push(c.case.clone());
+                Vec::new()
+            });
+            points.push(Point {
+                commit: run.commit.clone(),
+                dirty: run.dirty,
+                branch: run.branch.clone(),
+                time: run.time,
+                median: c.median * factor,
+                ci_low: c.ci_low.map(|v| v * factor),
+                ci_high: c.ci_high.map(|v| v * factor),
+                machine_change: machine_change.clone(),
+                probe,
+            });
+        }
+    }
+    order
+        .into_iter()
+        .map(|case| {
+            let runs = by_case.remove(&case).unwrap_or_default();
+            let change_points = changes::find(&runs, options);
+            Series {
+                case,
+                runs,
+                change_points,
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
+
+    use super::*;
+
+    fn run(commit: &str, time: u64, median: f64) -> Run {
+        let mut environment = Environment::current("s");
+        environment.unix_time = time;
+        Run {
+            schema: RUN_SCHEMA.to_string(),
+            suite: "s".to_string(),
+            commit: Some(commit.to_string()),
+            dirty: Some(false),
+            branch: Some("main".to_string()),
+            time,
+            environment,
+            cases: vec![CaseRun {
+                case: "c".to_string(),
+                median,
+                ci_low: Some(median * 0.99),
+                ci_high: Some(median * 1.01),
+                samples: 32,
+                metrics: BTreeMap::new(),
+            }],
+        }
+    }
+
+    #[test]
+    fn runs_are_appended_whole_and_a_damaged_line_is_skipped_by_number() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = path(&dir.path().join("history"), "my suite");
+        assert!(path.ends_with("history/my_suite.jsonl"));
+        append(&path, &run("a", 1, 100.0)).unwrap();
+        // A run cut short while writing, then a line of something else.
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        f.write_all(b"{\"schema\":\"sparkles.history-run/1\",\"suite\":\"s\",\"com")
+            .unwrap();
+        drop(f);
+        append(&path, &run("b", 2, 110.0)).unwrap();
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap()
+            .write_all(b"{\"schema\":\"other/1\"}\n")
+            .unwrap();
+        append(&path, &run("c", 3, 120.0)).unwrap();
+        let h = read(&path).unwrap();
+        let commits: Vec<_> = h.runs.iter().map(|r| r.commit.clone().unwrap()).collect();
+        assert_eq!(commits, ["a", "b", "c"]);
+        assert_eq!(h.runs[1], run("b", 2, 110.0));
+        assert_eq!(h.warnings.len(), 2, "{:?}", h.warnings);
+        assert!(
+            h.warnings[0].contains("line 2: not a run"),
+            "{}",
+            h.warnings[0]
+        );
+        assert!(
+            h.warnings[1].contains("line 4: schema \"other/1\""),
+            "{}",
+            h.warnings[1]
+        );
+        // The last line cut short: skipped, said as cut.
+        let bytes = std::fs::read(&path).unwrap();
+        let cut = parse(&bytes[..bytes.len() - 10], "h.jsonl");
+        assert_eq!(cut.runs.len(), 2);
+        assert!(cut.warnings.last().unwrap().contains("line 5: cut short"));
+        assert!(read(&dir.path().join("none.jsonl")).is_err());
+    }
+
+    #[test]
+    fn a_machine_change_is_marked_on_the_run_it_starts() {
+        let mut h = History::default();
+        for (i, commit) in ["a", "b", "c"].iter().enumerate() {
+            h.runs.push(run(commit, i as u64, 100.0));
+        }
+        h.runs[2].environment.kernel = Some("9.9.9-other".to_string());
+        let s = series(
+            &h,
+            |_| true,
+            &changes::Options::default(),
+            Scale::AsMeasured,
+        );
+        assert_eq!(s.len(), 1);
+        assert!(s[0].runs[1].machine_change.is_empty());
+        assert!(
+            s[0].runs[2].machine_change[0].starts_with("kernel: "),
+            "{:?}",
+            s[0].runs[2].machine_change
+        );
+    }
+}

@@ -1,0 +1,360 @@
+//! `sparkles history`: each case's runs over commits, from the history the harness wrote
+//! (`target/sparkles/history/SUITE.jsonl`), with the change points across them and the
+//! machine changes marked; as a table, `sparkles.history/1` JSON, or a page of trends.
+
+use std::path::{Path, PathBuf};
+
+use maud::{html, PreEscaped, DOCTYPE};
+use serde::Serialize;
+use sparkles_bench::history::{self, changes, Series};
+
+use crate::error::Error;
+
+/// `sparkles.history/1`.
+pub const SCHEMA: &str = "sparkles.history/1";
+
+/// Output of `sparkles history`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum HistoryFormat {
+    /// Per case its runs, first and latest median, and change points.
+    Table,
+    /// `sparkles.history/1` (docs/schemas/history.md).
+    Json,
+    /// A page: per case its trend, change points marked.
+    Html,
+}
+
+/// `sparkles history`'s flags.
+#[derive(Debug, Clone, clap::Args)]
+pub struct HistoryArgs {
+    /// Only cases whose names contain one of these.
+    filters: Vec<String>,
+    /// The suite (its history file's name); default: every suite in the history.
+    #[arg(long, value_name = "S")]
+    suite: Option<String>,
+    /// `table`, `json` (`sparkles.history/1`) or `html`.
+    #[arg(long, value_enum, default_value = "table")]
+    format: HistoryFormat,
+    /// The history folder; default: `sparkles/history` in CARGO_TARGET_DIR, else in the
+    /// nearest `target/` at or above the current directory.
+    #[arg(long, value_name = "DIR")]
+    history_dir: Option<PathBuf>,
+    /// Write here (whole, or not at all) instead of standard output.
+    #[arg(short = 'o', long = "output", value_name = "OUT")]
+    output: Option<PathBuf>,
+    /// The largest p-value of a change point (the Mann–Whitney U test of the runs either
+    /// side: about four runs after a step are needed to reach 0.001).
+    #[arg(long, value_name = "P", default_value_t = 0.001)]
+    max_p: f64,
+    /// The smallest step called a change point, percent; default: twice the runs' own
+    /// typical 95% interval half-width, at least 1%.
+    #[arg(long, value_name = "PCT")]
+    min_change: Option<f64>,
+    /// `probe`: each run's times scaled by how fast its machine probe (a fixed loop timed
+    /// beside the cases) ran against the runs' median probe, so that a run a busy machine
+    /// slowed, its cases and probe alike, does not look like a change. Default: as
+    /// measured.
+    #[arg(long, value_name = "HOW", value_parser = ["probe"])]
+    normalize: Option<String>,
+}
+
+/// The JSON document.
+#[derive(Debug, Serialize)]
+struct Document {
+    schema: &'static str,
+    /// The history files read.
+    files: Vec<String>,
+    cases: Vec<Case>,
+    /// Lines skipped, each with its file and number.
+    warnings: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct Case {
+    suite: String,
+    #[serde(flatten)]
+    series: Series,
+    /// The smallest step this case's change points had to be, percent.
+    min_change_pct: f64,
+}
+
+/// Where the history is: `--history-dir`, else CARGO_TARGET_DIR's, else the nearest
+/// `target/sparkles/history` at or above the current directory.
+fn history_dir(explicit: Option<&Path>) -> Result<PathBuf, Error> {
+    if let Some(dir) = explicit {
+        return if dir.is_dir() {
+            Ok(dir.to_path_buf())
+        } else {
+            Err(Error::usage(
+                format!("--history-dir {}", dir.display()),
+                "not a folder",
+            ))
+        };
+    }
+    let mut looked = Vec::new();
+    if let Some(target) = std::env::var_os("CARGO_TARGET_DIR").filter(|t| !t.is_empty()) {
+        let dir = PathBuf::from(target).join("sparkles/history");
+        if dir.is_dir() {
+            return Ok(dir);
+        }
+        looked.push(dir);
+    }
+    let cwd = std::env::current_dir().map_err(|source| Error::Io {
+        path: ".".into(),
+        source,
+    })?;
+    for at in cwd.ancestors() {
+        let dir = at.join("target/sparkles/history");
+        if dir.is_dir() {
+            return Ok(dir);
+        }
+    }
+    looked.push(cwd.join("target/sparkles/history"));
+    Err(Error::usage(
+        "--history-dir",
+        format!(
+            "no history found (looked for {} and above): a `cargo bench` run of a sparkles suite writes one; --history-dir DIR reads another",
+            looked
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    ))
+}
+
+/// The suites' history files in `dir`: `--suite`'s, or every one.
+fn files(dir: &Path, suite: Option<&str>) -> Result<Vec<(String, PathBuf)>, Error> {
+    let mut all: Vec<(String, PathBuf)> = std::fs::read_dir(dir)
+        .map_err(|source| Error::Io {
+            path: dir.to_path_buf(),
+            source,
+        })?
+        .filter_map(|e| {
+            let path = e.ok()?.path();
+            let name = path
+                .file_name()?
+                .to_str()?
+                .strip_suffix(".jsonl")?
+                .to_string();
+            Some((name, path))
+        })
+        .collect();
+    all.sort();
+    match suite {
+        None if all.is_empty() => Err(Error::usage(
+            "--history-dir",
+            format!("{} holds no history (SUITE.jsonl)", dir.display()),
+        )),
+        None => Ok(all),
+        Some(s) => {
+            let path = history::path(dir, s);
+            if path.is_file() {
+                Ok(vec![(s.to_string(), path)])
+            } else {
+                Err(Error::usage(
+                    format!("--suite {s}"),
+                    format!(
+                        "no history of it in {} (suites there: {})",
+                        dir.display(),
+                        if all.is_empty() {
+                            "none".to_string()
+                        } else {
+                            all.iter()
+                                .map(|(n, _)| n.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        }
+                    ),
+                ))
+            }
+        }
+    }
+}
+
+/// `sparkles history`.
+pub fn history(args: &HistoryArgs) -> Result<(), Error> {
+    if !(args.max_p > 0.0 && args.max_p <= 1.0) {
+        return Err(Error::usage(
+            "--max-p",
+            format!("{} is not a p-value in (0, 1]", args.max_p),
+        ));
+    }
+    if let Some(m) = args.min_change.filter(|m| !(m.is_finite() && *m >= 0.0)) {
+        return Err(Error::usage(
+            "--min-change",
+            format!("{m} is not a percentage ≥ 0"),
+        ));
+    }
+    let dir = history_dir(args.history_dir.as_deref())?;
+    let options = changes::Options {
+        max_p: args.max_p,
+        min_change_pct: args.min_change,
+        ..changes::Options::default()
+    };
+    let keep = |case: &str| {
+        args.filters.is_empty() || args.filters.iter().any(|f| case.contains(f.as_str()))
+    };
+    let mut doc = Document {
+        schema: SCHEMA,
+        files: Vec::new(),
+        cases: Vec::new(),
+        warnings: Vec::new(),
+    };
+    for (suite, path) in files(&dir, args.suite.as_deref())? {
+        let h = history::read(&path).map_err(|e| Error::Input(e.to_string()))?;
+        doc.warnings.extend(h.warnings.iter().cloned());
+        doc.files.push(path.display().to_string());
+        let scale = match args.normalize.as_deref() {
+            Some("probe") => history::Scale::PerProbe,
+            _ => history::Scale::AsMeasured,
+        };
+        for series in history::series(&h, keep, &options, scale) {
+            doc.cases.push(Case {
+                suite: suite.clone(),
+                min_change_pct: changes::min_change_pct(&series.runs, &options),
+                series,
+            });
+        }
+    }
+    for w in &doc.warnings {
+        eprintln!("warning: {w}");
+    }
+    let bytes = match args.format {
+        HistoryFormat::Json => {
+            let mut j = serde_json::to_vec_pretty(&doc).map_err(|e| Error::Output(e.into()))?;
+            j.push(b'\n');
+            j
+        }
+        HistoryFormat::Table => table(&doc).into_bytes(),
+        HistoryFormat::Html => page(&doc).into_bytes(),
+    };
+    crate::report::emit(args.output.as_deref(), &bytes)
+}
+
+/// A commit's first ten hex digits (a `+` where the tree was dirty).
+fn short(commit: &Option<String>, dirty: Option<bool>) -> String {
+    match commit {
+        Some(c) => format!(
+            "{}{}",
+            c.chars().take(10).collect::<String>(),
+            if dirty == Some(true) { "+" } else { "" }
+        ),
+        None => "(no commit)".to_string(),
+    }
+}
+
+/// A time as UTC, to the minute.
+fn when(unix: u64) -> String {
+    let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(unix);
+    let mut s = humantime::format_rfc3339_seconds(t).to_string();
+    s.truncate(16);
+    s.replace('T', " ")
+}
+
+fn table(doc: &Document) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let width = doc
+        .cases
+        .iter()
+        .map(|c| c.series.case.len())
+        .max()
+        .unwrap_or(4)
+        .max(4);
+    let _ = writeln!(
+        out,
+        "{:<width$}  {:>5}  {:>10}  {:>10}  change points (commit where the step starts, its size, p)",
+        "case", "runs", "first", "latest"
+    );
+    for c in &doc.cases {
+        let runs = &c.series.runs;
+        let (Some(first), Some(last)) = (runs.first(), runs.last()) else {
+            continue;
+        };
+        let points: Vec<String> = c
+            .series
+            .change_points
+            .iter()
+            .map(|p| {
+                let at = &runs[p.index];
+                format!(
+                    "{} {:+.1}% (p {:.1e}, {}){}",
+                    short(&p.commit, at.dirty),
+                    p.change_pct,
+                    p.p_value,
+                    when(p.time),
+                    if p.machine_change.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" at a machine change: {}", p.machine_change.join("; "))
+                    }
+                )
+            })
+            .collect();
+        let _ = writeln!(
+            out,
+            "{:<width$}  {:>5}  {:>10}  {:>10}  {}",
+            c.series.case,
+            runs.len(),
+            sparkles_bench::table::format_ns(first.median),
+            sparkles_bench::table::format_ns(last.median),
+            if points.is_empty() {
+                "none".to_string()
+            } else {
+                points.join(", ")
+            }
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\nchange points: e-divisive means, Mann–Whitney U (docs/design.md); {} run{} of {} case{} from {}",
+        doc.cases.iter().map(|c| c.series.runs.len()).max().unwrap_or(0),
+        if doc.cases.iter().map(|c| c.series.runs.len()).max() == Some(1) { "" } else { "s" },
+        doc.cases.len(),
+        if doc.cases.len() == 1 { "" } else { "s" },
+        doc.files.join(", ")
+    );
+    out
+}
+
+fn page(doc: &Document) -> String {
+    const CSS: &str = r#"
+body { font: 14px/1.45 system-ui, sans-serif; margin: 1.5em 2em; color: #1d1d1f; }
+h1 { font-size: 1.5em; } h2 { font-size: 1.15em; margin-top: 1.6em; }
+table { border-collapse: collapse; margin: .5em 0; }
+th, td { padding: 3px 10px; text-align: right; border-bottom: 1px solid #eee; }
+th { background: #f5f5f7; } td.name, th.name { text-align: left; }
+p.note { color: #555; }
+"#;
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head { meta charset="utf-8"; title { "sparkles history" } style { (PreEscaped(CSS)) } }
+            body {
+                h1 { "History" }
+                p.note { (doc.files.join(", ")) "; change points by e-divisive means, each with the Mann–Whitney U test of the runs either side." }
+                @for w in &doc.warnings { p.note { "warning: " (w) } }
+                @for c in &doc.cases {
+                    h2 { (c.series.case) " " span.note { "(" (c.suite) ", " (c.series.runs.len()) " runs)" } }
+                    (PreEscaped(sparkles_bench::run_report::trend_svg(&c.series, false)))
+                    @if c.series.change_points.is_empty() {
+                        p.note { "No change point (steps of at least " (format!("{:.1}%", c.min_change_pct)) " were looked for)." }
+                    } @else {
+                        table { thead { tr { th.name { "commit" } th.name { "when" } th { "step" } th { "before" } th { "after" } th { "p" } th.name { "machine" } } }
+                            tbody { @for p in &c.series.change_points { tr {
+                                td.name { code { (short(&p.commit, c.series.runs[p.index].dirty)) } }
+                                td.name { (when(p.time)) }
+                                td { (format!("{:+.1}%", p.change_pct)) }
+                                td { (sparkles_bench::table::format_ns(p.before)) }
+                                td { (sparkles_bench::table::format_ns(p.after)) }
+                                td { (format!("{:.1e}", p.p_value)) }
+                                td.name { (p.machine_change.join("; ")) }
+                            } } } }
+                    }
+                }
+            }
+        }
+    }
+    .into_string()
+}

@@ -1,0 +1,457 @@
+//! The history over commits end to end: a git repository of 12 commits, the 7th of which
+//! makes one case 30% slower; a `--bench` run at each commit (this test binary run again
+//! in the repository, as `cargo bench` runs a suite there) appends to the history, and
+//! `sparkles history` names that commit as the case's one change point and finds none in
+//! the case that did not change; the last run's report draws the trend. And the
+//! `--bench-format` exports, each checked by the reader it is for: BMF against Bencher's
+//! published JSON schema (by ajv), github-action-benchmark's custom JSON by the action's
+//! own zod schema and its cargo tool's regex run under node.
+
+#![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
+
+#[path = "../../testdata/support/planted_repo.rs"]
+mod planted_repo;
+#[path = "../../testdata/support/skip.rs"]
+mod skip;
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+use support::sparkles;
+
+/// Where the child run reads its repository's work (iterations of the spin loop).
+const WORK_FILE: &str = "work.txt";
+/// The child's harness arguments, tab-separated.
+const ARGS_ENV: &str = "SPARKLES_HISTORY_TEST_ARGS";
+
+/// One test's bench runs at a time: two at once on a 2-core machine make each other's
+/// noise.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn spin(n: u64) -> u64 {
+    let mut x = 1u64;
+    for i in 0..n {
+        x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(i));
+    }
+    x
+}
+
+/// The suite a run at a commit measures: `steady` the same work at every commit,
+/// `regressed` the work the checkout's work.txt says (read in the repository: the
+/// current directory).
+#[test]
+#[ignore = "the child of the history tests: a bench run in their repository"]
+fn history_child() {
+    let Ok(args) = std::env::var(ARGS_ENV) else {
+        return;
+    };
+    let work: u64 = std::fs::read_to_string(WORK_FILE)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let mut suite = sparkles_bench::Suite::new("history");
+    suite.case("steady", |b| b.iter(|| spin(20_000)));
+    suite.case("regressed", move |b| b.iter(move || spin(work)));
+    let mut argv = vec!["bench".to_string()];
+    argv.extend(args.split('\t').map(str::to_string));
+    let status = sparkles_bench::run_main(suite, argv);
+    assert_eq!(status, 0);
+}
+
+/// This test binary's child run in `repo` with harness arguments `args`.
+fn bench_run(repo: &Path, args: &[&str]) -> std::process::Output {
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--ignored",
+            "--exact",
+            "history_child",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
+        .env(ARGS_ENV, args.join("\t"))
+        .current_dir(repo)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "bench run failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// A repository at its first commit, or `None` (said) where git is absent.
+fn repository(dir: &Path) -> Option<()> {
+    if Command::new("git").arg("--version").output().is_err() {
+        skip::skip(
+            "git",
+            "git is not installed: no repository to take a history in",
+        );
+        return None;
+    }
+    planted_repo::git(dir, &["init", "-q", "-b", "main"]);
+    planted_repo::git(dir, &["config", "user.email", "test@sparkles"]);
+    planted_repo::git(dir, &["config", "user.name", "sparkles test"]);
+    planted_repo::git(dir, &["config", "commit.gpgsign", "false"]);
+    Some(())
+}
+
+fn commit(dir: &Path, work: u64, message: &str) -> String {
+    std::fs::write(dir.join(WORK_FILE), format!("{work}\n")).unwrap();
+    std::fs::write(dir.join("notes.txt"), format!("{message}\n")).unwrap();
+    planted_repo::git(dir, &["add", "-A"]);
+    planted_repo::git(dir, &["commit", "-q", "-m", message]);
+    planted_repo::git(dir, &["rev-parse", "HEAD"])
+}
+
+#[test]
+fn twelve_commits_and_the_one_that_made_a_case_slower_is_its_change_point() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let repo = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    if repository(repo.path()).is_none() {
+        return;
+    }
+    let out_dir = out.path().to_str().unwrap();
+    let mut commits = Vec::new();
+    for i in 0..12 {
+        // The 7th commit spins 30% more rounds in `regressed`; the others change nothing
+        // it measures. Two runs at each (a change point by ranks needs about four runs
+        // after it at p ≤ 0.001).
+        let work = if i >= 6 { 26_000 } else { 20_000 };
+        commits.push(commit(repo.path(), work, &format!("commit {i}")));
+        for _ in 0..2 {
+            bench_run(
+                repo.path(),
+                &[
+                    "--bench",
+                    "--samples",
+                    "15",
+                    "--bench-min-time",
+                    "2ms",
+                    "--out-dir",
+                    out_dir,
+                ],
+            );
+        }
+    }
+    let history_file = out.path().join("history/history.jsonl");
+    let lines = std::fs::read_to_string(&history_file).unwrap();
+    assert_eq!(lines.lines().count(), 24);
+    let per_run = lines.len() / 24;
+    eprintln!("history: {per_run} bytes a run of 2 cases");
+    // Read as a user runs it, where the bench ran: the target folder's history.
+    let json = Command::new(env!("CARGO_BIN_EXE_sparkles"))
+        .args(["history", "--format", "json"])
+        .env(
+            "CARGO_TARGET_DIR",
+            out.path().parent().unwrap().join("none"),
+        )
+        .current_dir(repo.path())
+        .output()
+        .unwrap();
+    // No target folder there: said, naming the flag that points at one.
+    assert_eq!(json.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&json.stderr).contains("--history-dir"));
+    let history_dir = out.path().join("history");
+    let json = sparkles(&[
+        "history",
+        "--history-dir",
+        history_dir.to_str().unwrap(),
+        "--format",
+        "json",
+        // Each run's times against its machine probe: a shared machine's bursts of load
+        // (a neighbour's, the host's) slow a few runs' cases and probe alike. Steps of at
+        // least 15%: the 30% one.
+        "--normalize",
+        "probe",
+        "--min-change",
+        "15",
+    ]);
+    assert!(
+        json.status.success(),
+        "{}",
+        String::from_utf8_lossy(&json.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(doc["schema"], "sparkles.history/1");
+    let case = |name: &str| {
+        doc["cases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["case"] == name)
+            .unwrap()
+            .clone()
+    };
+    let regressed = case("regressed");
+    let runs = regressed["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 24);
+    for (run, commit) in runs.iter().zip(commits.iter().flat_map(|c| [c, c])) {
+        assert_eq!(run["commit"].as_str(), Some(commit.as_str()));
+        assert_eq!(run["dirty"], false);
+        assert!(run["median"].as_f64().unwrap() > 0.0);
+        let (lo, hi) = (
+            run["ci_low"].as_f64().unwrap(),
+            run["ci_high"].as_f64().unwrap(),
+        );
+        assert!(lo <= run["median"].as_f64().unwrap() && run["median"].as_f64().unwrap() <= hi);
+        assert!(run["time"].as_u64().unwrap() > 1_700_000_000);
+    }
+    let points = regressed["change_points"].as_array().unwrap();
+    assert_eq!(points.len(), 1, "{points:?}\n{runs:?}");
+    assert_eq!(
+        points[0]["commit"].as_str(),
+        Some(commits[6].as_str()),
+        "{points:?}\n{:?}",
+        runs.iter()
+            .map(|r| r["median"].as_f64().unwrap())
+            .collect::<Vec<_>>()
+    );
+    let step = points[0]["change_pct"].as_f64().unwrap();
+    assert!((15.0..=50.0).contains(&step), "{step}");
+    assert!(points[0]["p_value"].as_f64().unwrap() <= 0.001);
+    let steady = case("steady");
+    assert!(
+        steady["change_points"].as_array().unwrap().is_empty(),
+        "{}",
+        steady["change_points"]
+    );
+    // The table names the commit too; a filter keeps one case.
+    let table = sparkles(&[
+        "history",
+        "--history-dir",
+        history_dir.to_str().unwrap(),
+        "--normalize",
+        "probe",
+        "--min-change",
+        "15",
+        "regressed",
+    ]);
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(text.contains(&commits[6][..10]), "{text}");
+    assert!(!text.lines().any(|l| l.starts_with("steady")), "{text}");
+    // The last run's report draws each case's trend, its change point said.
+    let page = std::fs::read_to_string(out.path().join("report/index.html")).unwrap();
+    assert!(
+        page.contains("median per run, the last 24"),
+        "no trend plot"
+    );
+    assert!(page.contains("History: 24 runs"));
+    // A damaged line is skipped with its number, never fatal.
+    let mut damaged = lines.clone();
+    damaged.insert_str(lines.find('\n').unwrap() + 1, "{not json\n");
+    std::fs::write(&history_file, damaged).unwrap();
+    let again = sparkles(&["history", "--history-dir", history_dir.to_str().unwrap()]);
+    assert!(again.status.success());
+    let err = String::from_utf8_lossy(&again.stderr);
+    assert!(err.contains("history.jsonl, line 2: not a run"), "{err}");
+}
+
+/// Where the run that wrote export `path` wrote its rows.
+fn rows_of(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".rows.jsonl");
+    PathBuf::from(name)
+}
+
+/// `npm install` of `packages` into `dir`, or `None` (said) where npm cannot.
+fn npm(dir: &Path, packages: &[&str]) -> Option<()> {
+    let out = Command::new("timeout")
+        .args(["180", "npm", "install", "--no-save", "--silent"])
+        .args(packages)
+        .current_dir(dir)
+        .output();
+    match out {
+        Ok(o) if o.status.success() => Some(()),
+        other => {
+            skip::skip("npm", format!("npm install {packages:?}: {other:?}"));
+            None
+        }
+    }
+}
+
+/// github-action-benchmark v1.22.0's reading of its two inputs (src/extract.ts): the
+/// custom JSON through its zod schema, `BenchmarkResult`, and the `cargo` tool's regex
+/// over libtest lines; what each gives, as JSON on stdout.
+const ACTION_JS: &str = r#"
+const fs = require('fs');
+const { z } = require('zod');
+const BenchmarkResult = z.object({
+    name: z.coerce.string(),
+    value: z.coerce.number(),
+    range: z.coerce.string().optional(),
+    unit: z.coerce.string(),
+    extra: z.coerce.string().optional(),
+});
+const custom = z.array(BenchmarkResult).parse(JSON.parse(fs.readFileSync(process.argv[2], 'utf8')));
+const reExtract = /^test (.+)\s+\.\.\. bench:\s+([0-9,.]+) (\w+\/\w+) \(\+\/- ([0-9,.]+)\)$/;
+const cargo = [];
+for (const line of fs.readFileSync(process.argv[3], 'utf8').split(/\r?\n/g)) {
+    const m = line.match(reExtract);
+    if (m === null) continue;
+    cargo.push({ name: m[1].trim(), value: parseFloat(m[2].split(',').join('')), range: `± ${m[4].split(',').join('')}`, unit: m[3] });
+}
+console.log(JSON.stringify({ custom, cargo }));
+"#;
+
+/// ajv's check of a document against a JSON schema.
+const VALIDATE_JS: &str = r#"
+const Ajv = require('ajv');
+const fs = require('fs');
+const schema = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
+const data = JSON.parse(fs.readFileSync(process.argv[3], 'utf8'));
+const ajv = new Ajv({allErrors: true, strict: false});
+if (!ajv.validate(schema, data)) {
+  console.error(JSON.stringify(ajv.errors.slice(0, 10)));
+  process.exit(1);
+}
+"#;
+
+#[test]
+fn the_exports_are_read_by_the_tools_they_are_for() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join(WORK_FILE), "30000\n").unwrap();
+    let files: Vec<(&str, PathBuf)> = ["bmf", "github-action", "libtest"]
+        .iter()
+        .map(|f| (*f, dir.path().join(format!("out.{f}"))))
+        .collect();
+    let out_dir = dir.path().join("out");
+    for (format, path) in &files {
+        bench_run(
+            dir.path(),
+            &[
+                "--bench",
+                "--samples",
+                "8",
+                "--bench-min-time",
+                "1ms",
+                "--no-history",
+                "--no-report",
+                "--out-dir",
+                out_dir.to_str().unwrap(),
+                "--bench-format",
+                format,
+                "--bench-out",
+                path.to_str().unwrap(),
+                "--bench-json",
+                rows_of(path).to_str().unwrap(),
+            ],
+        );
+    }
+    // Each export's run's own medians, from its rows.
+    let medians = |i: usize| -> Vec<f64> {
+        std::fs::read_to_string(rows_of(&files[i].1))
+            .unwrap()
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<Value>(l).unwrap()["timing"]["median"]
+                    .as_f64()
+                    .unwrap()
+            })
+            .collect()
+    };
+    assert!(
+        !out_dir.join("history").exists(),
+        "--no-history wrote a history"
+    );
+    let read = |i: usize| std::fs::read_to_string(&files[i].1).unwrap();
+    // BMF: each case's latency in ns with its interval around it; each metric its own
+    // measure (Bencher's rules: a name of at most 64 bytes, no padding; finite numbers).
+    let bmf: Value = serde_json::from_str(&read(0)).unwrap();
+    for (case, median) in ["steady", "regressed"].into_iter().zip(medians(0)) {
+        let latency = &bmf[case]["latency"];
+        assert_eq!(latency["value"].as_f64(), Some(median));
+        let (v, lo, hi) = (
+            latency["value"].as_f64().unwrap(),
+            latency["lower_value"].as_f64().unwrap(),
+            latency["upper_value"].as_f64().unwrap(),
+        );
+        assert!(lo <= v && v <= hi && v > 0.0, "{latency}");
+        for (measure, m) in bmf[case].as_object().unwrap() {
+            assert!(!measure.is_empty() && measure.len() <= 64 && measure.trim() == measure);
+            assert!(
+                m["value"].as_f64().is_some_and(f64::is_finite),
+                "{measure}: {m}"
+            );
+        }
+    }
+    // The same cases in the other two, at the same medians as the rows.
+    let custom: Value = serde_json::from_str(&read(1)).unwrap();
+    let names: Vec<&str> = custom
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["steady", "regressed"]);
+    for (e, median) in custom.as_array().unwrap().iter().zip(medians(1)) {
+        assert_eq!(e["unit"], "ns");
+        assert_eq!(e["value"].as_f64(), Some(median));
+        assert!(e["range"].as_str().unwrap().starts_with("± "), "{e}");
+    }
+    let libtest = read(2);
+    assert!(libtest.contains("test steady    ... bench: "), "{libtest}");
+    // The readers themselves.
+    let Ok(node) = Command::new("node").arg("--version").output() else {
+        skip::skip(
+            "npm",
+            "node is not installed: the exports were checked by shape only",
+        );
+        return;
+    };
+    assert!(node.status.success());
+    let js = tempfile::tempdir().unwrap();
+    if npm(js.path(), &["ajv@8", "zod@4.1.5"]).is_none() {
+        return;
+    }
+    std::fs::write(js.path().join("validate.js"), VALIDATE_JS).unwrap();
+    std::fs::write(js.path().join("action.js"), ACTION_JS).unwrap();
+    let schema =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testdata/export/bmf.schema.json");
+    let valid = Command::new("node")
+        .arg("validate.js")
+        .arg(&schema)
+        .arg(&files[0].1)
+        .current_dir(js.path())
+        .output()
+        .unwrap();
+    assert!(
+        valid.status.success(),
+        "BMF against its schema: {}",
+        String::from_utf8_lossy(&valid.stderr)
+    );
+    let action = Command::new("node")
+        .arg("action.js")
+        .arg(&files[1].1)
+        .arg(&files[2].1)
+        .current_dir(js.path())
+        .output()
+        .unwrap();
+    assert!(
+        action.status.success(),
+        "{}",
+        String::from_utf8_lossy(&action.stderr)
+    );
+    let read_back: Value = serde_json::from_slice(&action.stdout).unwrap();
+    // The custom JSON comes back as written; each libtest line is read, its name and
+    // unit as libtest's.
+    assert_eq!(read_back["custom"], custom);
+    let cargo = read_back["cargo"].as_array().unwrap();
+    let cargo_names: Vec<&str> = cargo.iter().map(|e| e["name"].as_str().unwrap()).collect();
+    assert_eq!(cargo_names, ["steady", "regressed"]);
+    for (c, median) in cargo.iter().zip(medians(2)) {
+        assert_eq!(c["unit"], "ns/iter");
+        // libtest's two decimals of its run's median.
+        assert!(
+            (c["value"].as_f64().unwrap() - median).abs() <= 0.006,
+            "{c} {median}"
+        );
+    }
+}
