@@ -672,7 +672,7 @@ impl RunFiles {
             eprintln!("history: not appended: {e}");
             return None;
         }
-        match history::read(path) {
+        match history::read_timing(path) {
             Ok(h) => {
                 for w in &h.warnings {
                     eprintln!("history: {w}");

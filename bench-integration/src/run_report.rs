@@ -404,7 +404,7 @@ impl RunReport<'_> {
                 @else { "; change points: "
                     @for (i, c) in series.change_points.iter().enumerate() {
                         @if i > 0 { ", " }
-                        code { (short(&c.commit)) } " " (format!("{:+.1}%", c.change_pct)) " (p " (format!("{:.1e}", c.p_value)) ")"
+                        code { (short(&c.commit)) } " " (format!("{:+.1}%", c.change_pct)) " (p " (format!("{:.1e}", c.p_value.max(1e-15))) ")"
                         @if !c.machine_change.is_empty() { " at a machine change (" (c.machine_change.join("; ")) ")" }
                     }
                     "."

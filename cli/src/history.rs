@@ -202,7 +202,7 @@ pub fn history(args: &HistoryArgs) -> Result<(), Error> {
         warnings: Vec::new(),
     };
     for (suite, path) in files(&dir, args.suite.as_deref())? {
-        let h = history::read(&path).map_err(|e| Error::Input(e.to_string()))?;
+        let h = history::read_timing(&path).map_err(|e| Error::Input(e.to_string()))?;
         doc.warnings.extend(h.warnings.iter().cloned());
         doc.files.push(path.display().to_string());
         let scale = match args.normalize.as_deref() {
@@ -222,14 +222,74 @@ pub fn history(args: &HistoryArgs) -> Result<(), Error> {
     }
     let bytes = match args.format {
         HistoryFormat::Json => {
-            let mut j = serde_json::to_vec_pretty(&doc).map_err(|e| Error::Output(e.into()))?;
-            j.push(b'\n');
-            j
+            // One line (a long history's document is tens of megabytes: pretty printing
+            // would double it); `jq .` indents it.
+            json_document(&doc)?
         }
         HistoryFormat::Table => table(&doc).into_bytes(),
         HistoryFormat::Html => page(&doc).into_bytes(),
     };
     crate::report::emit(args.output.as_deref(), &bytes)
+}
+
+/// The document as one line of JSON, its cases serialized on every core (a long
+/// history's is a hundred megabytes), in order: the same bytes `serde_json::to_vec` gives.
+fn json_document(doc: &Document) -> Result<Vec<u8>, Error> {
+    let json = |v: &dyn erased::Json| v.to_json().map_err(|e| Error::Output(e.into()));
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let per = doc.cases.len().div_ceil(threads).max(1);
+    let parts: Vec<Result<Vec<u8>, Error>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = doc
+            .cases
+            .chunks(per)
+            .map(|chunk| {
+                scope.spawn(move || {
+                    let mut out = Vec::new();
+                    for (i, c) in chunk.iter().enumerate() {
+                        if i > 0 {
+                            out.push(b',');
+                        }
+                        out.extend(json(c)?);
+                    }
+                    Ok(out)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Ok(Vec::new())))
+            .collect()
+    });
+    let mut out = Vec::new();
+    out.extend(br#"{"schema":"#);
+    out.extend(json(&doc.schema)?);
+    out.extend(br#","files":"#);
+    out.extend(json(&doc.files)?);
+    out.extend(br#","cases":["#);
+    for (i, part) in parts.into_iter().enumerate() {
+        let part = part?;
+        if i > 0 && !part.is_empty() {
+            out.push(b',');
+        }
+        out.extend(part);
+    }
+    out.extend(br#"],"warnings":"#);
+    out.extend(json(&doc.warnings)?);
+    out.extend(b"}\n");
+    Ok(out)
+}
+
+/// Serializing a value of any of the document's types.
+mod erased {
+    pub trait Json: Sync {
+        fn to_json(&self) -> serde_json::Result<Vec<u8>>;
+    }
+
+    impl<T: serde::Serialize + Sync + ?Sized> Json for T {
+        fn to_json(&self) -> serde_json::Result<Vec<u8>> {
+            serde_json::to_vec(self)
+        }
+    }
 }
 
 /// A commit's first ten hex digits (a `+` where the tree was dirty).
@@ -241,6 +301,15 @@ fn short(commit: &Option<String>, dirty: Option<bool>) -> String {
             if dirty == Some(true) { "+" } else { "" }
         ),
         None => "(no commit)".to_string(),
+    }
+}
+
+/// A p-value as the table shows it (one below double precision's resolution as a bound).
+fn p_text(p: f64) -> String {
+    if p < 1e-15 {
+        "< 1e-15".to_string()
+    } else {
+        format!("{p:.1e}")
     }
 }
 
@@ -279,10 +348,10 @@ fn table(doc: &Document) -> String {
             .map(|p| {
                 let at = &runs[p.index];
                 format!(
-                    "{} {:+.1}% (p {:.1e}, {}){}",
+                    "{} {:+.1}% (p {}, {}){}",
                     short(&p.commit, at.dirty),
                     p.change_pct,
-                    p.p_value,
+                    p_text(p.p_value),
                     when(p.time),
                     if p.machine_change.is_empty() {
                         String::new()
@@ -348,7 +417,7 @@ p.note { color: #555; }
                                 td { (format!("{:+.1}%", p.change_pct)) }
                                 td { (sparkles_bench::table::format_ns(p.before)) }
                                 td { (sparkles_bench::table::format_ns(p.after)) }
-                                td { (format!("{:.1e}", p.p_value)) }
+                                td { (p_text(p.p_value)) }
                                 td.name { (p.machine_change.join("; ")) }
                             } } } }
                     }
@@ -357,4 +426,46 @@ p.note { color: #555; }
         }
     }
     .into_string()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
+
+    use super::*;
+
+    #[test]
+    fn the_document_is_the_bytes_serde_json_writes_whole() {
+        let point = |m: f64| history::Point {
+            commit: Some("ab".repeat(20)),
+            dirty: Some(false),
+            branch: None,
+            time: 1,
+            median: m,
+            ci_low: Some(m - 1.0),
+            ci_high: None,
+            machine_change: vec!["kernel: 'a' → 'b'".to_string()],
+            probe: Some(2.0),
+        };
+        let case = |name: &str| Case {
+            suite: "s".to_string(),
+            series: Series {
+                case: name.to_string(),
+                runs: vec![point(1.0), point(2.5)],
+                change_points: Vec::new(),
+            },
+            min_change_pct: 1.0,
+        };
+        for n in [0, 1, 2, 3, 7] {
+            let doc = Document {
+                schema: SCHEMA,
+                files: vec!["h.jsonl".to_string()],
+                cases: (0..n).map(|i| case(&format!("c{i}"))).collect(),
+                warnings: vec!["h.jsonl, line 2: \"x\"".to_string()],
+            };
+            let mut whole = serde_json::to_vec(&doc).unwrap();
+            whole.push(b'\n');
+            assert_eq!(json_document(&doc).unwrap(), whole, "{n} cases");
+        }
+    }
 }

@@ -234,6 +234,7 @@ fn twelve_commits_and_the_one_that_made_a_case_slower_is_its_change_point() {
         "regressed",
     ]);
     let text = String::from_utf8_lossy(&table.stdout);
+    eprintln!("{text}");
     assert!(text.contains(&commits[6][..10]), "{text}");
     assert!(!text.lines().any(|l| l.starts_with("steady")), "{text}");
     // The last run's report draws each case's trend, its change point said.
