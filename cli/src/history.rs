@@ -293,7 +293,7 @@ mod erased {
 }
 
 /// A commit's first ten hex digits (a `+` where the tree was dirty).
-fn short(commit: &Option<String>, dirty: Option<bool>) -> String {
+fn short(commit: Option<&str>, dirty: Option<bool>) -> String {
     match commit {
         Some(c) => format!(
             "{}{}",
@@ -349,7 +349,7 @@ fn table(doc: &Document) -> String {
                 let at = &runs[p.index];
                 format!(
                     "{} {:+.1}% (p {}, {}){}",
-                    short(&p.commit, at.dirty),
+                    short(p.commit.as_deref(), at.dirty),
                     p.change_pct,
                     p_text(p.p_value),
                     when(p.time),
@@ -412,7 +412,7 @@ p.note { color: #555; }
                     } @else {
                         table { thead { tr { th.name { "commit" } th.name { "when" } th { "step" } th { "before" } th { "after" } th { "p" } th.name { "machine" } } }
                             tbody { @for p in &c.series.change_points { tr {
-                                td.name { code { (short(&p.commit, c.series.runs[p.index].dirty)) } }
+                                td.name { code { (short(p.commit.as_deref(), c.series.runs[p.index].dirty)) } }
                                 td.name { (when(p.time)) }
                                 td { (format!("{:+.1}%", p.change_pct)) }
                                 td { (sparkles_bench::table::format_ns(p.before)) }
@@ -437,7 +437,7 @@ mod tests {
     #[test]
     fn the_document_is_the_bytes_serde_json_writes_whole() {
         let point = |m: f64| history::Point {
-            commit: Some("ab".repeat(20)),
+            commit: Some("ab".repeat(20).into()),
             dirty: Some(false),
             branch: None,
             time: 1,

@@ -85,18 +85,6 @@ fn speedscope_package(dir: &Path) -> Option<PathBuf> {
     }
 }
 
-const VALIDATE_JS: &str = r#"
-const Ajv = require('ajv');
-const fs = require('fs');
-const schema = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
-const data = JSON.parse(fs.readFileSync(process.argv[3], 'utf8'));
-const ajv = new Ajv({allErrors: true, strict: false});
-if (!ajv.validate(schema, data)) {
-  console.error(JSON.stringify(ajv.errors.slice(0, 10)));
-  process.exit(1);
-}
-"#;
-
 /// Serves the files of `root` over HTTP on a loopback port until the process ends: the
 /// speedscope app fetches the profile it is given by URL, which Chromium refuses from
 /// `file://`. Its address.
@@ -188,7 +176,7 @@ fn speedscope_export_follows_the_schema_and_opens_in_speedscope() {
     };
     let release = package.join("dist/release");
     let script = npm.path().join("validate.js");
-    std::fs::write(&script, VALIDATE_JS).unwrap();
+    std::fs::write(&script, support::AJV_VALIDATE_JS).unwrap();
     let valid = Command::new("node")
         .arg(&script)
         .arg(release.join("file-format-schema.json"))

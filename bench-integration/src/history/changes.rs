@@ -114,7 +114,7 @@ pub fn find(points: &[Point], options: &Options) -> Vec<ChangePoint> {
             let (change_pct, p_value) = step(&x[from..at], &x[at..to]);
             ChangePoint {
                 index: at,
-                commit: points[at].commit.clone(),
+                commit: points[at].commit.as_deref().map(str::to_string),
                 time: points[at].time,
                 change_pct,
                 p_value,
@@ -339,7 +339,7 @@ mod tests {
             .iter()
             .enumerate()
             .map(|(i, &m)| Point {
-                commit: Some(format!("c{i}")),
+                commit: Some(format!("c{i}").into()),
                 dirty: Some(false),
                 branch: None,
                 time: i as u64,

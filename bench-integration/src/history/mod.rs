@@ -14,6 +14,7 @@ pub mod changes;
 use std::collections::BTreeMap;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -324,10 +325,10 @@ pub struct Series {
 /// A case in one run.
 #[derive(Debug, Clone, Serialize)]
 pub struct Point {
-    /// The full hex id; null outside a repository.
-    pub commit: Option<String>,
+    /// The full hex id; null outside a repository. (Shared by the run's cases.)
+    pub commit: Option<Arc<str>>,
     pub dirty: Option<bool>,
-    pub branch: Option<String>,
+    pub branch: Option<Arc<str>>,
     /// Seconds since the Unix epoch.
     pub time: u64,
     /// ns per iteration.
@@ -398,15 +399,20 @@ pub fn series(
             (Scale::PerProbe, Some(p), Some(t)) => t / p,
             _ => 1.0,
         };
+        let commit: Option<Arc<str>> = run.commit.as_deref().map(Arc::from);
+        let branch: Option<Arc<str>> = run.branch.as_deref().map(Arc::from);
         for c in run.cases.iter().filter(|c| keep(&c.case)) {
-            let points = by_case.entry(c.case.clone()).or_insert_with(|| {
+            if !by_case.contains_key(c.case.as_str()) {
                 order.push(c.case.clone());
-                Vec::new()
-            });
+                by_case.insert(c.case.clone(), Vec::new());
+            }
+            let Some(points) = by_case.get_mut(c.case.as_str()) else {
+                continue;
+            };
             points.push(Point {
-                commit: run.commit.clone(),
+                commit: commit.clone(),
                 dirty: run.dirty,
-                branch: run.branch.clone(),
+                branch: branch.clone(),
                 time: run.time,
                 median: c.median * factor,
                 ci_low: c.ci_low.map(|v| v * factor),

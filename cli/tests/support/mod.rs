@@ -73,3 +73,17 @@ pub fn perf_reads(path: &std::path::Path) {
         assert!(!misread, "{err}");
     }
 }
+
+/// ajv's check of a document against a JSON schema: `node validate.js SCHEMA DOC`, in a
+/// folder where `npm install ajv@8` put it; its errors on stderr, status 1 where it fails.
+pub const AJV_VALIDATE_JS: &str = r#"
+const Ajv = require('ajv');
+const fs = require('fs');
+const schema = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
+const data = JSON.parse(fs.readFileSync(process.argv[3], 'utf8'));
+const ajv = new Ajv({allErrors: true, strict: false});
+if (!ajv.validate(schema, data)) {
+  console.error(JSON.stringify(ajv.errors.slice(0, 10)));
+  process.exit(1);
+}
+"#;
