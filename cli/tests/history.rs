@@ -9,6 +9,8 @@
 
 #![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
 
+#[path = "../../testdata/support/browser.rs"]
+mod browser;
 #[path = "../../testdata/support/planted_repo.rs"]
 mod planted_repo;
 #[path = "../../testdata/support/skip.rs"]
@@ -257,6 +259,39 @@ fn twelve_commits_and_the_one_that_made_a_case_slower_is_its_change_point() {
         "no trend plot"
     );
     assert!(page.contains("History: 24 runs"));
+    // Drawn in a browser: each case's trend plot.
+    match browser::chromium() {
+        Some(chromium) => {
+            let dom = Command::new("timeout")
+                .args([
+                    "60",
+                    chromium,
+                    "--headless",
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    "--dump-dom",
+                ])
+                .arg(format!(
+                    "file://{}",
+                    out.path().join("report/index.html").display()
+                ))
+                .output()
+                .unwrap();
+            let rendered = String::from_utf8_lossy(&dom.stdout);
+            assert_eq!(
+                rendered.matches("median per run, the last 24").count(),
+                2,
+                "two trends"
+            );
+            // Each case's runs (and its change points, as measured: whether this
+            // machine's bursts made one is not this test's to say) said beside it.
+            assert_eq!(rendered.matches("History: 24 runs").count(), 2);
+        }
+        None => skip::skip(
+            "chromium",
+            "no chromium here: the trend was checked as text only",
+        ),
+    }
     // A damaged line is skipped with its number, never fatal.
     let mut damaged = lines.clone();
     damaged.insert_str(lines.find('\n').unwrap() + 1, "{not json\n");
