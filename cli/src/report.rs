@@ -437,8 +437,8 @@ pub fn annotate(args: &AnnotateArgs) -> Result<(), Error> {
     emit(args.output.as_deref(), &bytes)
 }
 
-/// `--baseline FILE`: a capture (perf.data's magic, `PERFILE2`), annotated as `select`
-/// says, or an annotation's JSON.
+/// `--baseline FILE`: a capture (perf.data's magic), annotated as `select` says, or an
+/// annotation's JSON.
 fn baseline_annotation(
     file: &Path,
     options: &StackOptions,
@@ -453,7 +453,7 @@ fn baseline_annotation(
     let n = std::fs::File::open(file)
         .and_then(|mut f| f.read(&mut magic))
         .map_err(io)?;
-    if &magic[..n] == b"PERFILE2" {
+    if sparkles_perf_data::file::has_perf_data_magic(&magic[..n]) {
         let mut picked = sparkles_report::annotate::annotate(file, options, select)?;
         // A function the capture has no sample in is simply not in it.
         picked.notes.clear();

@@ -273,8 +273,7 @@ pub fn annotate(path: &Path, options: &StackOptions, select: &Select) -> Result<
 /// the `:ppp`, and the kernel ignores it. A tracepoint's IP is the kernel's, not the
 /// cost's.
 fn is_precise(attr: &sparkles_perf_data::attr::Attr) -> bool {
-    const PERF_TYPE_SOFTWARE: u32 = 1;
-    const PERF_TYPE_TRACEPOINT: u32 = 2;
+    use crate::profile::{PERF_TYPE_SOFTWARE, PERF_TYPE_TRACEPOINT};
     let asked = (attr.flags >> sparkles_perf_data::attr::flag::PRECISE_SHIFT) & 3 > 0;
     asked && !matches!(attr.type_, PERF_TYPE_SOFTWARE | PERF_TYPE_TRACEPOINT)
 }

@@ -202,7 +202,9 @@ impl Timeline {
             .iter()
             .enumerate()
             .filter(|(i, _)| chosen.get(*i).copied().unwrap_or(true) && Some(*i) != switch)
-            .all(|(_, a)| a.attr.type_ == 1 && matches!(a.attr.config, 0 | 1));
+            .all(|(_, a)| {
+                a.attr.type_ == crate::profile::PERF_TYPE_SOFTWARE && matches!(a.attr.config, 0 | 1)
+            });
         // The events whose samples are on the line (not the switch-outs).
         let event = data
             .attrs

@@ -1275,7 +1275,7 @@ fn numa_placement(data: &PerfData) -> Result<(NumaBuilder, Option<PageNodes>), N
     let faults = data
         .attrs
         .first()
-        .is_some_and(|a| a.attr.type_ == 1 && matches!(a.attr.config, 2 | 5 | 6));
+        .is_some_and(|a| a.attr.type_ == PERF_TYPE_SOFTWARE && matches!(a.attr.config, 2 | 5 | 6));
     let source = if faults { "first_touch" } else { "move_pages" };
     Ok((
         NumaBuilder::new(topology, source).with_node_source("move_pages"),
@@ -1371,8 +1371,10 @@ pub(crate) fn has_switch_records(data: &PerfData) -> bool {
         .any(|a| a.attr.flags & sparkles_perf_data::attr::flag::CONTEXT_SWITCH != 0)
 }
 
+/// `perf_event_attr.type` of a software event (cpu-clock, page-faults, …).
+pub(crate) const PERF_TYPE_SOFTWARE: u32 = 1;
 /// `perf_event_attr.type` of a tracepoint.
-const PERF_TYPE_TRACEPOINT: u32 = 2;
+pub(crate) const PERF_TYPE_TRACEPOINT: u32 = 2;
 
 /// One pass over a capture's records: every sample named, weighed and added to the
 /// profile, and to the memory and NUMA sections where it carries what they need.
