@@ -269,17 +269,7 @@ fn diff_against(
 ) -> Result<(Vec<Mover>, Vec<String>), ArtifactError> {
     let (json_name, folded_name) = artifact_names(kind);
     let (_, diff_json, diff_svg) = kind.svg_and_diff();
-    let base_json = from.join(json_name);
-    let Ok(bytes) = std::fs::read(&base_json) else {
-        return Err(ArtifactError::NoBaselineProfile {
-            path: base_json,
-            flag: kind.flag(),
-        });
-    };
-    let base: Profile = serde_json::from_slice(&bytes).map_err(|source| ArtifactError::Json {
-        path: base_json,
-        source,
-    })?;
+    let base: Profile = read_baseline_json(&from.join(json_name), kind)?;
     let d = diff::diff(case, &base, profile);
     write_json(&dir.join(diff_json), &d)?;
     let base_folded = from.join(folded_name);
@@ -398,28 +388,46 @@ fn annotate_capture(
             return None;
         }
     };
-    let alone = serde_json::to_vec_pretty(&a).ok();
+    let alone = match serde_json::to_vec_pretty(&a) {
+        Ok(json) => json,
+        Err(e) => {
+            summary.notes.push(format!("{ANNOTATION} not written: {e}"));
+            return None;
+        }
+    };
+    // Beside the capture: compared with the baseline's where there is one, else as it is
+    // (those bytes).
     if let Some(from) = base {
-        match read_annotation(&from.join(ANNOTATION)) {
+        let path = from.join(ANNOTATION);
+        match read_baseline_json(&path, Kind::Cpu) {
             Ok(b) => {
-                let shown = from.join(ANNOTATION).display().to_string();
-                sparkles_report::annotate::compare(&mut a, &b, &shown);
+                sparkles_report::annotate::compare(&mut a, &b, &path.display().to_string());
             }
             Err(e) => summary.notes.push(format!("no line changes: {e}")),
         }
     }
-    if let Err(e) = write_json(&annotation, &a) {
+    let written = if a.baseline.is_some() {
+        write_json(&annotation, &a)
+    } else {
+        sparkles_perf_data::atomic_write::write_atomically(&annotation, &alone)
+            .map_err(ArtifactError::from)
+    };
+    if let Err(e) = written {
         summary.notes.push(format!("{ANNOTATION} not written: {e}"));
     }
-    alone
+    Some(alone)
 }
 
-/// A baseline's annotation.
-fn read_annotation(path: &Path) -> Result<sparkles_report::annotate::Annotation, ArtifactError> {
+/// A file saved beside a baseline's rows with its `kind` of profile: absent, said with the
+/// flag that saves it; unreadable, said with the file.
+fn read_baseline_json<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    kind: Kind,
+) -> Result<T, ArtifactError> {
     let Ok(bytes) = std::fs::read(path) else {
         return Err(ArtifactError::NoBaselineProfile {
             path: path.to_path_buf(),
-            flag: Kind::Cpu.flag(),
+            flag: kind.flag(),
         });
     };
     serde_json::from_slice(&bytes).map_err(|source| ArtifactError::Json {
@@ -427,7 +435,6 @@ fn read_annotation(path: &Path) -> Result<sparkles_report::annotate::Annotation,
         source,
     })
 }
-
 /// How a case's capture is read: `--profile-unwind`'s mode, the harness's frames folded
 /// unless `--profile-full-stacks`, the diff's blocks whole iterations. A mode that is not
 /// one is the summary's note, and no profile.
