@@ -393,10 +393,6 @@ impl RunReport<'_> {
         else {
             return html! {};
         };
-        let short = |c: &Option<String>| {
-            c.as_deref()
-                .map_or("no commit".to_string(), |c| c.chars().take(10).collect())
-        };
         html! {
             div.charts.trend { (PreEscaped(trend_svg(series, true))) }
             p.note { "History: " (series.runs.len()) " runs"
@@ -404,7 +400,7 @@ impl RunReport<'_> {
                 @else { "; change points: "
                     @for (i, c) in series.change_points.iter().enumerate() {
                         @if i > 0 { ", " }
-                        code { (short(&c.commit)) } " " (format!("{:+.1}%", c.change_pct)) " (p " (format!("{:.1e}", c.p_value.max(1e-15))) ")"
+                        code { (crate::history::short_commit(c.commit.as_deref(), series.runs[c.index].dirty)) } " " (format!("{:+.1}%", c.change_pct)) " (p " (crate::history::changes::p_text(c.p_value)) ")"
                         @if !c.machine_change.is_empty() { " at a machine change (" (c.machine_change.join("; ")) ")" }
                     }
                     "."

@@ -292,27 +292,6 @@ mod erased {
     }
 }
 
-/// A commit's first ten hex digits (a `+` where the tree was dirty).
-fn short(commit: Option<&str>, dirty: Option<bool>) -> String {
-    match commit {
-        Some(c) => format!(
-            "{}{}",
-            c.chars().take(10).collect::<String>(),
-            if dirty == Some(true) { "+" } else { "" }
-        ),
-        None => "(no commit)".to_string(),
-    }
-}
-
-/// A p-value as the table shows it (one below double precision's resolution as a bound).
-fn p_text(p: f64) -> String {
-    if p < 1e-15 {
-        "< 1e-15".to_string()
-    } else {
-        format!("{p:.1e}")
-    }
-}
-
 /// A time as UTC, to the minute.
 fn when(unix: u64) -> String {
     let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(unix);
@@ -349,9 +328,9 @@ fn table(doc: &Document) -> String {
                 let at = &runs[p.index];
                 format!(
                     "{} {:+.1}% (p {}, {}){}",
-                    short(p.commit.as_deref(), at.dirty),
+                    history::short_commit(p.commit.as_deref(), at.dirty),
                     p.change_pct,
-                    p_text(p.p_value),
+                    changes::p_text(p.p_value),
                     when(p.time),
                     if p.machine_change.is_empty() {
                         String::new()
@@ -412,12 +391,12 @@ p.note { color: #555; }
                     } @else {
                         table { thead { tr { th.name { "commit" } th.name { "when" } th { "step" } th { "before" } th { "after" } th { "p" } th.name { "machine" } } }
                             tbody { @for p in &c.series.change_points { tr {
-                                td.name { code { (short(p.commit.as_deref(), c.series.runs[p.index].dirty)) } }
+                                td.name { code { (history::short_commit(p.commit.as_deref(), c.series.runs[p.index].dirty)) } }
                                 td.name { (when(p.time)) }
                                 td { (format!("{:+.1}%", p.change_pct)) }
                                 td { (sparkles_bench::table::format_ns(p.before)) }
                                 td { (sparkles_bench::table::format_ns(p.after)) }
-                                td { (p_text(p.p_value)) }
+                                td { (changes::p_text(p.p_value)) }
                                 td.name { (p.machine_change.join("; ")) }
                             } } } }
                     }

@@ -60,6 +60,16 @@ pub struct ChangePoint {
     pub machine_change: Vec<String>,
 }
 
+/// A change point's p-value as the views show it (one below double precision's
+/// resolution as a bound).
+pub fn p_text(p: f64) -> String {
+    if p < 1e-15 {
+        "< 1e-15".to_string()
+    } else {
+        format!("{p:.1e}")
+    }
+}
+
 /// The smallest step `options` calls a change point in `points`, percent.
 pub fn min_change_pct(points: &[Point], options: &Options) -> f64 {
     options.min_change_pct.unwrap_or_else(|| {

@@ -314,6 +314,19 @@ fn parse_lines(bytes: &[u8], first: usize, cut: bool, name: &str, what: Lines) -
     history
 }
 
+/// A commit as the history's views show it: its first ten hex digits, a `+` where the tree
+/// was dirty.
+pub fn short_commit(commit: Option<&str>, dirty: Option<bool>) -> String {
+    match commit {
+        Some(c) => format!(
+            "{}{}",
+            c.chars().take(10).collect::<String>(),
+            if dirty == Some(true) { "+" } else { "" }
+        ),
+        None => "(no commit)".to_string(),
+    }
+}
+
 /// One case's series over the history: a point per run that timed it.
 #[derive(Debug, Clone, Serialize)]
 pub struct Series {
