@@ -189,22 +189,7 @@ fn profile_writes_a_capture_per_case() {
     match browser::chromium() {
         Some(chromium) => {
             let page_path = dir.join("../../report/index.html");
-            let dom = std::process::Command::new("timeout")
-                .args([
-                    "60",
-                    chromium,
-                    "--headless",
-                    "--no-sandbox",
-                    "--disable-gpu",
-                    "--dump-dom",
-                ])
-                .arg(format!(
-                    "file://{}",
-                    page_path.canonicalize().unwrap().display()
-                ))
-                .output()
-                .unwrap();
-            let rendered = String::from_utf8_lossy(&dom.stdout);
+            let rendered = browser::rendered(chromium, &page_path.canonicalize().unwrap());
             assert!(
                 rendered.contains("Inside the hot functions"),
                 "not rendered"

@@ -262,22 +262,7 @@ fn twelve_commits_and_the_one_that_made_a_case_slower_is_its_change_point() {
     // Drawn in a browser: each case's trend plot.
     match browser::chromium() {
         Some(chromium) => {
-            let dom = Command::new("timeout")
-                .args([
-                    "60",
-                    chromium,
-                    "--headless",
-                    "--no-sandbox",
-                    "--disable-gpu",
-                    "--dump-dom",
-                ])
-                .arg(format!(
-                    "file://{}",
-                    out.path().join("report/index.html").display()
-                ))
-                .output()
-                .unwrap();
-            let rendered = String::from_utf8_lossy(&dom.stdout);
+            let rendered = browser::rendered(chromium, &out.path().join("report/index.html"));
             assert_eq!(
                 rendered.matches("median per run, the last 24").count(),
                 2,
