@@ -50,7 +50,7 @@ fn workload(rounds: u64) -> u64 {
 
 /// Records the out file: this executable under callgrind, running the workload.
 fn record(path: &Path, rounds: u64) -> Result<(), String> {
-    let program = sparkles_bench::valgrind::program()?;
+    let program = sparkles_bench::valgrind::program().map_err(|why| why.to_string())?;
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     }

@@ -6,55 +6,22 @@ use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
 
-/// A results format CI services read, for `--bench-format`.
+pub use sparkles_results::export::BenchFormat;
+pub use sparkles_results::profile::ViewerFormat;
+
+/// What `--profile=KIND` profiles.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum BenchFormat {
-    /// Bencher Metric Format JSON (`bencher run --adapter json`): per case its
-    /// `latency` (ns, the interval as `lower_value`/`upper_value`), `throughput` where
-    /// declared, and each metric as its own measure.
-    Bmf,
-    /// github-action-benchmark's `customSmallerIsBetter` JSON array.
-    #[value(name = "github-action")]
-    GithubAction,
-    /// libtest's bench lines (`test NAME ... bench: N ns/iter (+/- M)`), which
-    /// github-action-benchmark's `cargo` tool and others parse.
-    Libtest,
-}
-
-/// A viewer's file format for `--profile-format`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ViewerFormat {
-    /// speedscope's file format (profile.speedscope.json).
-    Speedscope,
-    /// The Firefox Profiler's processed format, gzipped (profile.firefox.json.gz).
-    Firefox,
-}
-
-impl ViewerFormat {
-    /// The file it is written to beside a capture.
-    pub fn file_name(self) -> &'static str {
-        match self {
-            ViewerFormat::Speedscope => "profile.speedscope.json",
-            ViewerFormat::Firefox => "profile.firefox.json.gz",
-        }
-    }
-
-    /// The file of one of a case's other profiles (`-alloc`: profile-alloc.speedscope.json).
-    pub fn file_name_with(self, suffix: &str) -> String {
-        let name = self.file_name();
-        match name.split_once('.') {
-            Some((stem, rest)) => format!("{stem}{suffix}.{rest}"),
-            None => name.to_string(),
-        }
-    }
-
-    /// The viewer, in words.
-    pub fn viewer(self) -> &'static str {
-        match self {
-            ViewerFormat::Speedscope => "speedscope",
-            ViewerFormat::Firefox => "Firefox Profiler",
-        }
-    }
+pub enum ProfileKind {
+    /// CPU sampling (`--profile`).
+    Cpu,
+    /// CPU sampling and where the case's threads wait.
+    Wall,
+    /// Memory: precise memory events, else first-touch placement.
+    Mem,
+    /// Where the bytes are allocated: the counting allocator's samples.
+    Alloc,
+    /// callgrind's exact instruction counts per function, under valgrind.
+    Instructions,
 }
 
 /// The order the timing pass takes its samples in.
@@ -153,7 +120,7 @@ pub struct HarnessArgs {
 
     /// Minimum duration of one timing sample; iterations per sample double until one
     /// sample takes at least this long (e.g. 5ms, 200us, 1s).
-    #[arg(long, value_name = "DURATION", default_value = "5ms", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "5ms", value_parser = sparkles_results::units::parse_duration)]
     pub bench_min_time: Duration,
 
     /// Timing samples per case (default 32, or the suite's own default).
@@ -276,7 +243,7 @@ pub struct HarnessArgs {
     /// diff-instructions.json (`--instructions --profile` makes both profiles).
     /// Use the `=` form: a bare word after --profile is a case filter.
     #[arg(long, value_name = "KIND", num_args = 0..=1, require_equals = true, default_missing_value = "cpu")]
-    pub profile: Option<String>,
+    pub profile: Option<ProfileKind>,
 
     /// Event the profile samples (any spelling `sparkles event` takes); default: cycles
     /// at the highest precise level, else cpu-clock, with the reason.
@@ -293,7 +260,7 @@ pub struct HarnessArgs {
 
     /// How long each case's body runs under the sampler: a duration (`2s`, `500ms`) or a
     /// number of seconds, as criterion's `--profile-time` takes it.
-    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = parse_seconds)]
+    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = sparkles_results::units::parse_seconds)]
     pub profile_time: Duration,
 
     /// Bytes of user stack copied per sample (for DWARF unwinding); 0 for frame-pointer
@@ -392,7 +359,6 @@ impl HarnessArgs {
     }
 }
 
-/// A duration, or a bare number of seconds (criterion's spelling of `--profile-time`).
 /// A byte count: a number with an optional `k`/`KiB`, `m`/`MiB`, `g`/`GiB` suffix (powers
 /// of 1024), at least 1.
 fn parse_bytes(text: &str) -> Result<u64, String> {
@@ -418,21 +384,6 @@ fn parse_bytes(text: &str) -> Result<u64, String> {
         Some(v) => Ok(v),
         None => Err(format!("'{text}' is too large")),
     }
-}
-
-fn parse_seconds(text: &str) -> Result<Duration, String> {
-    match text.trim().parse::<f64>() {
-        Ok(seconds) => Duration::try_from_secs_f64(seconds)
-            .map_err(|_| format!("'{text}' is not a number of seconds")),
-        Err(_) => parse_duration(text),
-    }
-}
-
-fn parse_duration(text: &str) -> Result<Duration, String> {
-    if text.trim().chars().all(|c| c.is_ascii_digit() || c == '.') {
-        return Err(format!("'{text}' needs a unit (ns, us, ms, s)"));
-    }
-    humantime::parse_duration(text).map_err(|e| format!("'{text}': {e}"))
 }
 
 #[cfg(test)]

@@ -20,11 +20,12 @@ use sparkles_sampler::session::{SamplingConfig, Session, Target};
 
 use std::sync::Arc;
 
-use crate::counters::{CountingReport, Tier, TierPlan};
-use crate::metric::MetricValue;
-use crate::profile::ProfileSummary;
-use crate::throughput::Throughput;
+use crate::counters::{Tier, TierPlan};
 use crate::tier0::Tier0;
+use sparkles_results::counting::CountingReport;
+use sparkles_results::metric::{MetricSeries, MetricValue};
+use sparkles_results::profile::ProfileSummary;
+use sparkles_results::throughput::Throughput;
 
 /// Which counting tiers a counting pass opens.
 #[derive(Debug, Clone, Default)]
@@ -66,7 +67,7 @@ pub(crate) enum Command {
 #[derive(Debug, Clone)]
 pub(crate) struct ProfilePlan {
     /// What to sample.
-    pub sampling: crate::profiling::ProfileSampling,
+    pub sampling: crate::profiling::plan::ProfileSampling,
     /// How long the body runs under the sampler.
     pub duration: Duration,
     /// Iterations between checks of the clock.
@@ -87,7 +88,7 @@ pub(crate) enum Reply {
     /// Per-iteration values of the counting pass, and how the perf_event tiers counted.
     Counted {
         values: Vec<MetricValue>,
-        brackets: Vec<(String, Vec<f64>)>,
+        brackets: Vec<MetricSeries>,
         report: Box<CountingReport>,
     },
     /// The profile pass's outcome.
@@ -461,12 +462,20 @@ fn count_in_brackets(
     }
     let medians = per_metric
         .iter()
-        .map(|(id, v)| (id.clone(), crate::stats::Summary::of(v).map(|s| s.median)))
+        .map(|(id, v)| {
+            (
+                id.clone(),
+                sparkles_results::stats::Summary::of(v).map(|s| s.median),
+            )
+        })
         .collect();
     let brackets = per_metric
         .into_iter()
         .filter(|(_, v)| !v.is_empty())
-        .map(|(id, v)| (id.to_string(), v))
+        .map(|(id, values)| MetricSeries {
+            id: id.to_string(),
+            values,
+        })
         .collect();
     Ok((medians, brackets, first_report.unwrap_or_default()))
 }
@@ -500,14 +509,14 @@ type MetricId = std::borrow::Cow<'static, str>;
 
 /// What a counting pass gives: each metric's median, its value per bracket, and the
 /// tiers' account.
-type Counted = (Vec<MetricValue>, Vec<(String, Vec<f64>)>, CountingReport);
+type Counted = (Vec<MetricValue>, Vec<MetricSeries>, CountingReport);
 
 /// Runs the body under the sampler for the plan's duration. A sampler that cannot start is
 /// the summary's error (the case still passes); a body that fails is the case's failure.
 fn profile_pass(routine: &mut dyn Routine, plan: &ProfilePlan) -> Result<ProfileSummary, String> {
     let config = match &plan.sampling {
-        crate::profiling::ProfileSampling::Perf(config) => config,
-        crate::profiling::ProfileSampling::Alloc(alloc) => {
+        crate::profiling::plan::ProfileSampling::Perf(config) => config,
+        crate::profiling::plan::ProfileSampling::Alloc(alloc) => {
             return alloc_profile_pass(routine, plan, alloc)
         }
     };
@@ -678,14 +687,14 @@ fn alloc_profile_pass(
             summary.bytes = bytes;
             summary.capture = Some(plan.path.display().to_string());
             let per = |b: u64| b as f64 / summary.iterations.max(1) as f64;
-            summary.alloc = Some(crate::profile::AllocProfile {
+            summary.alloc = Some(sparkles_results::profile::AllocProfile {
                 mean_bytes: alloc.mean,
                 bytes_per_iteration: per(taken.bytes),
                 live_samples: taken.live,
                 live_bytes_per_iteration: per(taken.live_bytes),
                 dropped: taken.dropped,
                 untracked: taken.untracked,
-                slowdown: crate::stats::Summary::of(&ratios).map(|s| s.median - 1.0),
+                slowdown: sparkles_results::stats::Summary::of(&ratios).map(|s| s.median - 1.0),
                 ..Default::default()
             });
 
@@ -698,7 +707,7 @@ fn alloc_profile_pass(
             if taken.samples == 0 {
                 summary.notes.push(format!(
                     "no allocation sampled: the body allocated less than one interval ({} on average) in {} iterations",
-                    crate::table::format_bytes(alloc.mean as f64),
+                    sparkles_results::units::format_bytes(alloc.mean as f64),
                     summary.iterations
                 ));
             }

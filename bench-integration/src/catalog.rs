@@ -10,9 +10,9 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::counters::{self, CountingOptions, Plans};
-use crate::error::Error;
+use sparkles_results::error::Error;
 
-pub use crate::metric::{
+pub use sparkles_results::metric::{
     Availability, MetricClass, MetricDescriptor, MetricFormat, MetricValue, Source,
 };
 
@@ -37,13 +37,15 @@ impl Catalog {
         let system = sparkles_sampler::system::System::probe();
         let resolver = sparkles_sampler::EventResolver::live()
             .unwrap_or_else(|_| sparkles_sampler::EventResolver::empty("/"));
-        let mut descriptors = crate::throughput::descriptors();
+        let mut descriptors = sparkles_results::throughput::descriptors();
         descriptors.extend(crate::tier0::descriptors());
         let (perf, perf_plan) = counters::perf_tier(options, &resolver, &system)?;
         descriptors.extend(perf);
         let (syscalls, syscall_plan) = counters::syscall_tier(options, &resolver, &system)?;
         descriptors.extend(syscalls);
-        descriptors.extend(crate::profile::descriptors());
+        descriptors.extend(sparkles_results::profile::descriptors(
+            sparkles_sampler::UNAVAILABLE,
+        ));
         descriptors.extend(crate::alloc::descriptors());
         descriptors.extend(crate::valgrind::descriptors());
         Ok(Catalog {

@@ -6,13 +6,13 @@
 use std::io::{IsTerminal, Write};
 
 use crate::args::{ColorChoice, HarnessArgs, SampleOrder};
-use crate::baseline::Baseline;
 use crate::catalog::{Selection, Source};
-use crate::error::Error;
-use crate::record::BenchRow;
 use crate::runner::Protocol;
-use crate::stats::Verdict;
-use crate::table;
+use sparkles_results::baseline::Baseline;
+use sparkles_results::error::Error;
+use sparkles_results::row::BenchRow;
+use sparkles_results::stats::Verdict;
+use sparkles_results::table;
 
 /// A failed write to the console.
 pub(crate) fn write_error(e: std::io::Error) -> Error {

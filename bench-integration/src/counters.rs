@@ -12,13 +12,13 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
+pub use sparkles_results::counting::{CountingReport, EventDetail, ThreadInfo, TierReport};
 use sparkles_sampler::counters::{self, Bracketed, CounterConfig, CounterSet, Coverage};
 use sparkles_sampler::events::EventResolver;
 use sparkles_sampler::system::System;
 
-use crate::error::Error;
-use crate::metric::{
+use sparkles_results::error::Error;
+use sparkles_results::metric::{
     Availability, MetricClass, MetricDescriptor, MetricFormat, MetricValue, Source,
 };
 
@@ -102,35 +102,52 @@ const KNOWN: [(&str, &str, &str, bool); 10] = [
     ),
 ];
 
+/// A ratio of two counted events, shown beside them.
+struct Derived {
+    /// Its metric id.
+    id: &'static str,
+    /// Its column header.
+    header: &'static str,
+    /// The numerator's metric id.
+    numerator: &'static str,
+    /// The denominator's.
+    denominator: &'static str,
+    /// What the ratio is multiplied by (100 for a percent).
+    scale: f64,
+    format: MetricFormat,
+    /// What it is, in words.
+    description: &'static str,
+}
+
 /// Ratios of two counted events: (id, header, numerator, denominator, scale, description).
-const DERIVED: [(&str, &str, &str, &str, f64, MetricFormat, &str); 3] = [
-    (
-        "ipc",
-        "IPC",
-        "instructions",
-        "cycles",
-        1.0,
-        MetricFormat::Ratio,
-        "instructions per cycle",
-    ),
-    (
-        "branch-miss-rate",
-        "br-miss%",
-        "branch-misses",
-        "branches",
-        100.0,
-        MetricFormat::Percent,
-        "mispredicted branches, percent of branches",
-    ),
-    (
-        "llc-miss-rate",
-        "llc-miss%",
-        "cache-misses",
-        "cache-references",
-        100.0,
-        MetricFormat::Percent,
-        "last-level cache misses, percent of references",
-    ),
+const DERIVED: [Derived; 3] = [
+    Derived {
+        id: "ipc",
+        header: "IPC",
+        numerator: "instructions",
+        denominator: "cycles",
+        scale: 1.0,
+        format: MetricFormat::Ratio,
+        description: "instructions per cycle",
+    },
+    Derived {
+        id: "branch-miss-rate",
+        header: "br-miss%",
+        numerator: "branch-misses",
+        denominator: "branches",
+        scale: 100.0,
+        format: MetricFormat::Percent,
+        description: "mispredicted branches, percent of branches",
+    },
+    Derived {
+        id: "llc-miss-rate",
+        header: "llc-miss%",
+        numerator: "cache-misses",
+        denominator: "cache-references",
+        scale: 100.0,
+        format: MetricFormat::Percent,
+        description: "last-level cache misses, percent of references",
+    },
 ];
 
 /// What the counting tiers count, from the command line.
@@ -246,7 +263,8 @@ pub fn perf_tier(
             events.push(attr);
         }
     }
-    for (id, header, num, den, _, format, description) in DERIVED {
+    for d in &DERIVED {
+        let (num, den) = (d.numerator, d.denominator);
         let (Some(a), Some(b)) = (availability_of.get(num), availability_of.get(den)) else {
             continue;
         };
@@ -257,12 +275,12 @@ pub fn perf_tier(
             _ => Availability::Available,
         };
         descriptors.push(MetricDescriptor {
-            format,
+            format: d.format,
             class: MetricClass::Diagnostic,
             ..descriptor(
-                id.to_string(),
-                header.to_string(),
-                format!("{description} ({num} over {den})"),
+                d.id.to_string(),
+                d.header.to_string(),
+                format!("{} ({num} over {den})", d.description),
                 Source::Perf,
                 true,
                 availability,
@@ -363,81 +381,6 @@ pub fn syscall_tier(
     Ok((descriptors, plan))
 }
 
-/// How one event of a tier was counted (the row's `counting.<tier>.events.<id>`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct EventDetail {
-    /// Whether the value is scaled from the time its group ran.
-    pub estimated: bool,
-    /// Running over enabled time of its groups during the pass.
-    pub running_ratio: f64,
-    /// Why there is no value, where there is none.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-}
-
-/// A thread the counters covered.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ThreadInfo {
-    /// Thread id.
-    pub tid: i32,
-    /// Thread name.
-    pub name: String,
-}
-
-/// How one tier counted one case (the row's `counting.perf` or `counting.syscalls`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TierReport {
-    /// `read(2)` or `rdpmc`.
-    pub read: String,
-    /// Why rdpmc was not used, where it was a candidate.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub read_reason: Option<String>,
-    /// Groups per thread (software events are in groups of their own).
-    pub groups_per_thread: usize,
-    /// Of those, the groups of hardware counters: more than one took turns on the PMU.
-    #[serde(default)]
-    pub pmu_groups: usize,
-    /// Whether threads started during the pass were counted (inherit).
-    pub inherit: bool,
-    /// Threads counted from the start of the pass, each by its own counters.
-    pub threads: Vec<ThreadInfo>,
-    /// Threads alive at the end that started during the pass (counted through inherit
-    /// when `inherit`); threads that started and ended within it are counted but not
-    /// listed.
-    pub threads_started: Vec<ThreadInfo>,
-    /// Per metric id: estimated or not, and the running ratio.
-    pub events: BTreeMap<String, EventDetail>,
-    /// Anything else a reader should know (threads not counted, inherit refused).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub notes: Vec<String>,
-}
-
-/// The counting tiers' account of one case (the row's `counting` key).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct CountingReport {
-    /// Hardware and software counters.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub perf: Option<TierReport>,
-    /// Syscall tracepoints.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub syscalls: Option<TierReport>,
-    /// callgrind's pass (`--instructions`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub valgrind: Option<crate::valgrind::ValgrindReport>,
-}
-
-impl CountingReport {
-    /// Whether `id`'s value is an estimate, and its running ratio.
-    pub fn estimate(&self, id: &str) -> Option<f64> {
-        [&self.perf, &self.syscalls]
-            .into_iter()
-            .flatten()
-            .find_map(|t| t.events.get(id))
-            .filter(|d| d.estimated)
-            .map(|d| d.running_ratio)
-    }
-}
-
 /// One tier open for a counting pass.
 #[derive(Debug)]
 pub struct Tier {
@@ -497,17 +440,18 @@ impl Tier {
             .iter()
             .map(|(id, (v, _))| (Cow::Owned(id.clone()), *v))
             .collect();
-        for (id, _, num, den, scale, _, _) in DERIVED {
-            let (Some((a, da)), Some((b, db))) = (by_id.get(num), by_id.get(den)) else {
+        for d in &DERIVED {
+            let (Some((a, da)), Some((b, db))) = (by_id.get(d.numerator), by_id.get(d.denominator))
+            else {
                 continue;
             };
             let value = match (a, b) {
-                (Some(a), Some(b)) if *b > 0.0 => Some(a / b * scale),
+                (Some(a), Some(b)) if *b > 0.0 => Some(a / b * d.scale),
                 _ => None,
             };
-            values.push((Cow::Borrowed(id), value));
+            values.push((Cow::Borrowed(d.id), value));
             by_id.insert(
-                id.to_string(),
+                d.id.to_string(),
                 (
                     value,
                     EventDetail {

@@ -22,32 +22,27 @@
 
 pub mod alloc;
 pub mod args;
-pub mod baseline;
 mod bencher;
+mod case_report;
 pub mod catalog;
 mod console;
 pub mod counters;
-pub mod environment;
-pub mod error;
-pub mod explain;
-pub mod export;
-pub mod history;
 pub mod machine_probe;
-pub mod metric;
-pub mod output;
-pub mod paired;
-pub mod profile;
 mod profiling;
-pub mod record;
-pub mod run_report;
+mod progress;
 mod runner;
 mod serve;
-pub mod stats;
 mod suite;
-pub mod table;
-mod throughput;
 pub mod tier0;
 pub mod valgrind;
+
+// What a run produced and what it means lives in sparkles-results; its modules are here
+// under the names they always had.
+pub use sparkles_results::row as record;
+pub use sparkles_results::{
+    baseline, environment, error, explain, export, history, metric, output, paired, profile,
+    run_report, stats, table, throughput,
+};
 
 use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
@@ -64,10 +59,12 @@ pub use throughput::Throughput;
 
 use args::ListFormat;
 use bencher::CountPlan;
+use case_report::CaseReport;
 use catalog::{Catalog, Selection, Source};
 use console::Console;
+use progress::Progress;
 use record::{BenchRow, Timing};
-use runner::{CaseReport, Progress, Protocol};
+use runner::Protocol;
 
 /// Runs `suite` with this process's arguments and exits with the run's status.
 pub fn main(suite: Suite) -> ! {
@@ -184,7 +181,7 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
     // `--profile=instructions` is the valgrind pass's profile, no sampling pass; with
     // `--instructions`, `--profile` adds it beside the sampled one.
     let normalized;
-    let args = if args.profile.as_deref() == Some("instructions") {
+    let args = if args.profile == Some(args::ProfileKind::Instructions) {
         normalized = HarnessArgs {
             profile: None,
             instructions: true,
@@ -274,7 +271,7 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
         files
             .baseline
             .as_ref()
-            .map(profiling::Against::Baseline)
+            .map(profiling::plan::Against::Baseline)
             .as_ref(),
     );
     files.stop_if_interrupted(false)?;
@@ -285,17 +282,15 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
             if args.instruction_profile && !cfg!(feature = "profile") {
                 eprintln!("profile: no instruction profile: this build of sparkles-bench has no `profile` feature");
             }
-            let costs = valgrind::count_reports(
-                &mut reports,
-                &valgrind::Pass {
-                    program,
-                    timeout: std::time::Duration::from_secs(args.valgrind_timeout),
-                    brackets: args.count_brackets,
-                    suite: suite_name.clone(),
-                    reexec,
-                    profile: args.instruction_profile && cfg!(feature = "profile"),
-                },
-            );
+            let pass = valgrind::Pass {
+                program,
+                timeout: std::time::Duration::from_secs(args.valgrind_timeout),
+                brackets: args.count_brackets,
+                suite: suite_name.clone(),
+                reexec,
+                profile: args.instruction_profile && cfg!(feature = "profile"),
+            };
+            let costs = merge_valgrind_counts(&mut reports, &pass);
             #[cfg(feature = "profile")]
             profiling::instructions::write_profiles(
                 &mut reports,
@@ -373,6 +368,8 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
                 &rows,
             ),
             trends: &trends,
+            profiles_read: cfg!(feature = "profile"),
+            annotates: cfg!(feature = "annotate"),
         };
         match page.write(&path) {
             Ok(()) => eprintln!("report: {}", path.display()),
@@ -384,6 +381,35 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
         rows,
         saved_baseline: files.save_path,
     })
+}
+
+/// Counts every case of `reports` that passed its timing pass under callgrind and merges
+/// what the pass gave each into its report (its values, or why there are none); with
+/// profiles, each counted case's costs by its index in `reports`.
+fn merge_valgrind_counts(
+    reports: &mut [CaseReport],
+    pass: &valgrind::Pass,
+) -> Vec<(usize, valgrind::Costs)> {
+    let chosen: Vec<usize> = (0..reports.len()).filter(|i| reports[*i].ok).collect();
+    let cases: Vec<(String, f64)> = chosen
+        .iter()
+        .map(|&i| {
+            let median = stats::Summary::of(&reports[i].samples).map_or(f64::NAN, |s| s.median);
+            (reports[i].name.clone(), median)
+        })
+        .collect();
+    let mut costs = Vec::new();
+    for (i, count) in chosen.into_iter().zip(valgrind::count_cases(&cases, pass)) {
+        let report = &mut reports[i];
+        report.counted.extend(valgrind::medians(&count.brackets));
+        report.counted_brackets.extend(count.brackets);
+        costs.extend(count.costs.map(|k| (i, k)));
+        report
+            .counting
+            .get_or_insert_with(Default::default)
+            .valgrind = Some(count.account);
+    }
+    costs
 }
 
 /// A rerun under valgrind ([`valgrind::CHILD_ENV`]): counts the cases the request names,
@@ -772,7 +798,7 @@ fn count_plan(selection: &Selection, catalog: &Catalog) -> Option<CountPlan> {
 /// (from the first counted case), then for any case where threads started during its
 /// pass or something was not counted.
 fn print_counting_coverage(rows: &[BenchRow]) {
-    let tiers = |row: &BenchRow| -> Vec<(&'static str, counters::TierReport)> {
+    let tiers = |row: &BenchRow| -> Vec<(&'static str, sparkles_results::counting::TierReport)> {
         let Some(c) = &row.counting else {
             return Vec::new();
         };
@@ -781,7 +807,7 @@ fn print_counting_coverage(rows: &[BenchRow]) {
             .filter_map(|(n, t)| Some((n, t?)))
             .collect()
     };
-    let names = |threads: &[counters::ThreadInfo]| {
+    let names = |threads: &[sparkles_results::counting::ThreadInfo]| {
         threads
             .iter()
             .map(|t| format!("{} ({})", t.tid, t.name))
@@ -873,8 +899,8 @@ fn row_of(report: &CaseReport, selection: &Selection) -> BenchRow {
         metric_samples: report
             .counted_brackets
             .iter()
-            .filter(|(id, _)| metrics.contains_key(id.as_str()))
-            .map(|(id, v)| (id.clone(), v.clone()))
+            .filter(|s| metrics.contains_key(s.id.as_str()))
+            .map(|s| (s.id.clone(), s.values.clone()))
             .collect(),
         metrics,
         comparison: None,
@@ -996,7 +1022,7 @@ mod tests {
         let capture = tmp.path().join("perf.data");
         std::fs::copy(&fixture, &capture).unwrap();
         let args = <crate::HarnessArgs as clap::Parser>::parse_from(["bench"]);
-        let mut summary: crate::profile::ProfileSummary =
+        let mut summary: sparkles_results::profile::ProfileSummary =
             serde_json::from_value(serde_json::json!({
                 "capture": null, "event": "mem", "samples": 14, "lost": 0,
                 "lost_samples": 0, "seconds": 0.0, "bytes": 0, "stack_bytes_saved": 0,

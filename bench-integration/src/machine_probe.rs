@@ -1,36 +1,18 @@
-//! The machine probe: a fixed reference loop timed beside the cases of every run, so a
-//! comparison with a saved baseline can tell a changed machine from changed code.
+//! The machine probe as the runner times it: a fixed reference loop timed beside the
+//! cases of every run, so a comparison with a saved baseline can tell a changed machine
+//! from changed code.
 //!
 //! The loop is the same code in every build (integer arithmetic on registers: no memory
 //! traffic, no allocation), so where its time per iteration moved between the baseline's
 //! run and this one, the machine's speed moved, and every verdict of that comparison is
 //! marked rather than trusted.
 
-use serde::{Deserialize, Serialize};
+pub use sparkles_results::machine_probe::*;
 
-use crate::stats::{compare, Change, Verdict};
 use crate::suite::Case;
 
 /// The probe's name, as progress lines and errors show it; never a row.
 pub(crate) const NAME: &str = "sparkles/machine_probe";
-
-/// Dependent multiply-add-xorshift steps per probe iteration: a few µs on a current core.
-const STEPS: u32 = 4096;
-
-/// One probe iteration: a chain of `STEPS` dependent integer steps from `seed`. Public
-/// for a case whose work is the probe's own code (`sparkles history --normalize probe`
-/// takes out exactly the machine's share of such a case's time).
-#[inline(never)]
-pub fn reference_loop(seed: u64) -> u64 {
-    let mut x = seed | 1;
-    for _ in 0..STEPS {
-        x = x
-            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
-            .wrapping_add(0x632B_E59B_D9B4_E019);
-        x ^= x >> 29;
-    }
-    x
-}
 
 /// The probe as a case the runner drives like any other.
 pub(crate) fn case() -> Case {
@@ -44,162 +26,5 @@ pub(crate) fn case() -> Case {
             });
             Ok(())
         }),
-    }
-}
-
-/// The probe's timing in one run, as the environment record stores it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MachineProbe {
-    /// Per-iteration ns of each probe sample, in the order taken.
-    pub samples_ns: Vec<f64>,
-    /// Their median.
-    pub median_ns: f64,
-}
-
-impl MachineProbe {
-    /// The record of `samples_ns`; none when there are none (or one is NaN).
-    pub fn of(samples_ns: Vec<f64>) -> Option<MachineProbe> {
-        let median_ns = crate::stats::Summary::of(&samples_ns)?.median;
-        Some(MachineProbe {
-            samples_ns,
-            median_ns,
-        })
-    }
-}
-
-/// What the probe says about a comparison with a baseline.
-#[derive(Debug, Clone, PartialEq)]
-pub enum MachineCheck {
-    /// The probe moved beyond its own noise: the machine ran `shift_pct` percent slower
-    /// (negative: faster) than when the baseline was saved.
-    Moved {
-        /// The probe's change of median, percent.
-        shift_pct: f64,
-        /// The probe's whole comparison.
-        change: Change,
-    },
-    /// The probe's interval contains zero: the machine's speed did not measurably move.
-    Steady {
-        /// The probe's whole comparison.
-        change: Change,
-    },
-    /// The machine's speed could not be checked, for the reason given.
-    Unknown(&'static str),
-}
-
-/// Compares this run's probe with the baseline's.
-pub fn check(baseline: Option<&MachineProbe>, now: Option<&MachineProbe>) -> MachineCheck {
-    let Some(baseline) = baseline else {
-        return MachineCheck::Unknown(
-            "the baseline has no machine probe (saved before sparkles timed one)",
-        );
-    };
-    let Some(now) = now else {
-        return MachineCheck::Unknown("this run timed no machine probe");
-    };
-    match compare(&baseline.samples_ns, &now.samples_ns) {
-        None => MachineCheck::Unknown("a probe's samples are empty or not positive"),
-        Some(change) => match change.verdict {
-            Verdict::Regression | Verdict::Improvement => MachineCheck::Moved {
-                shift_pct: change.delta_pct,
-                change,
-            },
-            Verdict::InsideTheNoise => MachineCheck::Steady { change },
-            Verdict::Underpowered => MachineCheck::Unknown("fewer than 6 probe samples on a side"),
-        },
-    }
-}
-
-impl MachineCheck {
-    /// The shift to mark every verdict with, where the machine moved.
-    pub fn shift_pct(&self) -> Option<f64> {
-        match self {
-            MachineCheck::Moved { shift_pct, .. } => Some(*shift_pct),
-            _ => None,
-        }
-    }
-
-    /// The warning (machine moved) or note (not checked) for a comparison with baseline
-    /// `name`; none where the machine held steady.
-    pub fn message(&self, name: &str) -> Option<String> {
-        match self {
-            MachineCheck::Moved { shift_pct, .. } => Some(moved_warning(*shift_pct, name)),
-            MachineCheck::Steady { .. } => None,
-            MachineCheck::Unknown(why) => Some(format!(
-                "note: the machine's speed could not be checked against baseline {name}: {why}"
-            )),
-        }
-    }
-}
-
-/// `warning: the machine ran 12.3% slower than when baseline NAME was saved …`.
-pub fn moved_warning(shift_pct: f64, name: &str) -> String {
-    format!(
-        "warning: the machine ran {:.1}% {} than when baseline {name} was saved (a reference loop timed in both runs): verdicts here compare two machine states; `sparkles compare --base REV` measures both revisions in one run",
-        shift_pct.abs(),
-        if shift_pct > 0.0 { "slower" } else { "faster" }
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn probe(center: f64) -> MachineProbe {
-        MachineProbe::of(
-            (0..12)
-                .map(|i| center + (i % 3) as f64 * 0.01 * center)
-                .collect(),
-        )
-        .unwrap()
-    }
-
-    #[test]
-    fn a_probe_that_moved_marks_the_comparison_with_its_shift() {
-        let check = check(Some(&probe(1000.0)), Some(&probe(1300.0)));
-        let shift = check.shift_pct().unwrap();
-        assert!((shift - 30.0).abs() < 0.5, "{shift}");
-        let text = check.message("main").unwrap();
-        assert!(
-            text.contains("30.0% slower than when baseline main was saved")
-                && text.contains("sparkles compare --base REV"),
-            "{text}"
-        );
-        let faster = super::check(Some(&probe(1000.0)), Some(&probe(700.0)));
-        assert!(faster.message("main").unwrap().contains("30.0% faster"));
-    }
-
-    #[test]
-    fn a_steady_probe_marks_nothing_and_says_nothing() {
-        let check = check(Some(&probe(1000.0)), Some(&probe(1000.0)));
-        assert!(matches!(check, MachineCheck::Steady { .. }), "{check:?}");
-        assert_eq!(check.shift_pct(), None);
-        assert_eq!(check.message("main"), None);
-    }
-
-    #[test]
-    fn an_absent_or_short_probe_is_a_note_never_a_shift() {
-        for check in [
-            check(None, Some(&probe(1000.0))),
-            check(Some(&probe(1000.0)), None),
-            check(
-                Some(&MachineProbe::of(vec![1000.0; 3]).unwrap()),
-                Some(&MachineProbe::of(vec![2000.0; 3]).unwrap()),
-            ),
-        ] {
-            assert_eq!(check.shift_pct(), None);
-            let text = check.message("old").unwrap();
-            assert!(
-                text.starts_with("note: the machine's speed could not be checked"),
-                "{text}"
-            );
-        }
-        assert!(MachineProbe::of(Vec::new()).is_none());
-    }
-
-    #[test]
-    fn the_reference_loop_is_the_same_function_of_its_seed() {
-        assert_eq!(reference_loop(7), reference_loop(7));
-        assert_ne!(reference_loop(7), reference_loop(8));
     }
 }

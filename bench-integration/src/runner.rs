@@ -5,7 +5,6 @@
 //! nothing else enabled, in round-robin or blocked order, and then runs one counting pass
 //! per case under the counting tiers, so counter bracketing never touches a timing.
 
-use std::io::{IsTerminal, Write};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::thread::JoinHandle;
@@ -15,38 +14,15 @@ use sparkles_perf_data::atomic_write::interrupted;
 
 use crate::args::SampleOrder;
 use crate::bencher::{Bencher, Command, CountPlan, ProfilePlan, Reply};
-use crate::metric::MetricValue;
-use crate::profile::ProfileSummary;
+use crate::case_report::CaseReport;
+use crate::progress::Progress;
 use crate::suite::{slug, Case, CaseFailure};
-use crate::throughput::Throughput;
 
 /// Iterations per sample never exceed this, whatever the body's speed.
 const MAX_ITERATIONS: u64 = 1 << 40;
 
 /// Stack of a case's thread: what a main thread usually gets, unless RUST_MIN_STACK says.
 const CASE_STACK: usize = 8 << 20;
-
-/// What one case produced.
-#[derive(Debug, Clone)]
-pub(crate) struct CaseReport {
-    pub name: String,
-    pub slug: String,
-    pub ok: bool,
-    pub error: Option<String>,
-    /// Iterations per timing sample.
-    pub iterations: u64,
-    /// Per-iteration ns, in the order taken.
-    pub samples: Vec<f64>,
-    pub throughput: Option<Throughput>,
-    /// Values from the counting pass: each metric's median over the brackets.
-    pub counted: Vec<MetricValue>,
-    /// Each metric's per-iteration value in every bracket, in order.
-    pub counted_brackets: Vec<(String, Vec<f64>)>,
-    /// How the perf_event tiers counted, where they did.
-    pub counting: Option<crate::counters::CountingReport>,
-    /// The profile pass's outcome.
-    pub profile: Option<ProfileSummary>,
-}
 
 /// How a bench-mode run measures.
 #[derive(Debug, Clone)]
@@ -61,53 +37,10 @@ pub(crate) struct Protocol {
     pub count_plan: Option<CountPlan>,
     /// The profile pass: sampling and duration, and the folder of the captures.
     pub profile: Option<(
-        crate::profiling::ProfileSampling,
+        crate::profiling::plan::ProfileSampling,
         Duration,
         std::path::PathBuf,
     )>,
-}
-
-/// One-line progress on stderr when stderr is a terminal; elsewhere (a log, a test
-/// watching the run) a line as each pass starts.
-#[derive(Debug)]
-pub(crate) struct Progress {
-    enabled: bool,
-    /// Whether pass lines are printed (stderr is no terminal).
-    passes: bool,
-}
-
-impl Progress {
-    pub fn new() -> Progress {
-        let terminal = std::io::stderr().is_terminal();
-        Progress {
-            enabled: terminal,
-            passes: !terminal,
-        }
-    }
-
-    pub fn show(&self, text: &str) {
-        if self.enabled {
-            let mut err = std::io::stderr().lock();
-            let _ = write!(err, "\r\x1b[2K{text}");
-            let _ = err.flush();
-        }
-    }
-
-    /// `sparkles: timing pass` (of `case`, in blocked order), in a log.
-    pub fn pass(&self, name: &str, case: Option<&str>) {
-        if self.passes {
-            match case {
-                Some(case) => eprintln!("sparkles: {name} pass: {case}"),
-                None => eprintln!("sparkles: {name} pass"),
-            }
-        }
-    }
-
-    pub fn clear(&self) {
-        if self.enabled {
-            let _ = write!(std::io::stderr().lock(), "\r\x1b[2K");
-        }
-    }
 }
 
 fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
@@ -308,8 +241,10 @@ impl Running {
             return;
         };
         let name = match sampling {
-            crate::profiling::ProfileSampling::Perf(_) => "capture.perf.data",
-            crate::profiling::ProfileSampling::Alloc(_) => crate::profiling::ALLOC_CAPTURE,
+            crate::profiling::plan::ProfileSampling::Perf(_) => "capture.perf.data",
+            crate::profiling::plan::ProfileSampling::Alloc(_) => {
+                sparkles_results::profile::ALLOC_CAPTURE
+            }
         };
         let path = dir.join(&self.report.slug).join(name);
         self.profile_with(sampling, *duration, path);
@@ -319,7 +254,7 @@ impl Running {
     /// `path`; the summary lands in the report.
     pub fn profile_with(
         &mut self,
-        sampling: &crate::profiling::ProfileSampling,
+        sampling: &crate::profiling::plan::ProfileSampling,
         duration: Duration,
         path: std::path::PathBuf,
     ) {

@@ -6,246 +6,25 @@
 //! their counting and profile passes through the same [`Running`] handle and bencher
 //! commands the scheduler uses, so a served sample is a timing pass's sample. A bad
 //! request, or a case that fails, is an error reply; the process stays usable. Parsing a
-//! request ([`parse_request`]) is kept apart from running it, and both from the I/O loop.
+//! request ([`parse_request`], with the protocol's types in sparkles-results, which the
+//! coordinator's side uses too) is kept apart from running it, and both from the I/O loop.
 
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use serde_json::{json, Map, Value};
+use sparkles_results::serve::protocol::{
+    parse_request, reply, Answer, BadRequest, Calibrated, CaseList, Counted, Done, Hello, Op,
+    Profiled, Request, Sampled, SetUp, SCHEMA,
+};
 use sparkles_sampler::session::SamplingConfig;
 
 use crate::args::HarnessArgs;
 use crate::bencher::CountPlan;
 use crate::catalog::{Catalog, Selection};
-use crate::error::Error;
 use crate::runner::Running;
 use crate::suite::Case;
-use crate::throughput::Throughput;
-
-/// The protocol's name and version, answered to `hello`.
-pub const SCHEMA: &str = "sparkles.serve/1";
-
-/// Every op a request may name, in the order the docs give them.
-const OPS: [&str; 9] = [
-    "hello",
-    "list",
-    "setup",
-    "calibrate",
-    "sample",
-    "count",
-    "profile",
-    "finish",
-    "quit",
-];
-
-/// What a request asks.
-#[derive(Debug, Clone, PartialEq)]
-enum Op {
-    Hello,
-    List,
-    Setup {
-        case: String,
-    },
-    Calibrate {
-        case: String,
-        sample: Duration,
-    },
-    Sample {
-        case: String,
-        iterations: u64,
-    },
-    Count {
-        case: String,
-        iterations: u64,
-        brackets: Option<u32>,
-    },
-    Profile {
-        case: String,
-        duration: Duration,
-        path: PathBuf,
-        /// The folder of another profile of the case (its profile.json, folded.txt) to
-        /// diff this one against.
-        against: Option<PathBuf>,
-    },
-    Finish {
-        case: String,
-    },
-    Quit,
-}
-
-/// One request: its op, and the id its reply echoes.
-#[derive(Debug, Clone, PartialEq)]
-struct Request {
-    id: Option<Value>,
-    op: Op,
-}
-
-/// A request that could not be read: what was wrong, and its id where it had one.
-#[derive(Debug, Clone, PartialEq)]
-struct BadRequest {
-    id: Option<Value>,
-    message: String,
-}
-
-/// A value as a message quotes it: its JSON, cut short when long.
-fn quoted(value: &Value) -> String {
-    let text = value.to_string();
-    match text.char_indices().nth(60) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text,
-    }
-}
-
-/// The fields of one request's object, read with messages naming the op and the field.
-struct Fields<'a> {
-    op: &'a str,
-    object: &'a Map<String, Value>,
-}
-
-impl Fields<'_> {
-    fn get(&self, name: &str) -> Result<&Value, String> {
-        self.object
-            .get(name)
-            .ok_or_else(|| format!("op '{}': field '{name}' is missing", self.op))
-    }
-
-    fn string(&self, name: &str) -> Result<String, String> {
-        match self.get(name)? {
-            Value::String(s) => Ok(s.clone()),
-            other => Err(format!(
-                "op '{}': field '{name}' must be a string, got {}",
-                self.op,
-                quoted(other)
-            )),
-        }
-    }
-
-    /// A whole number from 1 to `max`.
-    fn count(&self, name: &str, max: u64) -> Result<u64, String> {
-        let value = self.get(name)?;
-        match value.as_u64() {
-            Some(0) => Err(format!(
-                "op '{}': field '{name}' must be at least 1, got 0",
-                self.op
-            )),
-            Some(n) if n <= max => Ok(n),
-            Some(n) => Err(format!(
-                "op '{}': field '{name}' must be at most {max}, got {n}",
-                self.op
-            )),
-            None => Err(format!(
-                "op '{}': field '{name}' must be a positive integer, got {}",
-                self.op,
-                quoted(value)
-            )),
-        }
-    }
-
-    fn case(&self) -> Result<String, String> {
-        self.string("case")
-    }
-}
-
-/// Reads one request line.
-fn parse_request(line: &[u8]) -> Result<Request, BadRequest> {
-    let value: Value = serde_json::from_slice(line).map_err(|e| BadRequest {
-        id: None,
-        message: format!("the request is not JSON: {e}"),
-    })?;
-    let Value::Object(object) = value else {
-        return Err(BadRequest {
-            id: None,
-            message: format!(
-                "a request must be a JSON object with an 'op', got {}",
-                quoted(&value)
-            ),
-        });
-    };
-    let id = object.get("id").cloned();
-    let bad = |message: String| BadRequest {
-        id: id.clone(),
-        message,
-    };
-    let op = match object.get("op") {
-        Some(Value::String(op)) => op.as_str(),
-        Some(other) => {
-            return Err(bad(format!(
-                "field 'op' must be a string, got {}",
-                quoted(other)
-            )))
-        }
-        None => {
-            return Err(bad(format!(
-                "the request has no field 'op' (one of: {})",
-                OPS.join(", ")
-            )))
-        }
-    };
-    let fields = Fields {
-        op,
-        object: &object,
-    };
-    let op = match op {
-        "hello" => Op::Hello,
-        "list" => Op::List,
-        "setup" => Op::Setup {
-            case: fields.case().map_err(bad)?,
-        },
-        "calibrate" => Op::Calibrate {
-            case: fields.case().map_err(bad)?,
-            sample: Duration::from_nanos(fields.count("sample_ns", u64::MAX).map_err(bad)?),
-        },
-        "sample" => Op::Sample {
-            case: fields.case().map_err(bad)?,
-            iterations: fields.count("iterations", u64::MAX).map_err(bad)?,
-        },
-        "count" => Op::Count {
-            case: fields.case().map_err(bad)?,
-            iterations: fields.count("iterations", u64::MAX).map_err(bad)?,
-            // As --count-brackets takes them.
-            brackets: match object.get("brackets") {
-                None | Some(Value::Null) => None,
-                Some(_) => Some(fields.count("brackets", 1000).map_err(bad)? as u32),
-            },
-        },
-        "profile" => Op::Profile {
-            case: fields.case().map_err(bad)?,
-            duration: seconds(&fields).map_err(bad)?,
-            path: PathBuf::from(fields.string("path").map_err(bad)?),
-            against: match object.get("against") {
-                None | Some(Value::Null) => None,
-                Some(_) => Some(PathBuf::from(fields.string("against").map_err(bad)?)),
-            },
-        },
-        "finish" => Op::Finish {
-            case: fields.case().map_err(bad)?,
-        },
-        "quit" => Op::Quit,
-        other => {
-            return Err(bad(format!(
-                "unknown op '{other}' (ops: {})",
-                OPS.join(", ")
-            )))
-        }
-    };
-    Ok(Request { id, op })
-}
-
-/// The `seconds` of a profile request: a positive number.
-fn seconds(fields: &Fields<'_>) -> Result<Duration, String> {
-    let value = fields.get("seconds")?;
-    value
-        .as_f64()
-        .filter(|s| *s > 0.0)
-        .and_then(|s| Duration::try_from_secs_f64(s).ok())
-        .ok_or_else(|| {
-            format!(
-                "op 'profile': field 'seconds' must be a positive number, got {}",
-                quoted(value)
-            )
-        })
-}
+use sparkles_results::error::Error;
 
 /// Where a case stands in this process.
 enum Slot {
@@ -328,15 +107,6 @@ fn finish_failed(op: &str, case: &str, slot: &mut Slot) -> String {
     message
 }
 
-/// A throughput as the `setup` reply gives it.
-fn throughput_json(throughput: Option<Throughput>) -> Value {
-    match throughput {
-        Some(Throughput::Bytes(n)) => json!({"bytes": n}),
-        Some(Throughput::Elements(n)) => json!({"elements": n}),
-        None => Value::Null,
-    }
-}
-
 /// What the ops need besides the cases: the run's flags and metric selection.
 struct Context<'a> {
     suite: &'a str,
@@ -404,7 +174,7 @@ impl<'a> Server<'a> {
         let mut profile_args = args.clone();
         profile_args
             .profile
-            .get_or_insert_with(|| "cpu".to_string());
+            .get_or_insert(crate::args::ProfileKind::Cpu);
         Server {
             cases: Cases(
                 cases
@@ -463,7 +233,7 @@ impl<'a> Server<'a> {
     }
 
     /// The reply to one request line, and whether it asked to quit.
-    fn answer(&mut self, line: &[u8]) -> (Value, bool) {
+    fn answer(&mut self, line: &[u8]) -> (serde_json::Value, bool) {
         let (id, result, quit) = match parse_request(line) {
             Ok(Request { id, op }) => {
                 let quit = op == Op::Quit;
@@ -471,42 +241,31 @@ impl<'a> Server<'a> {
             }
             Err(BadRequest { id, message }) => (id, Err(message), false),
         };
-        let mut reply = Map::new();
-        if let Some(id) = id {
-            reply.insert("id".into(), id);
-        }
-        match result {
-            Ok(fields) => {
-                reply.insert("ok".into(), Value::Bool(true));
-                reply.extend(fields);
-            }
-            Err(message) => {
-                reply.insert("ok".into(), Value::Bool(false));
-                reply.insert("error".into(), Value::String(message));
-            }
-        }
-        (Value::Object(reply), quit)
+        (reply(id, result), quit)
     }
 
-    /// Runs one op: the reply's fields besides `ok` and `id`, or what went wrong.
-    fn handle(&mut self, op: Op) -> Result<Map<String, Value>, String> {
-        let fields = match op {
-            Op::Hello => json!({
-                "schema": SCHEMA,
-                "suite": self.context.suite,
-                "pid": std::process::id(),
-                "version": env!("CARGO_PKG_VERSION"),
+    /// Runs one op: its answer, or what went wrong.
+    fn handle(&mut self, op: Op) -> Result<Answer, String> {
+        Ok(match op {
+            Op::Hello => Answer::Hello(Hello {
+                schema: SCHEMA.to_string(),
+                suite: self.context.suite.to_string(),
+                pid: std::process::id(),
+                version: env!("CARGO_PKG_VERSION").to_string(),
             }),
-            Op::List => json!({
-                "cases": self.cases.0.iter().map(|(name, _)| name.as_str()).collect::<Vec<_>>(),
+            Op::List => Answer::List(CaseList {
+                cases: self.cases.0.iter().map(|(name, _)| name.clone()).collect(),
             }),
-            Op::Setup { case } => self.setup(&case)?,
+            Op::Setup { case } => Answer::Setup(self.setup(&case)?),
             Op::Calibrate { case, sample } => {
                 let calibrated = self
                     .cases
                     .with_running("calibrate", &case, |r| r.calibrate(sample))?;
                 let (iterations, elapsed) = calibrated.ok_or_else(|| no_answer("calibrate"))?;
-                json!({"iterations": iterations, "ns": nanos(elapsed)})
+                Answer::Calibrate(Calibrated {
+                    iterations,
+                    ns: nanos(elapsed),
+                })
             }
             Op::Sample { case, iterations } => {
                 let elapsed = self.cases.with_running("sample", &case, |r| {
@@ -519,29 +278,35 @@ impl<'a> Server<'a> {
                     }
                     elapsed
                 })?;
-                json!({"ns": nanos(elapsed.ok_or_else(|| no_answer("sample"))?)})
+                Answer::Sample(Sampled {
+                    ns: nanos(elapsed.ok_or_else(|| no_answer("sample"))?),
+                })
             }
             Op::Count {
                 case,
                 iterations,
                 brackets,
-            } => self.count(&case, iterations, brackets)?,
+            } => Answer::Count(Box::new(self.count(&case, iterations, brackets)?)),
             Op::Profile {
                 case,
                 duration,
                 path,
                 against,
-            } => self.profile(&case, duration, path, against.as_deref())?,
-            Op::Finish { case } => self.finish(&case)?,
-            Op::Quit => json!({}),
-        };
-        match fields {
-            Value::Object(map) => Ok(map),
-            _ => Ok(Map::new()),
-        }
+            } => Answer::Profile(Box::new(self.profile(
+                &case,
+                duration,
+                path,
+                against.as_deref(),
+            )?)),
+            Op::Finish { case } => {
+                self.finish(&case)?;
+                Answer::Done(Done {})
+            }
+            Op::Quit => Answer::Done(Done {}),
+        })
     }
 
-    fn setup(&mut self, case: &str) -> Result<Value, String> {
+    fn setup(&mut self, case: &str) -> Result<SetUp, String> {
         let slot = self.cases.slot("setup", case)?;
         match std::mem::replace(slot, Slot::Finished { error: None }) {
             Slot::Waiting(c) => {
@@ -564,7 +329,10 @@ impl<'a> Server<'a> {
         let throughput = self
             .cases
             .with_running("setup", case, |r| r.report.throughput)?;
-        Ok(json!({"case": case, "throughput": throughput_json(throughput)}))
+        Ok(SetUp {
+            case: case.to_string(),
+            throughput,
+        })
     }
 
     fn count(
@@ -572,7 +340,7 @@ impl<'a> Server<'a> {
         case: &str,
         iterations: u64,
         brackets: Option<u32>,
-    ) -> Result<Value, String> {
+    ) -> Result<Counted, String> {
         let context = &self.context;
         let brackets = brackets.unwrap_or(context.args.count_brackets);
         let per_bracket = self.cases.with_running("count", case, |r| {
@@ -584,30 +352,20 @@ impl<'a> Server<'a> {
         let row = self.cases.with_running("count", case, |r| {
             crate::row_of(&r.report, context.selection)
         })?;
-        let unavailable: Map<String, Value> = row
+        let unavailable = row
             .metrics
             .iter()
             .filter(|(_, v)| v.is_none())
-            .filter_map(|(id, _)| {
-                Some((
-                    id.clone(),
-                    Value::String(context.catalog.unavailable_reason(id)?),
-                ))
-            })
+            .filter_map(|(id, _)| Some((id.clone(), context.catalog.unavailable_reason(id)?)))
             .collect();
-        let mut reply = json!({
-            "metrics": row.metrics,
-            "brackets": per_bracket.map(|_| brackets),
-            "iterations_per_bracket": per_bracket,
-            "unavailable": unavailable,
-        });
-        if !row.metric_samples.is_empty() {
-            reply["metric_samples"] = json!(row.metric_samples);
-        }
-        if let Some(counting) = &row.counting {
-            reply["counting"] = json!(counting);
-        }
-        Ok(reply)
+        Ok(Counted {
+            brackets: per_bracket.map(|_| brackets),
+            iterations_per_bracket: per_bracket,
+            unavailable,
+            metrics: row.metrics,
+            metric_samples: row.metric_samples,
+            counting: row.counting,
+        })
     }
 
     fn profile(
@@ -616,7 +374,7 @@ impl<'a> Server<'a> {
         duration: Duration,
         path: PathBuf,
         against: Option<&std::path::Path>,
-    ) -> Result<Value, String> {
+    ) -> Result<Profiled, String> {
         // The case is checked before sampling is chosen: an unknown case is that error.
         self.cases.with_running("profile", case, |_| ())?;
         let (sampling, note) = self.context.sampling()?.clone();
@@ -631,7 +389,7 @@ impl<'a> Server<'a> {
         let args = &self.context.profile_args;
         let summary = self.cases.with_running("profile", case, |r| {
             r.profile_with(
-                &crate::profiling::ProfileSampling::Perf(sampling),
+                &crate::profiling::plan::ProfileSampling::Perf(sampling),
                 duration,
                 path,
             );
@@ -642,14 +400,18 @@ impl<'a> Server<'a> {
                 args,
                 &note,
                 None,
-                against.map(crate::profiling::Against::Folder).as_ref(),
+                against
+                    .map(crate::profiling::plan::Against::Folder)
+                    .as_ref(),
             );
             r.report.profile.take()
         })?;
-        Ok(json!({"profile": summary.ok_or_else(|| no_answer("profile"))?}))
+        Ok(Profiled {
+            profile: summary.ok_or_else(|| no_answer("profile"))?,
+        })
     }
 
-    fn finish(&mut self, case: &str) -> Result<Value, String> {
+    fn finish(&mut self, case: &str) -> Result<(), String> {
         let slot = self.cases.slot("finish", case)?;
         match std::mem::replace(slot, Slot::Finished { error: None }) {
             Slot::Running(running) => {
@@ -671,7 +433,7 @@ impl<'a> Server<'a> {
             // Finishing a finished case does nothing, as setting up a set-up one does.
             finished => *slot = finished,
         }
-        Ok(json!({}))
+        Ok(())
     }
 }
 
@@ -713,82 +475,4 @@ fn private_stdout() -> Option<std::fs::File> {
         return None;
     }
     Some(file)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn error(line: &str) -> String {
-        parse_request(line.as_bytes()).unwrap_err().message
-    }
-
-    #[test]
-    fn requests_parse_into_ops() {
-        let r = parse_request(br#"{"op":"sample","case":"a/b","iterations":8,"id":[1]}"#).unwrap();
-        assert_eq!(r.id, Some(json!([1])));
-        assert_eq!(
-            r.op,
-            Op::Sample {
-                case: "a/b".into(),
-                iterations: 8
-            }
-        );
-        let r = parse_request(br#"{"op":"count","case":"c","iterations":3}"#).unwrap();
-        assert_eq!(
-            r.op,
-            Op::Count {
-                case: "c".into(),
-                iterations: 3,
-                brackets: None
-            }
-        );
-        let r = parse_request(br#"{"op":"profile","case":"c","seconds":0.5,"path":"p"}"#).unwrap();
-        assert!(
-            matches!(r.op, Op::Profile { duration, against: None, .. } if duration == Duration::from_millis(500))
-        );
-        let r = parse_request(
-            br#"{"op":"profile","case":"c","seconds":1,"path":"p","against":"base/c"}"#,
-        )
-        .unwrap();
-        assert!(
-            matches!(r.op, Op::Profile { against: Some(a), .. } if a == std::path::Path::new("base/c"))
-        );
-    }
-
-    #[test]
-    fn bad_requests_name_the_op_and_the_field() {
-        assert!(error("{oops").starts_with("the request is not JSON"));
-        assert!(error("[1]").contains("JSON object"));
-        assert!(error(r#"{"id":1}"#).contains("no field 'op'"));
-        assert!(error(r#"{"op":7}"#).contains("field 'op' must be a string"));
-        assert!(error(r#"{"op":"frob"}"#).contains("unknown op 'frob'"));
-        assert_eq!(
-            error(r#"{"op":"setup"}"#),
-            "op 'setup': field 'case' is missing"
-        );
-        assert_eq!(
-            error(r#"{"op":"sample","case":"c","iterations":"ten"}"#),
-            "op 'sample': field 'iterations' must be a positive integer, got \"ten\""
-        );
-        assert_eq!(
-            error(r#"{"op":"sample","case":"c","iterations":0}"#),
-            "op 'sample': field 'iterations' must be at least 1, got 0"
-        );
-        assert!(
-            error(r#"{"op":"count","case":"c","iterations":1,"brackets":1001}"#)
-                .contains("at most 1000")
-        );
-        assert!(
-            error(r#"{"op":"profile","case":"c","seconds":-1,"path":"p"}"#)
-                .contains("field 'seconds' must be a positive number")
-        );
-        assert_eq!(
-            error(r#"{"op":"profile","case":"c","seconds":1,"path":"p","against":3}"#),
-            "op 'profile': field 'against' must be a string, got 3"
-        );
-        // The id is echoed even when the rest is wrong.
-        let bad = parse_request(br#"{"op":"sample","id":"x"}"#).unwrap_err();
-        assert_eq!(bad.id, Some(json!("x")));
-    }
 }

@@ -3,6 +3,17 @@
 use std::fmt::{Debug, Display};
 
 use crate::bencher::Bencher;
+use std::ffi::OsString;
+
+pub use sparkles_results::row::slug;
+
+/// How the parent reruns the bench executable: the arguments after the program name,
+/// and variables added to the environment.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Reexec {
+    pub args: Option<Vec<OsString>>,
+    pub envs: Vec<(OsString, OsString)>,
+}
 
 /// Why a case failed: the message it reports (its error's, or its panic's).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -41,27 +52,13 @@ impl Debug for Case {
     }
 }
 
-/// A case's name as one path component: every character outside `[A-Za-z0-9._-]` becomes
-/// `_`, so `json/parse/twitter` becomes `json_parse_twitter`.
-pub fn slug(name: &str) -> String {
-    name.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
-}
-
 /// A benchmark suite: the cases of one bench target.
 #[derive(Debug)]
 pub struct Suite {
     name: String,
     pub(crate) cases: Vec<Case>,
     pub(crate) default_samples: Option<u32>,
-    pub(crate) reexec: crate::valgrind::Reexec,
+    pub(crate) reexec: Reexec,
 }
 
 impl Suite {
@@ -71,7 +68,7 @@ impl Suite {
             name: name.into(),
             cases: Vec::new(),
             default_samples: None,
-            reexec: crate::valgrind::Reexec::default(),
+            reexec: Reexec::default(),
         }
     }
 
@@ -90,7 +87,7 @@ impl Suite {
         K: Into<std::ffi::OsString>,
         V: Into<std::ffi::OsString>,
     {
-        self.reexec = crate::valgrind::Reexec {
+        self.reexec = Reexec {
             args: Some(args.into_iter().map(Into::into).collect()),
             envs: envs
                 .into_iter()
@@ -206,14 +203,6 @@ impl Group<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn slug_replaces_everything_outside_the_safe_set() {
-        assert_eq!(slug("json/parse/twitter"), "json_parse_twitter");
-        assert_eq!(slug("a b:c*d?e"), "a_b_c_d_e");
-        assert_eq!(slug("v1.2-x_y"), "v1.2-x_y");
-        assert_eq!(slug("größe"), "gr__e");
-    }
 
     #[test]
     fn groups_and_parameters_build_names() {

@@ -377,7 +377,7 @@ fn profile_where_nothing_can_be_sampled_times_every_case_and_says_why_once() {
         assert!(row["profile"].is_null(), "{row}");
     }
     assert!(!out_dir.join("profile").exists());
-    let profile = sparkles_bench::profile::descriptors();
+    let profile = sparkles_bench::profile::descriptors(sparkles_sampler::UNAVAILABLE);
     let notes = sparkles_bench::catalog::unavailable_notes(&profile, |_| true);
     assert_eq!(notes.len(), 1, "{notes:?}");
     assert!(notes[0].contains(why), "{}", notes[0]);

@@ -115,100 +115,114 @@ fn profile_writes_a_capture_per_case() {
     }
     let svg = std::fs::read_to_string(dir.join("flamegraph.svg")).unwrap();
     assert!(svg.contains("spin/loop: ") && svg.trim_end().ends_with("</svg>"));
-    // Inside the hottest function: annotate.json's lines and instructions, and the run
-    // report's view of them (the function the flat profile puts first by symbol).
-    let a: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(dir.join("annotate.json")).unwrap()).unwrap();
-    assert_eq!(a["schema"], "sparkles.annotate/1");
-    assert_eq!(a["precise"], false, "cpu-clock is not precise");
-    // Its two views agree: the samples of each source line the instructions carry (the
-    // innermost frame's) are those the lines view gives it, as a function's own line or
-    // under one as inlined code.
-    let hottest = &a["functions"][0];
-    let at = |v: &serde_json::Value| (v["file"].as_str().map(str::to_string), v["line"].as_u64());
-    let mut by_instruction: std::collections::BTreeMap<_, u64> = Default::default();
-    let mut sampled = 0;
-    for i in hottest["instructions"].as_array().unwrap() {
-        let n = i["samples"].as_u64().unwrap();
-        sampled += n;
-        if n > 0 && i["line"].is_u64() {
-            *by_instruction.entry(at(i)).or_default() += n;
+    // With the `annotate` feature (on in the workspace's tests: the sparkles command's
+    // dev-dependency turns it on), the views inside the hot functions; without it, none,
+    // and the run report says how to get them.
+    #[cfg(not(feature = "annotate"))]
+    {
+        assert!(!dir.join("annotate.json").exists());
+        let page = std::fs::read_to_string(dir.join("../../report/index.html")).unwrap();
+        assert!(!page.contains("Inside the hot functions"));
+        assert!(page.contains("need sparkles-bench's `annotate` feature"));
+    }
+    #[cfg(feature = "annotate")]
+    {
+        // Inside the hottest function: annotate.json's lines and instructions, and the run
+        // report's view of them (the function the flat profile puts first by symbol).
+        let a: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join("annotate.json")).unwrap()).unwrap();
+        assert_eq!(a["schema"], "sparkles.annotate/1");
+        assert_eq!(a["precise"], false, "cpu-clock is not precise");
+        // Its two views agree: the samples of each source line the instructions carry (the
+        // innermost frame's) are those the lines view gives it, as a function's own line or
+        // under one as inlined code.
+        let hottest = &a["functions"][0];
+        let at =
+            |v: &serde_json::Value| (v["file"].as_str().map(str::to_string), v["line"].as_u64());
+        let mut by_instruction: std::collections::BTreeMap<_, u64> = Default::default();
+        let mut sampled = 0;
+        for i in hottest["instructions"].as_array().unwrap() {
+            let n = i["samples"].as_u64().unwrap();
+            sampled += n;
+            if n > 0 && i["line"].is_u64() {
+                *by_instruction.entry(at(i)).or_default() += n;
+            }
         }
-    }
-    if cfg!(target_arch = "x86_64") || cfg!(target_arch = "aarch64") {
-        assert_eq!(Some(sampled), hottest["samples"].as_u64(), "{hottest}");
-    }
-    let mut by_line: std::collections::BTreeMap<_, u64> = Default::default();
-    for l in hottest["lines"].as_array().unwrap() {
-        let inlined = l["inlined"].as_array().cloned().unwrap_or_default();
-        let under: u64 = inlined.iter().map(|c| c["samples"].as_u64().unwrap()).sum();
-        let own = l["samples"].as_u64().unwrap() - under;
-        if own > 0 {
-            *by_line.entry(at(l)).or_default() += own;
+        if cfg!(target_arch = "x86_64") || cfg!(target_arch = "aarch64") {
+            assert_eq!(Some(sampled), hottest["samples"].as_u64(), "{hottest}");
         }
-        for c in &inlined {
-            *by_line.entry(at(c)).or_default() += c["samples"].as_u64().unwrap();
+        let mut by_line: std::collections::BTreeMap<_, u64> = Default::default();
+        for l in hottest["lines"].as_array().unwrap() {
+            let inlined = l["inlined"].as_array().cloned().unwrap_or_default();
+            let under: u64 = inlined.iter().map(|c| c["samples"].as_u64().unwrap()).sum();
+            let own = l["samples"].as_u64().unwrap() - under;
+            if own > 0 {
+                *by_line.entry(at(l)).or_default() += own;
+            }
+            for c in &inlined {
+                *by_line.entry(at(c)).or_default() += c["samples"].as_u64().unwrap();
+            }
         }
-    }
-    if !by_instruction.is_empty() {
-        assert_eq!(by_instruction, by_line, "{hottest}");
-    }
-    // A function of this file (the case's closure, where it is among the hottest) has its
-    // whole source listed: this file's lines, the loop's among them.
-    let this_file = std::fs::read_to_string(file!())
-        .or_else(|_| {
-            std::fs::read_to_string(
-                Path::new(env!("CARGO_MANIFEST_DIR"))
-                    .join("..")
-                    .join(file!()),
-            )
-        })
-        .unwrap();
-    let mut listed_here = false;
-    for f in a["functions"].as_array().unwrap() {
-        let Some(src) = f.get("source").filter(|s| {
-            s["file"]
-                .as_str()
-                .is_some_and(|p| p.ends_with("tests/profiling.rs"))
-        }) else {
-            continue;
-        };
-        listed_here = true;
-        for l in src["lines"].as_array().unwrap() {
-            let n = l["line"].as_u64().unwrap() as usize;
-            assert_eq!(
-                l["text"].as_str(),
-                this_file.lines().nth(n - 1).map(str::trim_end),
-                "{l}"
-            );
+        if !by_instruction.is_empty() {
+            assert_eq!(by_instruction, by_line, "{hottest}");
         }
-    }
-    let page = std::fs::read_to_string(dir.join("../../report/index.html")).unwrap();
-    assert!(page.contains("Inside the hot functions"));
-    assert!(page.contains("Not a precise event"));
-    match browser::chromium() {
-        Some(chromium) => {
-            let page_path = dir.join("../../report/index.html");
-            let rendered = browser::rendered(chromium, &page_path.canonicalize().unwrap());
-            assert!(
-                rendered.contains("Inside the hot functions"),
-                "not rendered"
-            );
-            assert!(
-                rendered.contains("instructions</summary>"),
-                "no instruction view"
-            );
-            if listed_here {
-                assert!(
-                    rendered.contains("whole function: profiling.rs"),
-                    "no source view"
+        // A function of this file (the case's closure, where it is among the hottest) has its
+        // whole source listed: this file's lines, the loop's among them.
+        let this_file = std::fs::read_to_string(file!())
+            .or_else(|_| {
+                std::fs::read_to_string(
+                    Path::new(env!("CARGO_MANIFEST_DIR"))
+                        .join("..")
+                        .join(file!()),
+                )
+            })
+            .unwrap();
+        let mut listed_here = false;
+        for f in a["functions"].as_array().unwrap() {
+            let Some(src) = f.get("source").filter(|s| {
+                s["file"]
+                    .as_str()
+                    .is_some_and(|p| p.ends_with("tests/profiling.rs"))
+            }) else {
+                continue;
+            };
+            listed_here = true;
+            for l in src["lines"].as_array().unwrap() {
+                let n = l["line"].as_u64().unwrap() as usize;
+                assert_eq!(
+                    l["text"].as_str(),
+                    this_file.lines().nth(n - 1).map(str::trim_end),
+                    "{l}"
                 );
             }
         }
-        None => skip::skip(
-            "chromium",
-            "no chromium here: the source view was checked as text only",
-        ),
+        let page = std::fs::read_to_string(dir.join("../../report/index.html")).unwrap();
+        assert!(page.contains("Inside the hot functions"));
+        assert!(page.contains("Not a precise event"));
+        match browser::chromium() {
+            Some(chromium) => {
+                let page_path = dir.join("../../report/index.html");
+                let rendered = browser::rendered(chromium, &page_path.canonicalize().unwrap());
+                assert!(
+                    rendered.contains("Inside the hot functions"),
+                    "not rendered"
+                );
+                assert!(
+                    rendered.contains("instructions</summary>"),
+                    "no instruction view"
+                );
+                if listed_here {
+                    assert!(
+                        rendered.contains("whole function: profiling.rs"),
+                        "no source view"
+                    );
+                }
+            }
+            None => skip::skip(
+                "chromium",
+                "no chromium here: the source view was checked as text only",
+            ),
+        }
     }
     let folded = std::fs::read_to_string(dir.join("folded.txt")).unwrap();
     let weight: u64 = folded
@@ -352,31 +366,34 @@ fn a_profiled_baseline_gives_each_case_a_hot_function_diff() {
     assert!(!p.movers.is_empty(), "{p:?}");
     // The same code: no significant mover.
     assert!(p.movers.iter().all(|m| !m.significant), "{:?}", p.movers);
-    // The annotation kept with the baseline is the first run's alone; the second run's
-    // has each line's change against it, its hottest function (memset, the same code)
-    // found there.
-    let kept_annotation: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(kept.join("annotate.json")).unwrap()).unwrap();
-    assert!(kept_annotation.get("baseline").is_none());
     let case = dir.path().join("profile/spin");
-    let compared: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(case.join("annotate.json")).unwrap()).unwrap();
-    assert!(
-        compared["baseline"]["source"]
-            .as_str()
-            .unwrap()
-            .ends_with("baselines/main/profile/spin/annotate.json"),
-        "{}",
-        compared["baseline"]
-    );
-    let hottest = &compared["functions"][0];
-    assert_eq!(hottest["name"], kept_annotation["functions"][0]["name"]);
-    assert!(
-        hottest["base"]["samples"].as_u64().unwrap() > 0,
-        "{hottest}"
-    );
-    for l in hottest["lines"].as_array().unwrap() {
-        assert!(l["change"].is_f64() && l["base_share"].is_f64(), "{l}");
+    #[cfg(feature = "annotate")]
+    {
+        // The annotation kept with the baseline is the first run's alone; the second run's
+        // has each line's change against it, its hottest function (memset, the same code)
+        // found there.
+        let kept_annotation: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(kept.join("annotate.json")).unwrap()).unwrap();
+        assert!(kept_annotation.get("baseline").is_none());
+        let compared: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(case.join("annotate.json")).unwrap()).unwrap();
+        assert!(
+            compared["baseline"]["source"]
+                .as_str()
+                .unwrap()
+                .ends_with("baselines/main/profile/spin/annotate.json"),
+            "{}",
+            compared["baseline"]
+        );
+        let hottest = &compared["functions"][0];
+        assert_eq!(hottest["name"], kept_annotation["functions"][0]["name"]);
+        assert!(
+            hottest["base"]["samples"].as_u64().unwrap() > 0,
+            "{hottest}"
+        );
+        for l in hottest["lines"].as_array().unwrap() {
+            assert!(l["change"].is_f64() && l["base_share"].is_f64(), "{l}");
+        }
     }
     let diff: serde_json::Value =
         serde_json::from_slice(&std::fs::read(case.join("diff.json")).unwrap()).unwrap();
@@ -393,9 +410,12 @@ fn a_profiled_baseline_gives_each_case_a_hot_function_diff() {
     );
     assert!(third.rows[0].profile.as_ref().unwrap().movers.is_empty());
     assert!(!case.join("diff.json").exists() && !case.join("diff.svg").exists());
-    let alone: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(case.join("annotate.json")).unwrap()).unwrap();
-    assert!(alone.get("baseline").is_none(), "{}", alone["baseline"]);
+    #[cfg(feature = "annotate")]
+    {
+        let alone: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(case.join("annotate.json")).unwrap()).unwrap();
+        assert!(alone.get("baseline").is_none(), "{}", alone["baseline"]);
+    }
 }
 
 /// `--profile=mem` on a case that touches a fresh 4 MiB buffer each iteration: on a

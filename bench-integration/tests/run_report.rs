@@ -250,6 +250,8 @@ fn the_summary_fits_a_1400_px_window() {
         profile_dir: dir.path(),
         kept: &[],
         trends: &[],
+        profiles_read: true,
+        annotates: true,
     }
     .page()
     .into_string();

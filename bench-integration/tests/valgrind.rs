@@ -88,7 +88,7 @@ fn rerun() {
 fn a_one_percent_change_is_higher_exactly_and_the_same_code_counts_the_same() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     if let Err(why) = sparkles_bench::valgrind::program() {
-        skip::skip("valgrind", &why);
+        skip::skip("valgrind", why.to_string());
         return;
     }
     let dir = tempfile::tempdir().unwrap();

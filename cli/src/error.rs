@@ -29,6 +29,9 @@ pub enum Error {
     /// An event spelling did not resolve.
     #[error(transparent)]
     Event(#[from] sparkles_sampler::EventError),
+    /// A serve process, a row or a history failed (the results' own words).
+    #[error(transparent)]
+    Results(#[from] sparkles_results::Error),
     /// A module could not be loaded.
     #[error(transparent)]
     Symbolize(#[from] sparkles_symbolize::Error),

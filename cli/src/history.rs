@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use maud::{html, PreEscaped, DOCTYPE};
 use serde::Serialize;
-use sparkles_bench::history::{self, changes, Series};
+use sparkles_results::history::{self, changes, Series};
 
 use crate::error::Error;
 
@@ -345,8 +345,8 @@ fn table(doc: &Document) -> String {
             "{:<width$}  {:>5}  {:>10}  {:>10}  {}",
             c.series.case,
             runs.len(),
-            sparkles_bench::table::format_ns(first.median),
-            sparkles_bench::table::format_ns(last.median),
+            sparkles_results::units::format_ns(first.median),
+            sparkles_results::units::format_ns(last.median),
             if points.is_empty() {
                 "none".to_string()
             } else {
@@ -385,7 +385,7 @@ p.note { color: #555; }
                 @for w in &doc.warnings { p.note { "warning: " (w) } }
                 @for c in &doc.cases {
                     h2 { (c.series.case) " " span.note { "(" (c.suite) ", " (c.series.runs.len()) " runs)" } }
-                    (PreEscaped(sparkles_bench::run_report::trend_svg(&c.series, false)))
+                    (PreEscaped(sparkles_results::run_report::trend_svg(&c.series, false)))
                     @if c.series.change_points.is_empty() {
                         p.note { "No change point (steps of at least " (format!("{:.1}%", c.min_change_pct)) " were looked for)." }
                     } @else {
@@ -394,8 +394,8 @@ p.note { color: #555; }
                                 td.name { code { (history::short_commit(p.commit.as_deref(), c.series.runs[p.index].dirty)) } }
                                 td.name { (when(p.time)) }
                                 td { (format!("{:+.1}%", p.change_pct)) }
-                                td { (sparkles_bench::table::format_ns(p.before)) }
-                                td { (sparkles_bench::table::format_ns(p.after)) }
+                                td { (sparkles_results::units::format_ns(p.before)) }
+                                td { (sparkles_results::units::format_ns(p.after)) }
                                 td { (changes::p_text(p.p_value)) }
                                 td.name { (p.machine_change.join("; ")) }
                             } } } }

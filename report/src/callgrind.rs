@@ -63,6 +63,97 @@ pub struct ParseError {
     pub message: String,
 }
 
+/// callgrind's event counts of one dump, by event name.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Events(Vec<(String, u64)>);
+
+impl From<Vec<(String, u64)>> for Events {
+    fn from(counts: Vec<(String, u64)>) -> Events {
+        Events(counts)
+    }
+}
+
+impl Events {
+    /// The count of `event`; 0 where the dump does not list it.
+    pub fn get(&self, event: &str) -> u64 {
+        self.0
+            .iter()
+            .find(|(e, _)| e == event)
+            .map_or(0, |(_, v)| *v)
+    }
+}
+
+/// One dump file: its trigger's label and its counts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Dump {
+    /// What `desc: Trigger:` says, less callgrind's `Client Request: ` prefix.
+    pub trigger: String,
+    /// The `summary:` line under the `events:` names (callgrind leaves trailing zeros
+    /// out).
+    pub events: Events,
+}
+
+/// Reads a callgrind dump's header: its trigger, event names and summary (what the
+/// harness's `--instructions` pass counts; [`Costs::parse`] reads the costs that follow).
+/// `path` names the file in errors.
+pub fn parse_dump(text: &str, path: &Path) -> Result<Dump, ParseError> {
+    let mut trigger = None;
+    let mut names: Option<Vec<&str>> = None;
+    let mut summary: Option<(usize, &str)> = None;
+    let mut read = 0;
+    let error = |line: usize, message: String| ParseError {
+        path: path.display().to_string(),
+        line,
+        message,
+    };
+    for (i, line) in text.lines().enumerate() {
+        read = i + 1;
+        if let Some(t) = line.strip_prefix("desc: Trigger:") {
+            let t = t.trim();
+            trigger = Some(t.strip_prefix("Client Request:").unwrap_or(t).trim());
+        } else if let Some(e) = line.strip_prefix("events:") {
+            names = Some(e.split_whitespace().collect());
+        } else if let Some(s) = line.strip_prefix("summary:") {
+            summary = Some((i + 1, s));
+        } else if line.starts_with("fn=") || line.starts_with("totals:") {
+            // The header is over: costs follow.
+            break;
+        }
+        if i > 10_000 {
+            break;
+        }
+    }
+    let names = names.ok_or_else(|| error(read, "no 'events:' line".to_string()))?;
+    let (at, summary) = summary.ok_or_else(|| error(read, "no 'summary:' line".to_string()))?;
+    let values = summary
+        .split_whitespace()
+        .map(|v| {
+            v.parse::<u64>()
+                .map_err(|_| error(at, format!("summary value '{v}' is not a count")))
+        })
+        .collect::<Result<Vec<u64>, ParseError>>()?;
+    if values.len() > names.len() {
+        return Err(error(
+            at,
+            format!(
+                "the summary has {} values for {} events",
+                values.len(),
+                names.len()
+            ),
+        ));
+    }
+    Ok(Dump {
+        trigger: trigger.unwrap_or_default().to_string(),
+        events: Events(
+            names
+                .iter()
+                .enumerate()
+                .map(|(i, n)| (n.to_string(), values.get(i).copied().unwrap_or(0)))
+                .collect(),
+        ),
+    })
+}
+
 /// Name compression: `(id) name` defines, `(id)` refers.
 fn compressed(value: &str, table: &mut BTreeMap<u64, String>) -> Result<String, String> {
     let value = value.trim();

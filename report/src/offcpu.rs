@@ -29,15 +29,15 @@ use std::rc::Rc;
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
-use crate::profile::{kind_of, Kind};
+use crate::stacks::{kind_of, Kind};
 use crate::stacks::{NamedFrame, NamedStack, StackNamer};
+
+pub use crate::stacks::LAST_ON_CPU;
 
 /// Where the off-CPU stacks came from.
 pub const SOURCE_SCHED_SWITCH: &str = "sched_switch";
 /// Switch records only.
 pub const SOURCE_SWITCH_RECORDS: &str = "switch_records";
-/// The frame a wait hangs under when its stack is the thread's last on-CPU one.
-pub const LAST_ON_CPU: &str = "[last on-CPU stack]";
 
 /// Time spent for one reason.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -25,52 +25,8 @@ use crate::offcpu::{self, OffCpuBuilder};
 use crate::stacks::{
     is_harness_frame, NamedFrame, NamedStack, StackId, StackNamer, StackOptions, Weighting,
 };
+pub use crate::stacks::{kind_of, Blocks, Kind};
 use crate::Error;
-
-/// What a frame's code is, for colours and for reading a profile.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Kind {
-    /// The program's own code (and its dependencies' crates).
-    User,
-    /// Rust's std, core and alloc.
-    Std,
-    /// libc and other shared libraries, the vDSO.
-    Library,
-    /// The kernel.
-    Kernel,
-    /// Nothing named it.
-    Unknown,
-    /// Waiting, in a wall-clock profile: `[off-cpu: REASON]` and `[last on-CPU stack]`.
-    #[serde(rename = "off-cpu")]
-    OffCpu,
-}
-
-/// Which kind a named frame is.
-pub fn kind_of(f: &NamedFrame) -> Kind {
-    let module = f.module.as_deref().unwrap_or("");
-    let name = f.function.as_deref().unwrap_or("");
-    if f.module.is_none() && (name.starts_with("[off-cpu: ") || name == crate::offcpu::LAST_ON_CPU)
-    {
-        Kind::OffCpu
-    } else if module.starts_with("[kernel") || name == "[kernel]" {
-        Kind::Kernel
-    } else if f.function.is_none() {
-        Kind::Unknown
-    } else if f.file.as_deref().is_some_and(|p| p.starts_with("/rustc/"))
-        || [
-            "std::", "core::", "alloc::", "<std::", "<core::", "<alloc::",
-        ]
-        .iter()
-        .any(|p| name.starts_with(p))
-    {
-        Kind::Std
-    } else if module == "[vdso]" || module.ends_with(".so") || module.contains(".so.") {
-        Kind::Library
-    } else {
-        Kind::User
-    }
-}
 
 /// A frame's function as views name it: demangled and normalized
 /// ([`crate::names::normalize`]), else `[unknown] (module)`.
@@ -143,21 +99,6 @@ pub enum BlockedBy {
     /// Whole rounds of the program's phases, their length found in the capture by the
     /// autocorrelation of its hottest functions' shares along it.
     Rounds,
-}
-
-/// How a profile's blocks are to be cut.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Blocks {
-    /// Whole rounds of the program's phases where the capture runs in rounds, else
-    /// [`BLOCKS`]ths of its samples.
-    #[default]
-    Found,
-    /// The samples come from this many repeats of the same work, evenly spread over the
-    /// capture (a bench body's iterations): blocks of whole repeats, no rounds looked for.
-    Repeats(u64),
-    /// [`BLOCKS`]ths of the samples whatever the capture holds (the diff's first
-    /// estimator, kept to measure the others against).
-    Samples,
 }
 
 /// The fewest blocks of whole rounds a capture is cut into; a capture of fewer rounds

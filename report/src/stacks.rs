@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use std::rc::Rc;
 
 use rustc_hash::FxHashMap;
+use serde::{Deserialize, Serialize};
 
 use sparkles_perf_data::{PerfData, Record, Sample};
 use sparkles_symbolize::address_space::AddressSpace;
@@ -19,6 +20,68 @@ use sparkles_unwind::{Arch, MappedModule, Mappings, Mode, Stack, Truncation, Unw
 
 use crate::names::{Name, Names};
 use crate::notes::Note;
+
+/// The frame a wait hangs under when its stack is the thread's last on-CPU one.
+pub const LAST_ON_CPU: &str = "[last on-CPU stack]";
+
+/// What a frame's code is, for colours and for reading a profile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    /// The program's own code (and its dependencies' crates).
+    User,
+    /// Rust's std, core and alloc.
+    Std,
+    /// libc and other shared libraries, the vDSO.
+    Library,
+    /// The kernel.
+    Kernel,
+    /// Nothing named it.
+    Unknown,
+    /// Waiting, in a wall-clock profile: `[off-cpu: REASON]` and `[last on-CPU stack]`.
+    #[serde(rename = "off-cpu")]
+    OffCpu,
+}
+
+/// Which kind a named frame is.
+pub fn kind_of(f: &NamedFrame) -> Kind {
+    let module = f.module.as_deref().unwrap_or("");
+    let name = f.function.as_deref().unwrap_or("");
+    if f.module.is_none() && (name.starts_with("[off-cpu: ") || name == LAST_ON_CPU) {
+        Kind::OffCpu
+    } else if module.starts_with("[kernel") || name == "[kernel]" {
+        Kind::Kernel
+    } else if f.function.is_none() {
+        Kind::Unknown
+    } else if f.file.as_deref().is_some_and(|p| p.starts_with("/rustc/"))
+        || [
+            "std::", "core::", "alloc::", "<std::", "<core::", "<alloc::",
+        ]
+        .iter()
+        .any(|p| name.starts_with(p))
+    {
+        Kind::Std
+    } else if module == "[vdso]" || module.ends_with(".so") || module.contains(".so.") {
+        Kind::Library
+    } else {
+        Kind::User
+    }
+}
+
+/// How a profile's blocks are to be cut.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Blocks {
+    /// Whole rounds of the program's phases where the capture runs in rounds, else
+    /// [`BLOCKS`](crate::profile::BLOCKS)ths of its samples.
+    #[default]
+    Found,
+    /// The samples come from this many repeats of the same work, evenly spread over the
+    /// capture (a bench body's iterations): blocks of whole repeats, no rounds looked for.
+    Repeats(u64),
+    /// [`BLOCKS`](crate::profile::BLOCKS)ths of the samples whatever the capture holds (the diff's first
+    /// estimator, kept to measure the others against).
+    Samples,
+}
 
 /// How stacks are found and named.
 #[derive(Debug, Clone, Default)]
@@ -39,7 +102,7 @@ pub struct StackOptions {
     /// frame named after the case ([`is_harness_frame`]). The flat views keep every frame.
     pub root_at_case: bool,
     /// How the on-CPU profile's blocks (the diff's replicates) are cut.
-    pub blocks: crate::profile::Blocks,
+    pub blocks: Blocks,
     /// Keep an allocation capture's allocator frames (the sampling allocator's own, the
     /// `__rust_alloc` shims, the `alloc` crate's): by default a `sparkles:alloc` sample's
     /// stack starts at the first frame outside them, the code that asked for the bytes

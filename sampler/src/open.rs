@@ -9,6 +9,7 @@ use crate::sys::{self, Counter};
 use crate::system::System;
 
 pub use crate::errno::name as errno_name;
+pub use crate::sys::abi::OpenTarget;
 
 /// What an open is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,22 +20,6 @@ pub enum OpenMode {
     Sampling {
         /// Events between samples.
         period: u64,
-    },
-}
-
-/// Whom an event counts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OpenTarget {
-    /// This process, on any CPU.
-    ThisProcess,
-    /// Everything on one CPU (uncore and MSR PMUs count only this way).
-    Cpu(usize),
-    /// One task (a thread id, or a process id for its main thread), on one CPU or any.
-    Task {
-        /// The thread.
-        tid: i32,
-        /// The CPU, or any.
-        cpu: Option<usize>,
     },
 }
 

@@ -20,7 +20,7 @@ use std::sync::atomic::{
     AtomicBool, AtomicI64, AtomicU64, AtomicU8, AtomicUsize, Ordering::Relaxed,
 };
 
-use crate::metric::{Availability, MetricClass, MetricDescriptor, MetricFormat, Source};
+use sparkles_results::metric::{Availability, MetricClass, MetricDescriptor, MetricFormat, Source};
 
 pub(crate) mod sampling;
 
@@ -415,7 +415,7 @@ impl AllocMeter {
     }
 
     /// Per iteration (the peak is the bracket's).
-    pub fn values(&self, iterations: u64) -> Vec<crate::metric::MetricValue> {
+    pub fn values(&self, iterations: u64) -> Vec<sparkles_results::metric::MetricValue> {
         let per = |v: u64| Some(v as f64 / iterations.max(1) as f64);
         vec![
             ("alloc.count".into(), per(self.counted.count)),

@@ -21,9 +21,9 @@ use sparkles_perf_data::writer::Compression;
 pub const DEFAULT_MEAN: u64 = 512 * 1024;
 
 /// The two events of an allocation capture.
-pub const EVENT: &str = "sparkles:alloc";
+pub const EVENT: &str = sparkles_results::profile::ALLOC_EVENT;
 /// The samples whose block outlived its iteration.
-pub const LIVE_EVENT: &str = "sparkles:alloc-live";
+pub const LIVE_EVENT: &str = sparkles_results::profile::ALLOC_LIVE_EVENT;
 
 /// One allocation profile pass's sampling.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

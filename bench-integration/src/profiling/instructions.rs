@@ -11,8 +11,9 @@ use sparkles_report::callgrind;
 use sparkles_report::profile::Profile;
 
 use super::reading::{hottest, write_json, BaselineProfiles};
-use crate::runner::CaseReport;
-use crate::valgrind::{Costs, InstructionChange};
+use crate::case_report::CaseReport;
+use crate::valgrind::Costs;
+use sparkles_results::counting::InstructionChange;
 
 /// The instruction profile's JSON, beside the case's capture and beside a baseline's rows.
 pub(crate) const JSON: &str = "profile-instructions.json";
@@ -53,7 +54,7 @@ pub(crate) fn write_profiles(
     reports: &mut [CaseReport],
     costs: Vec<(usize, Costs)>,
     profile_dir: &Path,
-    baseline: Option<&crate::baseline::Baseline>,
+    baseline: Option<&sparkles_results::baseline::Baseline>,
     save_path: Option<&Path>,
     to_save: &mut BaselineProfiles,
 ) {
@@ -87,7 +88,8 @@ pub(crate) fn write_profiles(
         // An earlier run's diff is not this profile's.
         let _ = std::fs::remove_file(dir.join(DIFF));
         if let Some(base) = baseline {
-            let from = crate::baseline::kept_profile_dir(&base.path, &report.slug).join(JSON);
+            let from =
+                sparkles_results::baseline::kept_profile_dir(&base.path, &report.slug).join(JSON);
             match diff_against(&report.name, &from, &profile) {
                 Ok(d) => {
                     account.movers = d
@@ -112,7 +114,7 @@ pub(crate) fn write_profiles(
             to_save.keep_file(
                 &report.name,
                 dir.join(JSON),
-                crate::baseline::kept_profile_dir(save, &report.slug).join(JSON),
+                sparkles_results::baseline::kept_profile_dir(save, &report.slug).join(JSON),
             );
         }
     }

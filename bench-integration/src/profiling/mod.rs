@@ -5,10 +5,14 @@
 use sparkles_perf_data::writer::Compression;
 use sparkles_sampler::session::{choose_event, CallGraph, Rate, SamplingConfig};
 
-use crate::args::HarnessArgs;
-use crate::error::Error;
-use crate::profile::ProfileSummary;
-use crate::record::BenchRow;
+use plan::ProfileSampling;
+
+use crate::args::{HarnessArgs, ProfileKind};
+use sparkles_results::error::Error;
+use sparkles_results::profile::ProfileSummary;
+use sparkles_results::row::BenchRow;
+
+pub(crate) mod plan;
 
 #[cfg(feature = "profile")]
 pub(crate) mod instructions;
@@ -18,71 +22,6 @@ mod reading;
 pub(crate) use reading::read_capture;
 #[cfg(feature = "profile")]
 pub(crate) use reading::read_captures;
-
-/// The profile a case's is diffed against (without the `profile` feature, what would
-/// have been: nothing is read).
-#[derive(Debug)]
-#[cfg_attr(not(feature = "profile"), allow(dead_code))]
-pub(crate) enum Against<'a> {
-    /// The baseline's, saved beside its rows (`profile/<case folder>/`).
-    Baseline(&'a crate::baseline::Baseline),
-    /// The one in this folder (its profile.json and folded.txt): serve mode's `against`.
-    Folder(&'a std::path::Path),
-}
-
-/// Which of a case's sampled profiles: each has its own files beside the capture and
-/// beside a baseline's rows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
-    /// On-CPU (`--profile`, `=mem`).
-    Cpu,
-    /// Wall-clock (`--profile=wall`).
-    Wall,
-    /// Allocated bytes (`--profile=alloc`).
-    Alloc,
-    /// Bytes still live when their iteration ended (`--profile=alloc`).
-    AllocLive,
-}
-
-#[cfg_attr(not(feature = "profile"), allow(dead_code))]
-impl Kind {
-    /// Every kind a baseline may keep.
-    pub(crate) const ALL: [Kind; 4] = [Kind::Cpu, Kind::Wall, Kind::Alloc, Kind::AllocLive];
-
-    /// The names of its flamegraph, diff and diff flamegraph beside the capture.
-    pub(crate) fn svg_and_diff(self) -> (&'static str, &'static str, &'static str) {
-        match self {
-            Kind::Cpu => ("flamegraph.svg", "diff.json", "diff.svg"),
-            Kind::Wall => ("flamegraph-wall.svg", "diff.json", "diff.svg"),
-            Kind::Alloc => ("flamegraph-alloc.svg", "diff-alloc.json", "diff-alloc.svg"),
-            Kind::AllocLive => (
-                "flamegraph-alloc-live.svg",
-                "diff-alloc-live.json",
-                "diff-alloc-live.svg",
-            ),
-        }
-    }
-
-    /// The flag that saves a baseline with this kind's profile.
-    pub(crate) fn flag(self) -> &'static str {
-        match self {
-            Kind::Cpu => "--profile",
-            Kind::Wall => "--profile=wall",
-            Kind::Alloc | Kind::AllocLive => "--profile=alloc",
-        }
-    }
-}
-
-/// The names of a profile's JSON and folded stacks beside its capture (and beside a
-/// baseline's rows).
-pub(crate) fn artifact_names(kind: Kind) -> (&'static str, &'static str) {
-    match kind {
-        Kind::Cpu => ("profile.json", "folded.txt"),
-        Kind::Wall => ("profile-wall.json", "folded-wall.txt"),
-        Kind::Alloc => ("profile-alloc.json", "folded-alloc.txt"),
-        Kind::AllocLive => ("profile-alloc-live.json", "folded-alloc-live.txt"),
-    }
-}
 
 /// Without the `profile` feature no profile is saved with a baseline.
 #[cfg(not(feature = "profile"))]
@@ -97,11 +36,11 @@ impl BaselineProfiles {
 /// Without the `profile` feature the captures are written but not read: said once.
 #[cfg(not(feature = "profile"))]
 pub(crate) fn read_captures(
-    reports: &mut [crate::runner::CaseReport],
+    reports: &mut [crate::case_report::CaseReport],
     _args: &HarnessArgs,
     _event_note: &str,
     _save_path: Option<&std::path::Path>,
-    _against: Option<&Against<'_>>,
+    _against: Option<&plan::Against<'_>>,
 ) -> BaselineProfiles {
     if reports
         .iter()
@@ -114,24 +53,12 @@ pub(crate) fn read_captures(
     BaselineProfiles
 }
 
-/// An allocation profile's capture, beside the case's CPU one.
-pub(crate) const ALLOC_CAPTURE: &str = "capture-alloc.perf.data";
-
-/// What a case's profile pass samples.
-#[derive(Debug, Clone)]
-pub(crate) enum ProfileSampling {
-    /// perf_event sampling (`--profile`, `=wall`, `=mem`).
-    Perf(SamplingConfig),
-    /// The counting allocator's byte sampling (`--profile=alloc`).
-    Alloc(crate::alloc::sampling::Plan),
-}
-
 /// The sampling of a `--profile` run's passes, and the line saying what it samples;
 /// `None` where nothing can be sampled here (the reason said by the catalog).
 pub(crate) fn profile_sampling(
     args: &HarnessArgs,
 ) -> Result<Option<(ProfileSampling, String)>, Error> {
-    if args.profile.as_deref() == Some("alloc") {
+    if args.profile == Some(ProfileKind::Alloc) {
         let plan = crate::alloc::sampling::Plan {
             mean: args.profile_alloc_mean,
             stack: args.profile_stack.next_multiple_of(8).min(65528),
@@ -143,8 +70,8 @@ pub(crate) fn profile_sampling(
         };
         let note = format!(
             "sampling allocations: one sample per {} allocated on average (a random, exponential interval: --profile-alloc-mean), with {} of stack",
-            crate::table::format_bytes(plan.mean as f64),
-            crate::table::format_bytes(f64::from(plan.stack)),
+            sparkles_results::units::format_bytes(plan.mean as f64),
+            sparkles_results::units::format_bytes(f64::from(plan.stack)),
         );
         return Ok(Some((ProfileSampling::Alloc(plan), note)));
     }
@@ -160,24 +87,22 @@ pub(crate) fn profile_sampling(
 /// The sampling a `--profile` run uses: the event asked for, else the default chain.
 /// With the line saying which event it samples, and why.
 pub(crate) fn sampling(args: &HarnessArgs) -> Result<(SamplingConfig, String), Error> {
-    let (memory, wall) = match args.profile.as_deref() {
-        Some("cpu") => (false, false),
-        Some("mem") => (true, false),
-        Some("wall") => (false, true),
+    let (memory, wall) = match args.profile.unwrap_or(ProfileKind::Cpu) {
+        ProfileKind::Cpu => (false, false),
+        ProfileKind::Mem => (true, false),
+        ProfileKind::Wall => (false, true),
         // `profile_sampling` takes it; serve mode (`sparkles compare`) asks here.
-        Some("alloc") => {
+        ProfileKind::Alloc => {
             return Err(Error::Usage {
                 flag: "--profile",
                 message: "--profile=alloc is not served: `sparkles compare` samples on the CPU (--profile, =wall, =mem); run each revision's bench with --profile=alloc and --save-baseline/--baseline".into(),
             })
         }
-        other => {
+        // The valgrind pass's profile, which `run` takes before any sampling is chosen.
+        ProfileKind::Instructions => {
             return Err(Error::Usage {
                 flag: "--profile",
-                message: format!(
-                    "'{}' is not a profile kind: use --profile (CPU sampling), --profile=wall (CPU sampling and where the case's threads wait), --profile=mem (memory: precise memory events, else first-touch placement), --profile=alloc (where the bytes are allocated: the counting allocator's samples) or --profile=instructions (callgrind's exact instruction counts per function, under valgrind)",
-                    other.unwrap_or_default()
-                ),
+                message: "--profile=instructions samples nothing: it is the --instructions pass's profile, not served to `sparkles compare`".into(),
             })
         }
     };
@@ -279,7 +204,11 @@ pub(crate) fn print_notes(rows: &[BenchRow]) {
             eprintln!("profile: {}: {}", row.case, u.describe());
         }
         if let Some(a) = &p.alloc {
-            eprintln!("profile: {}: {}", row.case, describe_alloc(a, p.samples));
+            eprintln!(
+                "profile: {}: {}",
+                row.case,
+                sparkles_results::profile::describe_alloc(a, p.samples)
+            );
         }
     }
 }
@@ -304,26 +233,4 @@ pub(crate) fn debug_info_warning() -> Option<String> {
         ));
     }
     None
-}
-
-/// An allocation profile's line: the bytes its samples stand for, what outlived the
-/// iterations, and what sampling cost.
-pub(crate) fn describe_alloc(a: &crate::profile::AllocProfile, samples: u64) -> String {
-    use crate::table::format_bytes;
-    let mut line = format!(
-        "allocations: {} an iteration by {samples} samples (one per {} on average; a reallocation counts its new size); {} an iteration still live when its iteration ended",
-        format_bytes(a.bytes_per_iteration),
-        format_bytes(a.mean_bytes as f64),
-        format_bytes(a.live_bytes_per_iteration),
-    );
-    if let Some(top) = a.live_top.first() {
-        line.push_str(&format!(" (most from {}, {:.0}%)", top.name, top.self_pct));
-    }
-    if let Some(s) = a.slowdown {
-        line.push_str(&format!(
-            "; sampling cost {:+.1}% a loop iteration",
-            s * 100.0
-        ));
-    }
-    line
 }

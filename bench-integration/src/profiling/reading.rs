@@ -9,10 +9,11 @@ use sparkles_report::diff::{self, Mover};
 use sparkles_report::profile::{self as report, Blocks, Folded, Profile};
 use sparkles_report::stacks::{StackOptions, UnwindSummary};
 
-use super::{artifact_names, Against, Kind};
+use super::plan::Against;
 use crate::args::HarnessArgs;
-use crate::profile::{HotFunction, ProfileSummary};
-use crate::runner::CaseReport;
+use crate::case_report::CaseReport;
+use sparkles_results::profile::{artifact_names, Kind};
+use sparkles_results::profile::{HotFunction, ProfileSummary};
 
 /// Why a profile artifact (profile.json, folded.txt, a flamegraph, a diff) was not made:
 /// a note under the case, never a failed run.
@@ -162,7 +163,7 @@ pub(crate) fn read_captures(
         };
         let is_alloc = capture
             .file_name()
-            .is_some_and(|n| n == super::ALLOC_CAPTURE);
+            .is_some_and(|n| n == sparkles_results::profile::ALLOC_CAPTURE);
         // The profiles read, the one the run compares first.
         let read: Vec<(Kind, Profile, Folded)> = if is_alloc {
             match read_alloc_capture(&case, &capture, p, args) {
@@ -185,7 +186,7 @@ pub(crate) fn read_captures(
             .map(|n| n.to_os_string())
             .unwrap_or_default();
         // Beside the baseline's rows: its profile folder, one per case.
-        let beside = |rows: &Path| crate::baseline::kept_profile_dir(rows, &slug);
+        let beside = |rows: &Path| sparkles_results::baseline::kept_profile_dir(rows, &slug);
         let Some((kind, profile, folded)) = read.first() else {
             continue;
         };
@@ -362,11 +363,25 @@ pub(crate) fn read_capture(
 /// A case's annotation beside its capture and beside a baseline's rows.
 pub(crate) const ANNOTATION: &str = "annotate.json";
 
+/// Without the `annotate` feature no annotation is made: an earlier build's annotate.json
+/// beside the capture is not this capture's, and goes.
+#[cfg(not(feature = "annotate"))]
+fn annotate_capture(
+    capture: &Path,
+    _summary: &mut ProfileSummary,
+    _args: &HarnessArgs,
+    _base: Option<std::path::PathBuf>,
+) -> Option<Vec<u8>> {
+    let _ = std::fs::remove_file(capture.parent().unwrap_or(Path::new(".")).join(ANNOTATION));
+    None
+}
+
 /// Inside a case's three hottest functions: their lines and instructions, annotate.json
 /// beside the capture for the run report (an earlier run's file is not this capture's);
 /// where `base` (a baseline's profile folder) has the baseline's annotation, each line's
 /// change against it. The annotation as this capture alone gives it (its JSON, to save
 /// with a baseline); what failed is the case's note.
+#[cfg(feature = "annotate")]
 fn annotate_capture(
     capture: &Path,
     summary: &mut ProfileSummary,
@@ -510,7 +525,7 @@ fn read_alloc_capture(
         };
         p.event_note = Some(format!(
             "weights are bytes: each sample stands for the bytes of the sampling intervals its allocation crossed ({} on average)",
-            crate::table::format_bytes(summary.alloc.as_ref().map_or(0, |a| a.mean_bytes) as f64)
+            sparkles_results::units::format_bytes(summary.alloc.as_ref().map_or(0, |a| a.mean_bytes) as f64)
         ));
         match kind {
             Kind::Alloc => {

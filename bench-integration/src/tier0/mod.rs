@@ -10,7 +10,7 @@
 //! measures an empty bracket when it opens and subtracts that cost, clamped at zero, from
 //! every bracketed region: a body that does no I/O reads about zero.
 
-use crate::metric::{
+use sparkles_results::metric::{
     Availability, MetricClass, MetricDescriptor, MetricFormat, MetricValue, Source,
 };
 

@@ -3,24 +3,24 @@
 //! tree (or `--variant`); three processes serve samples (base A1, variant B, base A2), one
 //! running at a time, round by round over every case, the order within a round turned
 //! about (A1 B A2, then A2 B A1); per case the variant against the two base samples around
-//! it, and the null, A1 against A2, beside every verdict ([`sparkles_bench::paired`]).
+//! it, and the null, A1 against A2, beside every verdict ([`sparkles_results::paired`]).
 
 mod revs;
-mod served;
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{json, Value};
-use sparkles_bench::paired::{paired, PairedChange, Round};
-use sparkles_bench::profile::ProfileSummary;
-use sparkles_bench::record::{BenchRow, Timing};
-use sparkles_bench::stats::Verdict;
-use sparkles_bench::table::format_ns;
+use sparkles_results::paired::{paired, PairedChange, Round};
+use sparkles_results::profile::ProfileSummary;
+use sparkles_results::row::{BenchRow, Timing};
+use sparkles_results::serve::protocol::Counted;
+use sparkles_results::serve::{Executable, Served, Trio};
+use sparkles_results::stats::Verdict;
+use sparkles_results::units::format_ns;
 
 use crate::error::Error;
 use revs::{BenchExe, Side};
-use served::Served;
 
 /// `sparkles compare` flags.
 #[derive(Debug, clap::Args)]
@@ -40,10 +40,10 @@ pub struct CompareArgs {
     package: Option<String>,
     /// Measurement time per case: rounds are taken until the cases' times are spent (a
     /// budget of time, never a look at the results).
-    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = sparkles_results::units::parse_duration)]
     time: Duration,
     /// How long one sample runs (iterations calibrated once, on the base, for every side).
-    #[arg(long, value_name = "DURATION", default_value = "1ms", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "1ms", value_parser = sparkles_results::units::parse_duration)]
     sample_time: Duration,
     /// Consecutive samples each process takes of a case in a round; the round keeps the
     /// fastest of them (a busy machine only adds time to a sample: a preemption, an
@@ -52,7 +52,7 @@ pub struct CompareArgs {
     per_round: u32,
     /// Changes smaller than this many percent are inside the noise whatever the
     /// intervals say (two builds of the same code differ by their layout alone).
-    #[arg(long, value_name = "PCT", default_value_t = sparkles_bench::paired::NOISE_THRESHOLD_PCT)]
+    #[arg(long, value_name = "PCT", default_value_t = sparkles_results::paired::NOISE_THRESHOLD_PCT)]
     noise_threshold: f64,
     /// After the rounds, profile every case on both sides (base A1 and the variant) and
     /// print each case's hot-function diff (`sparkles diff`'s test), with captures,
@@ -61,7 +61,7 @@ pub struct CompareArgs {
     #[arg(long)]
     profile: bool,
     /// How long each side's body runs under the sampler with `--profile`.
-    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = sparkles_results::units::parse_seconds)]
     profile_time: Duration,
     /// Write one `sparkles.compare/1` JSON object a case, a line each, to this file.
     #[arg(long, value_name = "FILE")]
@@ -84,24 +84,6 @@ pub struct CompareArgs {
     harness_args: Vec<String>,
 }
 
-fn parse_duration(text: &str) -> Result<Duration, String> {
-    let t = text.trim();
-    let (number, unit) = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .map_or((t, ""), |i| t.split_at(i));
-    let n: f64 = number
-        .parse()
-        .map_err(|_| format!("'{text}' is not a duration (5s, 500ms)"))?;
-    let seconds = match unit {
-        "s" => n,
-        "ms" => n / 1e3,
-        "us" | "µs" => n / 1e6,
-        "m" | "min" => n * 60.0,
-        _ => return Err(format!("'{text}' needs a unit: s, ms, us or min")),
-    };
-    Duration::try_from_secs_f64(seconds).map_err(|_| format!("'{text}' is not a duration"))
-}
-
 /// One case compared.
 #[derive(Debug)]
 struct Compared {
@@ -113,7 +95,7 @@ struct Compared {
     /// With `--profile`: the hot-function diff, or why there is none.
     profiled: Option<Result<Profiled, String>>,
     /// The counting passes' answers (`count`), base A1's and the variant's.
-    counted: Option<(Value, Value)>,
+    counted: Option<(Counted, Counted)>,
 }
 
 /// Both sides' profiles of a case and their diff.
@@ -199,7 +181,7 @@ pub fn compare(args: &CompareArgs) -> Result<(), Error> {
     }
     if let Some(path) = &args.bench_json {
         let variant_rows: Vec<BenchRow> = rows.iter().map(|(_, v)| v.clone()).collect();
-        let text = sparkles_bench::record::to_json_lines(&variant_rows);
+        let text = sparkles_results::row::to_json_lines(&variant_rows);
         sparkles_perf_data::atomic_write::write_atomically(path, text.as_bytes())?;
         eprintln!(
             "compare: {} sparkles.bench/1 rows written to {}",
@@ -269,8 +251,8 @@ fn write_reports(
             .map(|(_, r)| r.clone())
             .unzip();
         let dir = bench_dir(target, bench);
-        let path = sparkles_bench::run_report::path_in(&dir);
-        let page = sparkles_bench::run_report::RunReport {
+        let path = sparkles_results::run_report::path_in(&dir);
+        let page = sparkles_results::run_report::RunReport {
             suite: bench,
             rows: &variant_rows,
             baseline: Some(&base_rows),
@@ -279,6 +261,10 @@ fn write_reports(
             profile_dir: &dir.join("profile"),
             kept: &[],
             trends: &[],
+            // Both sides were profiled into fresh folders by this run (annotated where their
+            // builds annotate).
+            profiles_read: true,
+            annotates: true,
         };
         match page.write(&path) {
             Ok(()) => eprintln!("report: {}", path.display()),
@@ -292,23 +278,21 @@ fn write_reports(
 /// (the paired verdict, the metrics of both counting passes, the explanation).
 fn rows_of(c: &Compared, base: &Side, variant: &Side) -> (BenchRow, BenchRow) {
     let profiled = c.profiled.as_ref().and_then(|p| p.as_ref().ok());
-    let row = |samples: Vec<f64>, count: Option<&Value>, profile: Option<&ProfileSummary>| {
-        let field = |name: &str| count.map(|v| v[name].clone()).unwrap_or(Value::Null);
-        BenchRow {
-            schema: sparkles_bench::record::SCHEMA.to_string(),
+    let row =
+        |samples: Vec<f64>, count: Option<&Counted>, profile: Option<&ProfileSummary>| BenchRow {
+            schema: sparkles_results::row::SCHEMA.to_string(),
             case: c.case.clone(),
-            slug: sparkles_bench::slug(&c.case),
+            slug: sparkles_results::row::slug(&c.case),
             ok: true,
             error: None,
             iterations: c.iterations,
             timing: Timing::from_samples(samples),
-            metrics: serde_json::from_value(field("metrics")).unwrap_or_default(),
-            metric_samples: serde_json::from_value(field("metric_samples")).unwrap_or_default(),
+            metrics: count.map(|c| c.metrics.clone()).unwrap_or_default(),
+            metric_samples: count.map(|c| c.metric_samples.clone()).unwrap_or_default(),
             comparison: None,
-            counting: serde_json::from_value(field("counting")).unwrap_or_default(),
+            counting: count.and_then(|c| c.counting.clone()),
             profile: profile.cloned(),
-        }
-    };
+        };
     let base_row = row(
         c.rounds.iter().map(|r| (r.base1 + r.base2) / 2.0).collect(),
         c.counted.as_ref().map(|(b, _)| b),
@@ -320,19 +304,15 @@ fn rows_of(c: &Compared, base: &Side, variant: &Side) -> (BenchRow, BenchRow) {
         profiled.map(|p| &p.variant),
     );
     if let Some(result) = &c.result {
-        let mut comparison = sparkles_bench::record::Comparison::from(result);
+        let mut comparison = sparkles_results::row::Comparison::from(result);
         comparison.base_rev = Some(base.rev());
         comparison.variant_rev = Some(variant.rev());
-        let unavailable = c
-            .counted
-            .as_ref()
-            .map(|(_, v)| v["unavailable"].clone())
-            .unwrap_or(Value::Null);
-        sparkles_bench::baseline::set_comparison(
+        let unavailable = c.counted.as_ref().map(|(_, v)| &v.unavailable);
+        sparkles_results::baseline::set_comparison(
             &mut variant_row,
             &base_row,
             comparison,
-            &|id| unavailable[id].as_str().map(String::from),
+            &|id| unavailable.and_then(|u| u.get(id)).cloned(),
             // Side by side, the way to a profile is compare's own flag.
             "not profiled (sparkles compare --profile profiles both sides)",
         );
@@ -350,126 +330,46 @@ fn compare_bench(
     let mut harness: Vec<String> = args.harness_args.clone();
     harness.extend(args.filters.iter().cloned());
     let logs = bench_dir(target, &base.name);
-    let mut a1 = Served::start(
-        "base A1",
-        &base.path,
-        &base.dir,
-        &harness,
-        &logs.join("a1.log"),
-    )?;
-    let mut b = Served::start(
-        "variant B",
-        &variant.path,
-        &variant.dir,
-        &harness,
-        &logs.join("b.log"),
-    )?;
-    let mut a2 = Served::start(
-        "base A2",
-        &base.path,
-        &base.dir,
-        &harness,
-        &logs.join("a2.log"),
-    )?;
-    let cases_of = |s: &mut Served| -> Result<Vec<String>, Error> {
-        let list = s.ask(json!({"op": "list"}))?;
-        Ok(list["cases"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(|c| c.as_str().map(String::from))
-                    .collect()
-            })
-            .unwrap_or_default())
+    let exe = |e: &BenchExe| Executable {
+        path: e.path.clone(),
+        dir: e.dir.clone(),
     };
-    let base_cases = cases_of(&mut a1)?;
-    let variant_cases = cases_of(&mut b)?;
-    for c in base_cases.iter().filter(|c| !variant_cases.contains(c)) {
+    let mut trio = Trio::start(&exe(base), &exe(variant), &harness, &logs)?;
+    let cases = trio.cases()?;
+    for c in &cases.only_base {
         eprintln!(
             "compare: {}: {c}: only in the base: not compared",
             base.name
         );
     }
-    for c in variant_cases.iter().filter(|c| !base_cases.contains(c)) {
+    for c in &cases.only_variant {
         eprintln!(
             "compare: {}: {c}: only in the variant: not compared",
             base.name
         );
     }
-    let cases: Vec<String> = base_cases
-        .into_iter()
-        .filter(|c| variant_cases.contains(c))
-        .collect();
-    let mut compared = Vec::new();
-    for case in &cases {
-        for s in [&mut a1, &mut b, &mut a2] {
-            s.ask(json!({"op": "setup", "case": case}))?;
-        }
-        let cal = a1.ask(json!({
-            "op": "calibrate",
-            "case": case,
-            "sample_ns": args.sample_time.as_nanos() as u64,
-        }))?;
-        let iterations = cal["iterations"]
-            .as_u64()
-            .filter(|&n| n > 0)
-            .ok_or_else(|| {
-                Error::Input(format!(
-                    "base A1: calibrate {case}: no iteration count in {cal}"
-                ))
-            })?;
-        compared.push(Compared {
-            bench: base.name.clone(),
-            case: case.clone(),
-            iterations,
-            rounds: Vec::new(),
-            result: None,
-            profiled: None,
-            counted: None,
-        });
+    let mut timed = Vec::new();
+    for case in &cases.common {
+        timed.push(trio.prepare(case, args.sample_time)?);
     }
     // Rounds until every case's time is spent: a budget, decided before any result.
-    let budget = args.time.saturating_mul(compared.len() as u32);
-    let started = Instant::now();
-    let mut round = 0usize;
-    while !compared.is_empty() && (started.elapsed() < budget || round < 2) {
-        for c in &mut compared {
-            let take = |s: &mut Served| -> Result<f64, Error> {
-                let mut fastest = f64::INFINITY;
-                for _ in 0..args.per_round {
-                    let answer =
-                        s.ask(json!({"op": "sample", "case": c.case, "iterations": c.iterations}))?;
-                    let ns = answer["ns"].as_f64().ok_or_else(|| {
-                        Error::Input(format!("{}: sample {}: no ns in {answer}", s.name, c.case))
-                    })?;
-                    fastest = fastest.min(ns);
-                }
-                Ok(fastest / c.iterations as f64)
-            };
-            // A1 B A2, then A2 B A1: each base process as often first as last.
-            let (base1, variant_ns, base2) = if round.is_multiple_of(2) {
-                let x = take(&mut a1)?;
-                let y = take(&mut b)?;
-                (x, y, take(&mut a2)?)
-            } else {
-                let z = take(&mut a2)?;
-                let y = take(&mut b)?;
-                (take(&mut a1)?, y, z)
-            };
-            c.rounds.push(Round {
-                base1,
-                variant: variant_ns,
-                base2,
-            });
-        }
-        round += 1;
-    }
-    for c in &mut compared {
-        c.result = paired(&c.rounds, args.noise_threshold);
+    let budget = args.time.saturating_mul(timed.len() as u32);
+    trio.take_rounds(&mut timed, budget, args.per_round)?;
+    let mut compared = Vec::new();
+    for t in timed {
+        let mut c = Compared {
+            bench: base.name.clone(),
+            result: paired(&t.rounds, args.noise_threshold),
+            case: t.case,
+            iterations: t.iterations,
+            rounds: t.rounds,
+            profiled: None,
+            counted: None,
+        };
         if args.profile {
             c.profiled = Some(profile_both(
-                &mut a1,
-                &mut b,
+                &mut trio.a1,
+                &mut trio.b,
                 &c.case,
                 &logs,
                 args.profile_time,
@@ -477,18 +377,15 @@ fn compare_bench(
         }
         // After the profile: its figures are among the metrics where asked for.
         if !args.no_count {
-            let count = |s: &mut Served| {
-                s.ask(json!({"op": "count", "case": c.case, "iterations": c.iterations}))
-            };
-            c.counted = Some((count(&mut a1)?, count(&mut b)?));
+            c.counted = Some((
+                trio.a1.count(&c.case, c.iterations)?,
+                trio.b.count(&c.case, c.iterations)?,
+            ));
         }
-        for s in [&mut a1, &mut b, &mut a2] {
-            let _ = s.ask(json!({"op": "finish", "case": c.case}));
-        }
+        trio.finish(&c.case);
+        compared.push(c);
     }
-    a1.quit();
-    b.quit();
-    a2.quit();
+    trio.quit();
     Ok(compared)
 }
 
@@ -503,7 +400,7 @@ fn profile_both(
     dir: &Path,
     time: Duration,
 ) -> Result<Profiled, String> {
-    let slug = sparkles_bench::slug(case);
+    let slug = sparkles_results::row::slug(case);
     let side = |s: &mut Served,
                 folder: &Path,
                 against: Option<&Path>|
@@ -516,17 +413,10 @@ fn profile_both(
             _ => {}
         }
         let capture = folder.join("capture.perf.data");
-        let answer = s
-            .ask(json!({
-                "op": "profile",
-                "case": case,
-                "seconds": time.as_secs_f64(),
-                "path": capture,
-                "against": against,
-            }))
-            .map_err(|e| e.to_string())?;
-        let summary: ProfileSummary = serde_json::from_value(answer["profile"].clone())
-            .map_err(|e| format!("{}: its profile answer: {e}", s.name))?;
+        let summary = s
+            .profile(case, time, &capture, against)
+            .map_err(|e| e.to_string())?
+            .profile;
         if let Some(error) = &summary.error {
             return Err(format!("{}: no capture: {error}", s.name));
         }

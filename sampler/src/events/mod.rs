@@ -9,6 +9,7 @@
 //! `SUBSYSTEM:EVENT`. A legacy name (`cycles`) on a hybrid machine opens once per core
 //! PMU with the PMU's type in config bits 32-63, so resolution returns a list.
 
+mod closest;
 pub mod format;
 pub mod legacy;
 pub mod pmu;
@@ -20,6 +21,7 @@ use std::sync::OnceLock;
 use serde::Serialize;
 
 pub use crate::error::TracefsUnavailable;
+pub use closest::closest;
 pub use format::{ConfigWord, FormatField};
 pub use pmu::Pmu;
 pub use tracefs::Tracefs;
@@ -113,22 +115,6 @@ impl EventAttr {
             PERF_TYPE_SOFTWARE | PERF_TYPE_TRACEPOINT | legacy::PERF_TYPE_BREAKPOINT
         )
     }
-}
-
-/// Up to three of `candidates` closest to `target`, closest first.
-pub fn closest(target: &str, candidates: impl IntoIterator<Item = String>) -> Vec<String> {
-    let limit = (target.chars().count() / 3).max(1);
-    let mut scored: Vec<(usize, String)> = candidates
-        .into_iter()
-        .map(|c| (strsim::damerau_levenshtein(target, &c), c))
-        .filter(|(d, _)| *d <= limit)
-        .collect();
-    if scored.is_empty() {
-        return Vec::new();
-    }
-    scored.sort();
-    scored.dedup_by(|a, b| a.1 == b.1);
-    scored.into_iter().take(3).map(|(_, c)| c).collect()
 }
 
 fn parse_number(text: &str) -> Option<u64> {

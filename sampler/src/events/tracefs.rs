@@ -86,7 +86,7 @@ impl Tracefs {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(EventError::Unknown {
                 what: "tracepoint",
                 name: format!("{subsystem}:{event}"),
-                suggestions: crate::events::closest(
+                suggestions: crate::events::closest::closest(
                     &format!("{subsystem}:{event}"),
                     self.names_near(subsystem),
                 ),

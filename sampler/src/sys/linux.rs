@@ -9,8 +9,7 @@ use perf_event::Builder;
 use perf_event_open_sys::bindings::perf_event_attr;
 use sparkles_perf_data::attr::Attr;
 
-use super::CountAndTime;
-use crate::open::OpenTarget;
+use super::abi::{CountAndTime, OpenTarget};
 
 /// The kernel's `perf_event_attr` for `attr`: perf.data stores the attr as the kernel
 /// reads it (little-endian, which `build.rs` makes this build), so its bytes are copied

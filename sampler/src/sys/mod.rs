@@ -14,6 +14,7 @@
 
 use std::io;
 
+pub(crate) mod abi;
 #[cfg(kernel)]
 mod linux;
 #[cfg(kernel)]
@@ -26,26 +27,7 @@ pub(crate) use none::{Counter, Poll, Ring};
 
 use crate::errno;
 
-/// Why this build cannot open perf events: `None` where it can (Linux with the sampler's
-/// `perf` feature, which is on by default).
-pub const UNAVAILABLE: Option<&str> = if cfg!(kernel) {
-    None
-} else if cfg!(not(target_os = "linux")) {
-    Some("perf_event is Linux-only")
-} else if cfg!(target_endian = "big") {
-    Some("this build of sparkles opens perf events on little-endian Linux only")
-} else {
-    Some("this build of sparkles has no perf_event support (built without the `perf` feature, as `--no-default-features` builds are)")
-};
-
-/// The error every perf_event call of a build without the kernel edge returns.
-#[cfg_attr(kernel, allow(dead_code))]
-pub(crate) fn unsupported() -> io::Error {
-    io::Error::new(
-        io::ErrorKind::Unsupported,
-        UNAVAILABLE.unwrap_or("perf_event is not available"),
-    )
-}
+pub use abi::UNAVAILABLE;
 
 /// What a Linux system call answers off Linux.
 #[cfg(not(target_os = "linux"))]
@@ -68,14 +50,6 @@ pub(crate) fn errno_of(e: &io::Error) -> i32 {
         io::ErrorKind::Unsupported => errno::E2BIG,
         _ => errno::EINVAL,
     }
-}
-
-/// A counter's value with the times it was enabled and on the PMU.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct CountAndTime {
-    pub count: u64,
-    pub time_enabled: u64,
-    pub time_running: u64,
 }
 
 /// The calling thread's kernel id; 0 off Linux, where no event names a thread.

@@ -6,8 +6,7 @@ use std::io;
 
 use sparkles_perf_data::attr::Attr;
 
-use super::{unsupported, CountAndTime};
-use crate::open::OpenTarget;
+use super::abi::{unsupported, CountAndTime, OpenTarget};
 
 /// An open perf event: none can be, here.
 #[derive(Debug)]

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use crate::environment::Environment;
 use crate::error::Error;
-use crate::record::{parse_json_lines, to_json_lines, BenchRow};
+use crate::row::{parse_json_lines, to_json_lines, BenchRow};
 use crate::stats::compare;
 
 /// A baseline read for comparison.
@@ -38,8 +38,8 @@ impl Baseline {
     pub fn has_profiles(&self) -> bool {
         self.rows.iter().any(|r| {
             let dir = kept_profile_dir(&self.path, &r.slug);
-            crate::profiling::Kind::ALL
-                .map(|kind| crate::profiling::artifact_names(kind).0)
+            crate::profile::Kind::ALL
+                .map(|kind| crate::profile::artifact_names(kind).0)
                 .iter()
                 .any(|json| dir.join(json).is_file())
         })
@@ -212,7 +212,7 @@ pub const NOT_PROFILED: &str =
 pub fn set_comparison(
     row: &mut BenchRow,
     base_row: &BenchRow,
-    mut comparison: crate::record::Comparison,
+    mut comparison: crate::row::Comparison,
     unavailable: &dyn Fn(&str) -> Option<String>,
     not_profiled: &str,
 ) {
@@ -320,7 +320,7 @@ mod tests {
     use crate::stats::Verdict;
 
     fn row(case: &str, center: f64) -> BenchRow {
-        crate::record::ok_row(case, (0..12).map(|i| center + (i % 3) as f64).collect())
+        crate::row::ok_row(case, (0..12).map(|i| center + (i % 3) as f64).collect())
     }
 
     #[test]
@@ -353,7 +353,7 @@ mod tests {
         assert!(!base.has_profiles());
         // Saved rows never carry the profile: it is kept beside them, per case folder.
         assert!(base.rows.iter().all(|r| r.profile.is_none()));
-        let kept = kept_profile_dir(&path, crate::suite::slug("a/x"));
+        let kept = kept_profile_dir(&path, crate::row::slug("a/x"));
         std::fs::create_dir_all(&kept).unwrap();
         std::fs::write(kept.join("folded.txt"), "a 1\n").unwrap();
         assert!(!base.has_profiles(), "folded stacks alone are no profile");
@@ -412,9 +412,9 @@ mod tests {
             .insert("valgrind.instructions".into(), Some(1010.0));
         new.metric_samples
             .insert("valgrind.instructions".into(), vec![1010.0; 8]);
-        new.counting = Some(crate::counters::CountingReport {
-            valgrind: Some(crate::valgrind::ValgrindReport {
-                movers: vec![crate::valgrind::InstructionChange {
+        new.counting = Some(crate::counting::CountingReport {
+            valgrind: Some(crate::counting::ValgrindReport {
+                movers: vec![crate::counting::InstructionChange {
                     name: "mycrate::spin".into(),
                     base: 990.0,
                     new: 1000.0,
@@ -444,8 +444,8 @@ mod tests {
         // The case failed under valgrind: its counts are missing with that reason.
         new.metrics.insert("valgrind.instructions".into(), None);
         new.metric_samples.remove("valgrind.instructions");
-        new.counting = Some(crate::counters::CountingReport {
-            valgrind: Some(crate::valgrind::ValgrindReport {
+        new.counting = Some(crate::counting::CountingReport {
+            valgrind: Some(crate::counting::ValgrindReport {
                 error: Some("the case failed under valgrind: boom".into()),
                 ..Default::default()
             }),

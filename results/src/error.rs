@@ -1,4 +1,5 @@
-//! The harness's one error type: each variant names the flag, file or line at fault.
+//! The results' error type, which the harness shares: each variant names the flag, file,
+//! line or process at fault.
 
 use std::path::PathBuf;
 
@@ -37,6 +38,9 @@ pub enum Error {
         /// What the run left: which files are as they were, which were written whole.
         kept: String,
     },
+    /// A serve process could not be started, asked, or understood (naming the process).
+    #[error("{0}")]
+    Serve(String),
     /// Reading or writing a file failed.
     #[error("{}: {source}", path.display())]
     Io {

@@ -1,13 +1,21 @@
 //! A bench process in the harness's serve mode (`BENCH --bench --serve`,
-//! `sparkles.serve/1`, docs/schemas/serve.md): one JSON request a line on its stdin, one
-//! answer a line on its stdout; what it says for people goes to a log file.
+//! `sparkles.serve/1`, docs/schemas/serve.md), driven from this side: one
+//! [`Request`](super::protocol::Request) a line on its stdin, one answer a line on its
+//! stdout, read back into the op's answer type; what it says for people goes to a log
+//! file.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
-use serde_json::{json, Value};
+use std::time::Duration;
 
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use super::protocol::{
+    Calibrated, CaseList, Counted, Done, Hello, Op, Profiled, Request, Sampled, SetUp, SCHEMA,
+};
 use crate::error::Error;
 
 /// A running bench process.
@@ -53,7 +61,7 @@ impl Served {
                 source,
             })?;
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-            return Err(Error::Input(format!(
+            return Err(Error::Serve(format!(
                 "{name}: no pipes to {}",
                 exe.display()
             )));
@@ -65,10 +73,10 @@ impl Served {
             stdout: BufReader::new(stdout),
             log: log.to_path_buf(),
         };
-        let hello = served.ask(json!({"op": "hello"}))?;
-        if hello["schema"] != "sparkles.serve/1" {
-            return Err(Error::Input(format!(
-                "{name}: {} answers serve mode as {}, not sparkles.serve/1",
+        let hello: Value = served.ask(Op::Hello)?;
+        if hello["schema"] != SCHEMA {
+            return Err(Error::Serve(format!(
+                "{name}: {} answers serve mode as {}, not {SCHEMA}",
                 exe.display(),
                 hello["schema"]
             )));
@@ -76,17 +84,20 @@ impl Served {
         Ok(served)
     }
 
-    /// Sends `request`; its answer, or the error it answered (naming this process).
-    pub fn ask(&mut self, request: Value) -> Result<Value, Error> {
-        let op = request["op"].as_str().unwrap_or("?").to_string();
+    /// Sends `op`; its answer read as `A`, or the error it answered (naming this
+    /// process).
+    pub fn ask<A: DeserializeOwned>(&mut self, op: Op) -> Result<A, Error> {
+        let request = Request { id: None, op };
+        let value = serde_json::to_value(&request).unwrap_or(Value::Null);
+        let op = value["op"].as_str().unwrap_or("?").to_string();
         let gone = |this: &Served, what: String| {
-            Error::Input(format!(
+            Error::Serve(format!(
                 "{}: {what} (its output: {})",
                 this.name,
                 this.log.display()
             ))
         };
-        let mut line = request.to_string();
+        let mut line = value.to_string();
         line.push('\n');
         if let Err(e) = self
             .stdin
@@ -116,14 +127,85 @@ impl Served {
         })?;
         if value["ok"] != true {
             let why = value["error"].as_str().unwrap_or("no reason given");
-            return Err(Error::Input(format!("{}: {op}: {why}", self.name)));
+            return Err(Error::Serve(format!("{}: {op}: {why}", self.name)));
         }
-        Ok(value)
+        serde_json::from_value(value).map_err(|e| {
+            Error::Serve(format!(
+                "{}: its answer to {op} is not what {SCHEMA} gives ({e}): {}",
+                self.name,
+                answer.trim()
+            ))
+        })
+    }
+
+    /// The cases it serves, in suite order.
+    pub fn list(&mut self) -> Result<Vec<String>, Error> {
+        Ok(self.ask::<CaseList>(Op::List)?.cases)
+    }
+
+    /// Sets `case` up (its thread waits in its `iter` call).
+    pub fn setup(&mut self, case: &str) -> Result<SetUp, Error> {
+        self.ask(Op::Setup { case: case.into() })
+    }
+
+    /// The iterations one sample of `case` takes to last about `sample`.
+    pub fn calibrate(&mut self, case: &str, sample: Duration) -> Result<Calibrated, Error> {
+        self.ask(Op::Calibrate {
+            case: case.into(),
+            sample,
+        })
+    }
+
+    /// One timing sample of `iterations` iterations of `case`, ns.
+    pub fn sample(&mut self, case: &str, iterations: u64) -> Result<u64, Error> {
+        Ok(self
+            .ask::<Sampled>(Op::Sample {
+                case: case.into(),
+                iterations,
+            })?
+            .ns)
+    }
+
+    /// The counting pass of `case` over `iterations` iterations.
+    pub fn count(&mut self, case: &str, iterations: u64) -> Result<Counted, Error> {
+        self.ask(Op::Count {
+            case: case.into(),
+            iterations,
+            brackets: None,
+        })
+    }
+
+    /// The profile pass of `case` for `duration` into the capture `path`, diffed against
+    /// the profile in the folder `against`.
+    pub fn profile(
+        &mut self,
+        case: &str,
+        duration: Duration,
+        path: &Path,
+        against: Option<&Path>,
+    ) -> Result<Profiled, Error> {
+        self.ask(Op::Profile {
+            case: case.into(),
+            duration,
+            path: path.to_path_buf(),
+            against: against.map(Path::to_path_buf),
+        })
+    }
+
+    /// Finishes `case` (its thread joined).
+    pub fn finish(&mut self, case: &str) -> Result<(), Error> {
+        self.ask::<Done>(Op::Finish { case: case.into() })
+            .map(|_| ())
+    }
+
+    /// Its `hello` answer.
+    pub fn hello(&mut self) -> Result<Hello, Error> {
+        self.ask(Op::Hello)
     }
 
     /// Asks it to quit and waits for it.
     pub fn quit(mut self) {
-        let _ = self.ask(json!({"op": "quit"}));
+        let _ = self.ask::<Done>(Op::Quit);
         let _ = self.child.wait();
     }
 }

@@ -1,4 +1,5 @@
-//! Records what built the harness, so a baseline can say where it was measured.
+//! Records what built the results crate (the same rustc and profile as the harness beside
+//! it), so a baseline can say where it was measured.
 
 use std::process::Command;
 

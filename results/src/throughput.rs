@@ -4,8 +4,10 @@ use crate::metric::{
     Availability, MetricClass, MetricDescriptor, MetricFormat, MetricValue, Source,
 };
 
-/// How much work one iteration of a case does, for a rate column.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How much work one iteration of a case does, for a rate column (as JSON
+/// `{"bytes": N}` or `{"elements": N}`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Throughput {
     /// Bytes processed per iteration.
     Bytes(u64),

@@ -1,73 +1,9 @@
 //! The table a run prints: one aligned row per case, units scaled, colour on a terminal.
 
-use crate::metric::{MetricDescriptor, MetricFormat};
-use crate::record::BenchRow;
+use crate::metric::MetricDescriptor;
+use crate::row::BenchRow;
 use crate::stats::Verdict;
-
-/// The unit a time of `ns` nanoseconds is shown in: its size in nanoseconds, and its name
-/// (ns, µs, ms or s).
-pub fn time_unit(ns: f64) -> (f64, &'static str) {
-    match ns.abs() {
-        t if t < 1e3 => (1.0, "ns"),
-        t if t < 1e6 => (1e3, "µs"),
-        t if t < 1e9 => (1e6, "ms"),
-        _ => (1e9, "s"),
-    }
-}
-
-/// Formats nanoseconds with three significant digits in ns, µs, ms or s.
-pub fn format_ns(ns: f64) -> String {
-    let (scale, unit) = time_unit(ns);
-    format!("{} {unit}", three_digits(ns / scale))
-}
-
-fn three_digits(v: f64) -> String {
-    if v.abs() >= 100.0 {
-        format!("{v:.0}")
-    } else if v.abs() >= 10.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.2}")
-    }
-}
-
-fn scaled(v: f64, step: f64, units: &[&str]) -> String {
-    let mut value = v;
-    let mut unit = 0;
-    while value.abs() >= step && unit + 1 < units.len() {
-        value /= step;
-        unit += 1;
-    }
-    format!("{}{}", three_digits(value), units[unit])
-}
-
-/// Formats one metric value the way its descriptor says; an em dash for no value.
-pub fn format_metric(value: Option<f64>, format: MetricFormat) -> String {
-    let Some(v) = value.filter(|v| v.is_finite()) else {
-        return "—".to_string();
-    };
-    match format {
-        MetricFormat::Count => {
-            if v == 0.0 {
-                "0".to_string()
-            } else if v.abs() >= 1e4 {
-                scaled(v, 1000.0, &["", "k", "M", "G", "T"])
-            } else if v.abs() >= 100.0 {
-                format!("{v:.0}")
-            } else if v.abs() >= 1.0 {
-                format!("{v:.2}")
-            } else {
-                format!("{v:.3}")
-            }
-        }
-        MetricFormat::Ratio => format!("{v:.3}"),
-        MetricFormat::Percent => format!("{v:.1}%"),
-        MetricFormat::BytesPerSecond => {
-            scaled(v, 1024.0, &[" B/s", " KiB/s", " MiB/s", " GiB/s", " TiB/s"])
-        }
-        MetricFormat::PerSecond => scaled(v, 1000.0, &["/s", " K/s", " M/s", " G/s", " T/s"]),
-    }
-}
+use crate::units::{format_metric, format_ns};
 
 fn format_pct(v: f64) -> String {
     format!("{v:+.1}%")
@@ -254,58 +190,4 @@ pub fn render(rows: &[BenchRow], metrics: &[MetricDescriptor], colour: bool) -> 
         }
     }
     out
-}
-
-/// Bytes as a person reads them: `512 KiB`, `1.5 MiB`, `100 B`.
-pub(crate) fn format_bytes(n: f64) -> String {
-    const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
-    let mut v = n;
-    let mut unit = 0;
-    while v >= 1024.0 && unit + 1 < UNITS.len() {
-        v /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 || v.fract() == 0.0 {
-        format!("{v:.0} {}", UNITS[unit])
-    } else {
-        format!("{v:.1} {}", UNITS[unit])
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn time_units_scale() {
-        assert_eq!(format_ns(0.42), "0.42 ns");
-        assert_eq!(format_ns(12.345), "12.3 ns");
-        assert_eq!(format_ns(1234.0), "1.23 µs");
-        assert_eq!(format_ns(5_600_000.0), "5.60 ms");
-        assert_eq!(format_ns(2.5e9), "2.50 s");
-    }
-
-    #[test]
-    fn metric_formats() {
-        assert_eq!(format_metric(None, MetricFormat::Count), "—");
-        assert_eq!(format_metric(Some(0.0), MetricFormat::Count), "0");
-        assert_eq!(format_metric(Some(0.0123), MetricFormat::Count), "0.012");
-        assert_eq!(format_metric(Some(1024.4), MetricFormat::Count), "1024");
-        assert_eq!(
-            format_metric(Some(1_048_576.0), MetricFormat::Count),
-            "1.05M"
-        );
-        assert_eq!(
-            format_metric(
-                Some(3.0 * 1024.0 * 1024.0 * 1024.0),
-                MetricFormat::BytesPerSecond
-            ),
-            "3.00 GiB/s"
-        );
-        assert_eq!(
-            format_metric(Some(2.5e6), MetricFormat::PerSecond),
-            "2.50 M/s"
-        );
-        assert_eq!(format_metric(Some(12.34), MetricFormat::Percent), "12.3%");
-    }
 }

@@ -2,19 +2,61 @@
 //! row) and its metric columns. The pass itself, before and after the cases, is
 //! `profiling`'s.
 
+use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
 
 use crate::metric::{
     Availability, MetricClass, MetricDescriptor, MetricFormat, MetricValue, Source,
 };
 
+/// The event name of an allocation profile's samples (`--profile=alloc`).
+pub const ALLOC_EVENT: &str = "sparkles:alloc";
+/// The event name of its samples of bytes still live when their iteration ended.
+pub const ALLOC_LIVE_EVENT: &str = "sparkles:alloc-live";
+
+/// A viewer's file format for `--profile-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ViewerFormat {
+    /// speedscope's file format (profile.speedscope.json).
+    Speedscope,
+    /// The Firefox Profiler's processed format, gzipped (profile.firefox.json.gz).
+    Firefox,
+}
+
+impl ViewerFormat {
+    /// The file it is written to beside a capture.
+    pub fn file_name(self) -> &'static str {
+        match self {
+            ViewerFormat::Speedscope => "profile.speedscope.json",
+            ViewerFormat::Firefox => "profile.firefox.json.gz",
+        }
+    }
+
+    /// The file of one of a case's other profiles (`-alloc`: profile-alloc.speedscope.json).
+    pub fn file_name_with(self, suffix: &str) -> String {
+        let name = self.file_name();
+        match name.split_once('.') {
+            Some((stem, rest)) => format!("{stem}{suffix}.{rest}"),
+            None => name.to_string(),
+        }
+    }
+
+    /// The viewer, in words.
+    pub fn viewer(self) -> &'static str {
+        match self {
+            ViewerFormat::Speedscope => "speedscope",
+            ViewerFormat::Firefox => "Firefox Profiler",
+        }
+    }
+}
+
 /// Id of the samples metric.
 pub const SAMPLES: &str = "profile.samples";
 /// Id of the lost-records metric.
 pub const LOST: &str = "profile.lost";
 
-/// The profile columns.
-pub fn descriptors() -> Vec<MetricDescriptor> {
+/// The profile columns; `sampling_unavailable` is why sampling cannot run here, if it cannot.
+pub fn descriptors(sampling_unavailable: Option<&str>) -> Vec<MetricDescriptor> {
     let entry =
         |id: &'static str, header: &'static str, description: &'static str| MetricDescriptor {
             id: id.into(),
@@ -24,7 +66,7 @@ pub fn descriptors() -> Vec<MetricDescriptor> {
             class: MetricClass::Diagnostic,
             source: Source::Profile,
             default_visible: true,
-            availability: match sparkles_sampler::UNAVAILABLE {
+            availability: match sampling_unavailable {
                 None => Availability::Available,
                 Some(why) => Availability::Unavailable(format!("no --profile: {why}")),
             },
@@ -82,30 +124,25 @@ pub struct ProfileSummary {
     /// Why no capture was made.
     pub error: Option<String>,
     /// How the capture's stacks unwound (absent when it could not be read).
-    #[cfg(feature = "profile")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unwind: Option<sparkles_report::stacks::UnwindSummary>,
     /// The five hottest symbols by self (the `symbols` view).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub top: Vec<HotFunction>,
     /// Against the baseline's profile: the three most significant movers.
-    #[cfg(feature = "profile")]
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub movers: Vec<sparkles_report::diff::Mover>,
     /// Where the capture's samples carry a data source: the memory levels that served
     /// them, and the five heaviest code locations and data objects (profile.json has
     /// fifty of each).
-    #[cfg(feature = "profile")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory: Option<sparkles_report::memory::Memory>,
     /// Where the memory node of the sampled pages can be told (`--profile=mem`): the
     /// NUMA section of docs/report.md, with its five heaviest code and data rows.
-    #[cfg(feature = "profile")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub numa: Option<sparkles_report::numa::Numa>,
     /// With `--profile=wall`: the case's threads' time on and off CPU, by reason (the
     /// keys of profile.json's `offcpu` section, without `functions`).
-    #[cfg(feature = "profile")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offcpu: Option<sparkles_report::offcpu::OffCpuRow>,
     /// With `--profile=alloc`: what the allocation samples stand for.
@@ -149,7 +186,6 @@ fn is_zero(n: &u64) -> bool {
 impl ProfileSummary {
     /// The significant movers against the baseline's profile: name and change in points.
     pub fn significant_movers(&self) -> Vec<(String, f64)> {
-        #[cfg(feature = "profile")]
         {
             // Each inlining chain once: a callee inlined into a mover is part of it.
             self.movers
@@ -158,14 +194,11 @@ impl ProfileSummary {
                 .map(|m| (m.name.clone(), m.change_pp))
                 .collect()
         }
-        #[cfg(not(feature = "profile"))]
-        Vec::new()
     }
 
     /// The lines under a profiled case's row: its hottest symbols, which memory levels
     /// and nodes served its sampled accesses, and its movers against the baseline.
     pub fn lines_under_row(&self) -> Vec<String> {
-        #[cfg_attr(not(feature = "profile"), allow(unused_mut))]
         let mut lines: Vec<String> = self
             .top
             .iter()
@@ -176,7 +209,6 @@ impl ProfileSummary {
                 )
             })
             .collect();
-        #[cfg(feature = "profile")]
         {
             lines.extend(
                 [
@@ -202,7 +234,6 @@ impl ProfileSummary {
     }
 }
 
-#[cfg(feature = "profile")]
 impl ProfileSummary {
     /// The line under a profiled case's row that says where its sampled pages live:
     /// `numa (first_touch): 31500 pages sampled on a node, 100.0% local: cpu node0 → mem node0 100%`.
@@ -275,4 +306,83 @@ impl ProfileSummary {
             (LOST.into(), ok.map(|s| (s.lost + s.lost_samples) as f64)),
         ]
     }
+}
+
+/// Which of a case's sampled profiles: each has its own profile, folded stacks and
+/// flamegraph beside the capture and beside a baseline's rows; a wall-clock profile's
+/// diff is written to the CPU profile's diff files (a case is profiled one way a run).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// On-CPU (`--profile`, `=mem`).
+    Cpu,
+    /// Wall-clock (`--profile=wall`).
+    Wall,
+    /// Allocated bytes (`--profile=alloc`).
+    Alloc,
+    /// Bytes still live when their iteration ended (`--profile=alloc`).
+    AllocLive,
+}
+
+impl Kind {
+    /// Every kind a baseline may keep.
+    pub const ALL: [Kind; 4] = [Kind::Cpu, Kind::Wall, Kind::Alloc, Kind::AllocLive];
+
+    /// The names of its flamegraph, diff and diff flamegraph beside the capture.
+    pub fn svg_and_diff(self) -> (&'static str, &'static str, &'static str) {
+        match self {
+            Kind::Cpu => ("flamegraph.svg", "diff.json", "diff.svg"),
+            Kind::Wall => ("flamegraph-wall.svg", "diff.json", "diff.svg"),
+            Kind::Alloc => ("flamegraph-alloc.svg", "diff-alloc.json", "diff-alloc.svg"),
+            Kind::AllocLive => (
+                "flamegraph-alloc-live.svg",
+                "diff-alloc-live.json",
+                "diff-alloc-live.svg",
+            ),
+        }
+    }
+
+    /// The flag that saves a baseline with this kind's profile.
+    pub fn flag(self) -> &'static str {
+        match self {
+            Kind::Cpu => "--profile",
+            Kind::Wall => "--profile=wall",
+            Kind::Alloc | Kind::AllocLive => "--profile=alloc",
+        }
+    }
+}
+
+/// The names of a profile's JSON and folded stacks beside its capture (and beside a
+/// baseline's rows).
+pub fn artifact_names(kind: Kind) -> (&'static str, &'static str) {
+    match kind {
+        Kind::Cpu => ("profile.json", "folded.txt"),
+        Kind::Wall => ("profile-wall.json", "folded-wall.txt"),
+        Kind::Alloc => ("profile-alloc.json", "folded-alloc.txt"),
+        Kind::AllocLive => ("profile-alloc-live.json", "folded-alloc-live.txt"),
+    }
+}
+
+/// An allocation profile's capture, beside the case's CPU one.
+pub const ALLOC_CAPTURE: &str = "capture-alloc.perf.data";
+
+/// An allocation profile's line: the bytes its samples stand for, what outlived the
+/// iterations, and what sampling cost.
+pub fn describe_alloc(a: &AllocProfile, samples: u64) -> String {
+    use crate::units::format_bytes;
+    let mut line = format!(
+        "allocations: {} an iteration by {samples} samples (one per {} on average; a reallocation counts its new size); {} an iteration still live when its iteration ended",
+        format_bytes(a.bytes_per_iteration),
+        format_bytes(a.mean_bytes as f64),
+        format_bytes(a.live_bytes_per_iteration),
+    );
+    if let Some(top) = a.live_top.first() {
+        line.push_str(&format!(" (most from {}, {:.0}%)", top.name, top.self_pct));
+    }
+    if let Some(s) = a.slowdown {
+        line.push_str(&format!(
+            "; sampling cost {:+.1}% a loop iteration",
+            s * 100.0
+        ));
+    }
+    line
 }

@@ -12,11 +12,11 @@ use std::path::Path;
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 use plotters::prelude::*;
 
-use crate::args::ViewerFormat;
 use crate::error::Error;
-use crate::record::BenchRow;
+use crate::profile::ViewerFormat;
+use crate::row::BenchRow;
 use crate::stats::Verdict;
-use crate::table::format_ns;
+use crate::units::format_ns;
 
 /// The page's path under the output folder.
 pub fn path_in(out_dir: &Path) -> std::path::PathBuf {
@@ -96,6 +96,12 @@ pub struct RunReport<'a> {
     /// Each case's series over the suite's history (this run its last point), with its
     /// change points.
     pub trends: &'a [crate::history::Series],
+    /// Whether the build that ran read its captures (the harness's `profile` feature):
+    /// only then are the flamegraphs, lines and diffs beside a capture this run's.
+    pub profiles_read: bool,
+    /// Whether it annotated the hot functions (the harness's `annotate` feature); where
+    /// it did not, the page says how to get the source and instruction views.
+    pub annotates: bool,
 }
 
 const CSS: &str = r#"
@@ -120,10 +126,7 @@ p.note { color: #555; }
 "#;
 
 /// The styles of the hot functions' source and instruction views, where they are drawn.
-#[cfg(feature = "profile")]
 const ANNOTATE_CSS: &str = sparkles_report::html::ANNOTATE_CSS;
-#[cfg(not(feature = "profile"))]
-const ANNOTATE_CSS: &str = "";
 
 /// Sorts a summary table by the clicked column (numbers by value, text as text).
 const SORT_JS: &str = r#"
@@ -306,6 +309,9 @@ impl RunReport<'_> {
             .map(|t| t.samples.as_slice());
         let dir = self.profile_dir.join(&row.slug);
         let frame = |name: &str| std::fs::read_to_string(dir.join(name)).ok();
+        // What a build that reads profiles drew beside the capture; elsewhere a file there
+        // is an earlier run's, and is not shown.
+        let drawn = |name: &str| frame(name).filter(|_| self.profiles_read);
         html! {
             h2 id=(anchor(row, kept)) { (row.case) }
             @if let Some(k) = kept { p.kept { "From the run at " (k.run_at) ", suite " code { (k.suite) } "." } }
@@ -332,7 +338,7 @@ impl RunReport<'_> {
             (instructions(row, kept.is_none().then(|| frame("flamegraph-instructions.svg")).flatten()))
             @if let Some(p) = &row.profile {
                 // An allocation profile's files have their own names beside the capture.
-                @let (json, svg, diff, suffix) = if p.alloc.is_some() || p.event == crate::alloc::sampling::EVENT {
+                @let (json, svg, diff, suffix) = if p.alloc.is_some() || p.event == crate::profile::ALLOC_EVENT {
                     ("profile-alloc.json", "flamegraph-alloc.svg", "diff-alloc.svg", "-alloc")
                 } else {
                     ("profile.json", "flamegraph.svg", "diff.svg", "")
@@ -344,7 +350,7 @@ impl RunReport<'_> {
                 } @else {
                     h3 { "Allocations (sampled)" }
                     p { @match &p.alloc {
-                            Some(a) => { (crate::profiling::describe_alloc(a, p.samples)) "; weights are bytes." }
+                            Some(a) => { (crate::profile::describe_alloc(a, p.samples)) "; weights are bytes." }
                             None => { "No allocation samples" }
                         }
                         @if let Some(e) = &p.error { " — no capture: " (e) } }
@@ -359,22 +365,25 @@ impl RunReport<'_> {
                 // run's case shows its own numbers above, not frames that may be newer.
                 (offcpu_line(p))
                 @if let Some(a) = p.alloc.as_ref().filter(|a| !a.live_top.is_empty()) {
-                    p { "Still live when their iteration ended (" (crate::table::format_bytes(a.live_bytes_per_iteration)) " an iteration):" }
+                    p { "Still live when their iteration ended (" (crate::units::format_bytes(a.live_bytes_per_iteration)) " an iteration):" }
                     table { thead { tr { th { "self" } th { "total" } th.name { "function" } } }
                         tbody { @for h in &a.live_top { tr { td { (format!("{:.1}%", h.self_pct)) } td { (format!("{:.1}%", h.total_pct)) } td.name { (h.name) } } } } }
                 }
                 @if kept.is_none() {
-                    (top_lines(frame(json)))
-                    @if suffix.is_empty() { (annotated(frame("annotate.json"))) }
+                    (top_lines(drawn(json)))
+                    @if suffix.is_empty() {
+                        @if self.annotates { (annotated(drawn("annotate.json"))) }
+                        @else if p.capture.is_some() { p.note { (NOT_ANNOTATED) } }
+                    }
                     (self.viewer_links(row, suffix))
-                    (flame_frame(format!("flamegraph of {}", row.case), frame(svg)))
-                    @let wall = frame("flamegraph-wall.svg").filter(|_| has_offcpu(p));
+                    (flame_frame(format!("flamegraph of {}", row.case), drawn(svg)))
+                    @let wall = drawn("flamegraph-wall.svg").filter(|_| has_offcpu(p));
                     @if wall.is_some() {
                         h3 { "Wall clock: on and off CPU" }
                     }
                     (flame_frame(format!("wall-clock flamegraph of {}", row.case), wall))
-                    @let diff = frame(diff);
-                    @if diff.is_some() && cfg!(feature = "profile") {
+                    @let diff = drawn(diff);
+                    @if diff.is_some() {
                         h3 { "Against the baseline's profile" }
                     }
                     (flame_frame(format!("differential flamegraph of {}", row.case), diff))
@@ -421,7 +430,7 @@ impl RunReport<'_> {
         let capture = modified(if suffix.is_empty() {
             "capture.perf.data"
         } else {
-            crate::profiling::ALLOC_CAPTURE
+            crate::profile::ALLOC_CAPTURE
         });
         let files: Vec<(String, &str)> = [ViewerFormat::Speedscope, ViewerFormat::Firefox]
             .into_iter()
@@ -511,7 +520,6 @@ fn instructions(row: &BenchRow, svg: Option<String>) -> Markup {
     }
 }
 
-#[cfg(feature = "profile")]
 fn movers(p: &crate::profile::ProfileSummary) -> Markup {
     html! {
         @if !p.movers.is_empty() {
@@ -526,40 +534,22 @@ fn movers(p: &crate::profile::ProfileSummary) -> Markup {
     }
 }
 
-#[cfg(not(feature = "profile"))]
-fn movers(_: &crate::profile::ProfileSummary) -> Markup {
-    html! {}
-}
-
 /// Where a `--profile=wall` case's threads waited: the shares and the longest wait.
-#[cfg(feature = "profile")]
 fn offcpu_line(p: &crate::profile::ProfileSummary) -> Markup {
     html! {
         @if let Some(o) = &p.offcpu { p.offcpu { (o.line()) } }
     }
 }
 
-#[cfg(not(feature = "profile"))]
-fn offcpu_line(_: &crate::profile::ProfileSummary) -> Markup {
-    html! {}
-}
-
 /// Whether this run's profile of the case has an off-CPU section (so that a wall-clock
 /// flamegraph beside its capture is this run's, not an earlier `--profile=wall` run's).
 fn has_offcpu(p: &crate::profile::ProfileSummary) -> bool {
-    #[cfg(feature = "profile")]
     {
         p.offcpu.is_some()
-    }
-    #[cfg(not(feature = "profile"))]
-    {
-        let _ = p;
-        false
     }
 }
 
 /// The hottest source lines from the case's `profile.json` (its `lines` view).
-#[cfg(feature = "profile")]
 fn top_lines(profile_json: Option<String>) -> Markup {
     let lines: Vec<serde_json::Value> = profile_json
         .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
@@ -582,17 +572,12 @@ fn top_lines(profile_json: Option<String>) -> Markup {
     }
 }
 
-#[cfg(not(feature = "profile"))]
-fn top_lines(_: Option<String>) -> Markup {
-    html! {}
-}
-
 /// Inside the case's hottest functions (annotate.json beside the capture,
 /// `sparkles.annotate/1`): each one's source lines shaded by their share of its samples
 /// (the inlined callees' lines under them, against a baseline their change), hottest
 /// first, its whole source, and its instructions, each with its share and line; the
 /// event's precision said, as perf annotate's header says it.
-#[cfg(feature = "profile")]
+#[cfg(feature = "annotate")]
 fn annotated(json: Option<String>) -> Markup {
     match json
         .and_then(|text| serde_json::from_str::<sparkles_report::annotate::Annotation>(&text).ok())
@@ -602,37 +587,27 @@ fn annotated(json: Option<String>) -> Markup {
     }
 }
 
-#[cfg(not(feature = "profile"))]
+/// Without sparkles-results' `annotate` feature no annotation is drawn.
+#[cfg(not(feature = "annotate"))]
 fn annotated(_: Option<String>) -> Markup {
     html! {}
 }
 
+/// Where the build that ran did not annotate: how to get the source and instruction views.
+const NOT_ANNOTATED: &str = "The hot functions' source and instruction views need sparkles-bench's `annotate` feature (features = [\"annotate\"] in your dev-dependency), or run `sparkles annotate` on the capture.";
+
 /// The memory and NUMA sections, where the capture has them.
-#[cfg(feature = "profile")]
 fn memory_sections(p: &crate::profile::ProfileSummary) -> Markup {
     sparkles_report::html::memory_sections(p.memory.as_ref(), p.numa.as_ref(), 5)
 }
 
-#[cfg(not(feature = "profile"))]
-fn memory_sections(_: &crate::profile::ProfileSummary) -> Markup {
-    html! {}
-}
-
 /// A flamegraph beside the case's capture, in a frame whose source is the SVG itself.
-/// Flamegraphs are drawn only where profiles are read (the `profile` feature): without
-/// it a file there is an earlier run's, and is not shown.
-#[cfg(feature = "profile")]
 fn flame_frame(title: String, svg: Option<String>) -> Markup {
     html! {
         @if let Some(svg) = svg {
             (sparkles_report::html::svg_frame(&title, &svg))
         }
     }
-}
-
-#[cfg(not(feature = "profile"))]
-fn flame_frame(_: String, _: Option<String>) -> Markup {
-    html! {}
 }
 
 /// A case's anchor: its slug, or for a kept case its suite's and slug.
@@ -697,7 +672,7 @@ fn svg(draw: impl FnOnce(Area<'_>) -> Drawn) -> String {
 /// An axis label for a time in a chart spanning `range` ns: its unit from the largest
 /// value, and as many decimals as the span's tenth needs to tell ticks apart.
 fn axis_ns(range: &std::ops::Range<f64>) -> impl Fn(&f64) -> String {
-    let (scale, unit) = crate::table::time_unit(range.end.abs().max(range.start.abs()));
+    let (scale, unit) = crate::units::time_unit(range.end.abs().max(range.start.abs()));
     let step = ((range.end - range.start) / 10.0 / scale).max(1e-12);
     let decimals = (-step.log10().floor()).clamp(0.0, 6.0) as usize;
     move |v: &f64| format!("{:.decimals$} {unit}", v / scale)
@@ -922,7 +897,7 @@ mod tests {
     use super::*;
 
     fn row(case: &str, samples: Vec<f64>) -> BenchRow {
-        crate::record::ok_row(case, samples)
+        crate::row::ok_row(case, samples)
     }
 
     fn page(rows: &[BenchRow], kept: &[KeptCase]) -> String {
@@ -935,6 +910,8 @@ mod tests {
             profile_dir: Path::new("/nonexistent"),
             kept,
             trends: &[],
+            profiles_read: true,
+            annotates: true,
         }
         .page()
         .into_string()
@@ -1017,6 +994,8 @@ mod tests {
             profile_dir: Path::new("/nonexistent"),
             kept: &[],
             trends: &[],
+            profiles_read: true,
+            annotates: true,
         }
         .page()
         .into_string();
@@ -1061,6 +1040,8 @@ mod tests {
             profile_dir: dir.path(),
             kept: &[],
             trends: &[],
+            profiles_read: true,
+            annotates: true,
         }
         .page()
         .into_string();
@@ -1093,7 +1074,6 @@ mod tests {
         assert!(flat.iter().all(|v| v.is_finite()) && flat[1] == 1.0);
     }
 
-    #[cfg(feature = "profile")]
     #[test]
     fn memory_levels_and_numa_placement_are_drawn_where_the_capture_has_them() {
         let memory: sparkles_report::memory::Memory = serde_json::from_value(serde_json::json!({
@@ -1148,8 +1128,8 @@ mod tests {
         // Without memory samples neither section appears; nor the instruction section
         // without an instruction profile.
         let mut counted = row("counted", vec![1.0, 2.0]);
-        counted.counting = Some(crate::counters::CountingReport {
-            valgrind: Some(crate::valgrind::ValgrindReport {
+        counted.counting = Some(crate::counting::CountingReport {
+            valgrind: Some(crate::counting::ValgrindReport {
                 iterations: 4,
                 brackets: 8,
                 top: vec![crate::profile::HotFunction {
@@ -1157,7 +1137,7 @@ mod tests {
                     self_pct: 97.5,
                     total_pct: 97.5,
                 }],
-                movers: vec![crate::valgrind::InstructionChange {
+                movers: vec![crate::counting::InstructionChange {
                     name: "mycrate::spin".into(),
                     base: 140_000.0,
                     new: 141_400.0,
@@ -1194,7 +1174,7 @@ mod tests {
             total_pct: pct,
         };
         r.profile = Some(crate::profile::ProfileSummary {
-            event: crate::alloc::sampling::EVENT.into(),
+            event: crate::profile::ALLOC_EVENT.into(),
             samples: 412,
             top: vec![hot("serde_json::de::parse_object", 61.5)],
             alloc: Some(crate::profile::AllocProfile {

@@ -4,9 +4,24 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::args::BenchFormat;
-use crate::record::BenchRow;
-use crate::table::format_ns;
+use crate::row::BenchRow;
+use crate::units::format_ns;
+use clap::ValueEnum;
+
+/// A results format CI services read, for `--bench-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BenchFormat {
+    /// Bencher Metric Format JSON (`bencher run --adapter json`): per case its
+    /// `latency` (ns, the interval as `lower_value`/`upper_value`), `throughput` where
+    /// declared, and each metric as its own measure.
+    Bmf,
+    /// github-action-benchmark's `customSmallerIsBetter` JSON array.
+    #[value(name = "github-action")]
+    GithubAction,
+    /// libtest's bench lines (`test NAME ... bench: N ns/iter (+/- M)`), which
+    /// github-action-benchmark's `cargo` tool and others parse.
+    Libtest,
+}
 
 /// The rows as `format` writes them.
 pub fn render(format: BenchFormat, rows: &[BenchRow]) -> String {

@@ -7,10 +7,26 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
-use crate::stats::{Change, Summary, Verdict, CONFIDENCE};
+use crate::stats::Summary;
+
+pub use crate::comparison::{Comparison, PairedNull};
 
 /// The schema name every row carries.
 pub const SCHEMA: &str = "sparkles.bench/1";
+
+/// A case's name as one path component: every character outside `[A-Za-z0-9._-]` becomes
+/// `_`, so `json/parse/twitter` becomes `json_parse_twitter`.
+pub fn slug(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
 
 /// One case's result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -42,7 +58,7 @@ pub struct BenchRow {
     /// How the perf_event counting tiers counted (threads covered, read path, estimates),
     /// present only when one ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub counting: Option<crate::counters::CountingReport>,
+    pub counting: Option<crate::counting::CountingReport>,
     /// The `--profile` pass, present only when one ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<crate::profile::ProfileSummary>,
@@ -69,105 +85,6 @@ impl Timing {
             summary: Summary::of(&samples)?,
             samples,
         })
-    }
-}
-
-/// A row's change against its baseline row.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Comparison {
-    /// The baseline row's median, ns.
-    pub baseline_median_ns: f64,
-    /// This run's median, ns.
-    pub median_ns: f64,
-    /// Change of the median, percent.
-    pub delta_pct: f64,
-    /// Lower end of the interval on `delta_pct`; null when underpowered.
-    pub ci_low_pct: Option<f64>,
-    /// Upper end of the interval on `delta_pct`; null when underpowered.
-    pub ci_high_pct: Option<f64>,
-    /// Confidence level of the interval.
-    pub confidence: f64,
-    /// regression, improvement, inside_the_noise or underpowered.
-    pub verdict: Verdict,
-    /// Every metric both rows have, against the baseline's.
-    #[serde(default)]
-    pub metrics: Vec<crate::explain::MetricChange>,
-    /// Metrics one side lacks, with the reason.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub metrics_missing: Vec<crate::explain::MissingMetric>,
-    /// What changed and where, in one line.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub explanation: Option<crate::explain::Explanation>,
-    /// How far the machine probe moved since the baseline was saved, percent (positive:
-    /// the machine ran slower); present only where it moved beyond its own noise, and
-    /// then on every compared row.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub machine_shift_pct: Option<f64>,
-    /// Where the two sides were measured side by side (`sparkles compare`): the rounds
-    /// and the null, the base against itself, beside the verdict.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub paired: Option<PairedNull>,
-    /// The base's commit, where `sparkles compare` built it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub base_rev: Option<String>,
-    /// The variant's commit (`+dirty`: the working tree with uncommitted changes), where
-    /// `sparkles compare` built it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub variant_rev: Option<String>,
-}
-
-/// A side-by-side comparison's rounds and null (`comparison.paired`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PairedNull {
-    /// Rounds taken (one sample of each process a round).
-    pub rounds: usize,
-    /// The first base process against the second, percent.
-    pub null_change_pct: f64,
-    /// The 95% interval on `null_change_pct`; null when underpowered.
-    pub null_ci_low_pct: Option<f64>,
-    /// Its upper end.
-    pub null_ci_high_pct: Option<f64>,
-}
-
-impl From<&crate::paired::PairedChange> for Comparison {
-    /// The comparison of a side-by-side measurement (its revisions not yet named).
-    fn from(p: &crate::paired::PairedChange) -> Comparison {
-        let mut c = Comparison::from(Change {
-            baseline_median: p.base_ns,
-            median: p.variant_ns,
-            delta_pct: p.change_pct,
-            ci_low_pct: p.ci_low_pct,
-            ci_high_pct: p.ci_high_pct,
-            verdict: p.verdict,
-        });
-        c.paired = Some(PairedNull {
-            rounds: p.rounds,
-            null_change_pct: p.null_change_pct,
-            null_ci_low_pct: p.null_ci_low_pct,
-            null_ci_high_pct: p.null_ci_high_pct,
-        });
-        c
-    }
-}
-
-impl From<Change> for Comparison {
-    fn from(c: Change) -> Comparison {
-        Comparison {
-            baseline_median_ns: c.baseline_median,
-            median_ns: c.median,
-            delta_pct: c.delta_pct,
-            ci_low_pct: c.ci_low_pct,
-            ci_high_pct: c.ci_high_pct,
-            confidence: CONFIDENCE,
-            verdict: c.verdict,
-            metrics: Vec::new(),
-            metrics_missing: Vec::new(),
-            explanation: None,
-            machine_shift_pct: None,
-            paired: None,
-            base_rev: None,
-            variant_rev: None,
-        }
     }
 }
 
@@ -221,7 +138,7 @@ pub(crate) fn ok_row(case: &str, samples: Vec<f64>) -> BenchRow {
     BenchRow {
         schema: SCHEMA.to_string(),
         case: case.to_string(),
-        slug: crate::suite::slug(case),
+        slug: slug(case),
         ok: true,
         error: None,
         iterations: 10,
@@ -237,6 +154,14 @@ pub(crate) fn ok_row(case: &str, samples: Vec<f64>) -> BenchRow {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn slug_replaces_everything_outside_the_safe_set() {
+        assert_eq!(slug("json/parse/twitter"), "json_parse_twitter");
+        assert_eq!(slug("a b:c*d?e"), "a_b_c_d_e");
+        assert_eq!(slug("v1.2-x_y"), "v1.2-x_y");
+        assert_eq!(slug("größe"), "gr__e");
+    }
 
     fn row() -> BenchRow {
         BenchRow {

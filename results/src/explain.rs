@@ -8,138 +8,9 @@
 //! machine has no PMU, instructions and cycles are unavailable and the line says so: it
 //! never takes a time change for more work.
 
-use serde::{Deserialize, Serialize};
-
-use crate::record::BenchRow;
+pub use crate::comparison::{Cause, Explanation, MetricChange, MetricVerdict, MissingMetric};
+use crate::row::BenchRow;
 use crate::stats::{compare, Summary, Verdict, MIN_SAMPLES_FOR_VERDICT};
-
-/// One metric against the baseline's (`comparison.metrics[]`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MetricChange {
-    /// The metric's id.
-    pub id: String,
-    /// The baseline's median.
-    pub base: f64,
-    /// This run's median.
-    pub new: f64,
-    /// `(new / base - 1) * 100`; null where the baseline is 0 and this run is not.
-    pub change_pct: Option<f64>,
-    /// Lower end of the interval on `change_pct`; null when underpowered.
-    pub ci_low_pct: Option<f64>,
-    /// Upper end of the interval on `change_pct`; null when underpowered.
-    pub ci_high_pct: Option<f64>,
-    /// What the interval says.
-    pub verdict: MetricVerdict,
-}
-
-/// What the interval on a metric's change says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum MetricVerdict {
-    /// The whole interval lies above zero.
-    Higher,
-    /// The whole interval lies below zero.
-    Lower,
-    /// The interval contains zero.
-    InsideTheNoise,
-    /// Too few brackets on one side (a baseline saved before brackets has one value).
-    Underpowered,
-}
-
-/// A metric one side lacks (`comparison.metrics_missing[]`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MissingMetric {
-    /// The metric's id.
-    pub id: String,
-    /// Why it cannot be compared.
-    pub reason: String,
-}
-
-/// The leading cause of a change (`comparison.explanation.kind`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Cause {
-    /// Instructions per iteration moved with the time.
-    MoreWork,
-    /// Instructions flat, cycles up: IPC fell.
-    SlowerPerInstruction,
-    /// More page faults per iteration.
-    MoreFaults,
-    /// More syscalls per iteration.
-    MoreSyscalls,
-    /// More bytes read or written per iteration.
-    MoreIo,
-    /// More heap allocations per iteration (the counting allocator's `alloc.count`).
-    MoreAllocations,
-    /// More time off the CPU (`--profile=wall`; not measured yet).
-    MoreOffCpu,
-    /// An improvement with fewer instructions per iteration.
-    LessWork,
-    /// An improvement with instructions flat and fewer cycles: IPC rose.
-    FasterPerInstruction,
-    /// An improvement with fewer page faults.
-    FewerFaults,
-    /// An improvement with fewer syscalls.
-    FewerSyscalls,
-    /// An improvement with fewer bytes read or written.
-    LessIo,
-    /// An improvement with fewer heap allocations.
-    FewerAllocations,
-    /// Several of the above at once.
-    Mixed,
-    /// No counted cause moved, and the profile's hot functions did: where, not why.
-    MovedFunctions,
-    /// The time moved and no measured cause did (no counter, no profiled function).
-    Unexplained,
-    /// The time did not move (inside the noise, or too few samples to tell).
-    None,
-}
-
-impl Cause {
-    /// The cause in words, as the table and the run report print it.
-    pub fn label(self) -> &'static str {
-        match self {
-            Cause::MoreWork => "more work",
-            Cause::SlowerPerInstruction => "slower per instruction",
-            Cause::MoreFaults => "more faults",
-            Cause::MoreSyscalls => "more syscalls",
-            Cause::MoreIo => "more I/O",
-            Cause::MoreAllocations => "more allocations",
-            Cause::MoreOffCpu => "more off-CPU time",
-            Cause::LessWork => "less work",
-            Cause::FasterPerInstruction => "faster per instruction",
-            Cause::FewerFaults => "fewer faults",
-            Cause::FewerSyscalls => "fewer syscalls",
-            Cause::LessIo => "less I/O",
-            Cause::FewerAllocations => "fewer allocations",
-            Cause::Mixed => "mixed",
-            Cause::MovedFunctions => "moved functions",
-            Cause::Unexplained => "unexplained",
-            Cause::None => "none",
-        }
-    }
-}
-
-impl MetricVerdict {
-    /// The verdict in words.
-    pub fn label(self) -> &'static str {
-        match self {
-            MetricVerdict::Higher => "higher",
-            MetricVerdict::Lower => "lower",
-            MetricVerdict::InsideTheNoise => "inside the noise",
-            MetricVerdict::Underpowered => "underpowered",
-        }
-    }
-}
-
-/// One line that says what changed and where (`comparison.explanation`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Explanation {
-    /// The leading cause.
-    pub kind: Cause,
-    /// The line a person reads, with the numbers.
-    pub text: String,
-}
 
 /// The samples of `id` in `row`: its brackets where counted in brackets, else its one
 /// value (a baseline saved before brackets).
@@ -264,7 +135,7 @@ fn short(v: f64) -> String {
 /// `where_missing` says why there are none where the profile could not say (a baseline
 /// saved without `--profile`, a run without it).
 pub fn explain(
-    comparison: &crate::record::Comparison,
+    comparison: &crate::row::Comparison,
     instructions_missing: Option<&str>,
     movers: &[(String, f64)],
     where_missing: Option<&str>,
@@ -451,7 +322,7 @@ pub fn explain(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::Comparison;
+    use crate::row::Comparison;
 
     fn change(id: &str, base: f64, new: f64) -> MetricChange {
         let b: Vec<f64> = (0..8)
@@ -613,7 +484,7 @@ mod tests {
     #[test]
     fn a_side_by_side_verdict_quotes_its_null() {
         let mut c = regression(5.0, vec![change("rusage.minor_faults", 0.0, 64.0)]);
-        c.paired = Some(crate::record::PairedNull {
+        c.paired = Some(crate::row::PairedNull {
             rounds: 40,
             null_change_pct: -0.3,
             null_ci_low_pct: Some(-0.9),

@@ -113,3 +113,12 @@ pub struct MetricDescriptor {
 /// One rendered value: a metric id and its value, `None` where the tier could not produce
 /// it for this case (rendered as an em dash, serialized as null).
 pub type MetricValue = (Cow<'static, str>, Option<f64>);
+
+/// One metric's per-iteration value in every bracket of a counting pass, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MetricSeries {
+    /// The metric's id.
+    pub id: String,
+    /// Its value in each bracket.
+    pub values: Vec<f64>,
+}

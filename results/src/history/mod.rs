@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::environment::Environment;
 use crate::error::Error;
-use crate::record::BenchRow;
+use crate::row::BenchRow;
 
 /// The schema of a history line: one run.
 pub const RUN_SCHEMA: &str = "sparkles.history-run/1";
@@ -32,7 +32,7 @@ pub fn dir(out_dir: &Path, explicit: Option<&Path>) -> PathBuf {
 
 /// A suite's history file in `dir`.
 pub fn path(dir: &Path, suite: &str) -> PathBuf {
-    dir.join(format!("{}.jsonl", crate::suite::slug(suite)))
+    dir.join(format!("{}.jsonl", crate::row::slug(suite)))
 }
 
 /// One run of a suite, one line of its history.

@@ -1,0 +1,453 @@
+//! The parent's side of the pass: every case counted in a child under callgrind, after
+//! all timing; each case's counts returned for the runner to merge into its report.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use sparkles_report::callgrind::{parse_dump, Dump};
+use sparkles_results::counting::ValgrindReport;
+use sparkles_results::metric::{MetricSeries, MetricValue};
+
+use super::child::{marker, ChildCase, ChildRequest, CHILD_ENV};
+use super::dumps::{brackets_of, CostSums, Costs};
+use crate::progress::Progress;
+use crate::suite::Reexec;
+
+/// Native time the collected runs of one case take together (all brackets): under
+/// callgrind's cache and branch simulation, about 50 to 100 times longer.
+const COLLECTED_BUDGET: Duration = Duration::from_millis(10);
+
+/// The parent's side of the pass: valgrind, and how long a case may take under it.
+pub(crate) struct Pass {
+    pub program: PathBuf,
+    pub timeout: Duration,
+    pub brackets: u32,
+    pub suite: String,
+    pub reexec: Reexec,
+    /// Read each case's per-function costs too (`--profile=instructions`).
+    pub profile: bool,
+}
+
+/// What one case gave under callgrind.
+pub(crate) struct Counted {
+    /// Each metric's value per bracket.
+    pub brackets: Vec<MetricSeries>,
+    /// From the child's start of the case to its end, setup included.
+    pub wall: Duration,
+    /// Its instruction costs over all brackets, where the pass reads profiles.
+    pub costs: Option<Costs>,
+}
+
+/// Iterations a bracket's full run adds to its base run: those of all brackets take about
+/// [`COLLECTED_BUDGET`] natively, at the timed median `ns_per_iter`.
+pub(crate) fn iterations_for(ns_per_iter: f64, brackets: u32) -> u64 {
+    let per_run = COLLECTED_BUDGET.as_nanos() as f64 / f64::from(brackets.max(1));
+    if ns_per_iter.is_finite() && ns_per_iter > 0.0 {
+        ((per_run / ns_per_iter) as u64).clamp(1, 1 << 32)
+    } else {
+        1
+    }
+}
+
+/// How a child run ended for the cases it was given.
+enum ChildEnd {
+    /// Every case it began, it finished; it began them all.
+    Finished,
+    /// It was killed (timeout, interrupt) or died in the case it was counting: that case
+    /// gets `why`; the cases after it are still to count.
+    Lost { case: u32, why: String },
+    /// It ended before beginning any case: every case still to count gets `why`.
+    NotStarted(String),
+}
+
+impl Pass {
+    /// Counts `cases` (`(name, n)`: the iterations a full run adds) under callgrind, in
+    /// one child for all of them (valgrind's start, most of a case's cost on a quick body,
+    /// is paid once), another for the rest where a case hangs or kills its child. Each
+    /// case's values, or why there are none, in order.
+    pub(crate) fn count_all(&self, cases: &[(String, u64)]) -> Vec<Result<Counted, String>> {
+        let mut results: Vec<Option<Result<Counted, String>>> =
+            cases.iter().map(|_| None).collect();
+        let dir = match tempfile_dir() {
+            Ok(d) => d,
+            Err(e) => return cases.iter().map(|_| Err(e.clone())).collect(),
+        };
+        let mut dumps = Vec::new();
+        let mut sums = CostSums::default();
+        let mut attempt = 0;
+        loop {
+            let pending: Vec<ChildCase> = cases
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| results[*i].is_none())
+                .map(|(i, (name, n))| ChildCase {
+                    index: i as u32,
+                    name: name.clone(),
+                    iterations: *n,
+                })
+                .collect();
+            if pending.is_empty() {
+                break;
+            }
+            attempt += 1;
+            let end = self.run_child(dir.path(), attempt, &pending, &mut results);
+            match self.read_dumps(dir.path(), attempt, &mut sums) {
+                Ok(mut d) => dumps.append(&mut d),
+                Err(e) => {
+                    for r in results.iter_mut().filter(|r| r.is_none()) {
+                        *r = Some(Err(e.clone()));
+                    }
+                }
+            }
+            match end {
+                ChildEnd::Finished => {}
+                ChildEnd::Lost { case, why } => results[case as usize] = Some(Err(why)),
+                ChildEnd::NotStarted(why) => {
+                    for r in results.iter_mut().filter(|r| r.is_none()) {
+                        *r = Some(Err(why.clone()));
+                    }
+                }
+            }
+            if sparkles_perf_data::atomic_write::interrupted().is_some() {
+                break;
+            }
+        }
+        results
+            .into_iter()
+            .enumerate()
+            .map(|(i, r)| match r {
+                Some(Ok(c)) => {
+                    brackets_of(&dumps, i as u32, self.brackets, cases[i].1).map(|brackets| {
+                        Counted {
+                            brackets,
+                            wall: c.wall,
+                            costs: sums.take(i as u32),
+                        }
+                    })
+                }
+                Some(Err(why)) => Err(why),
+                None => Err("interrupted".to_string()),
+            })
+            .collect()
+    }
+
+    /// Runs one child for `pending`, recording each case it finishes in `results` (its
+    /// values are read from the dumps afterwards): how it ended.
+    fn run_child(
+        &self,
+        dir: &Path,
+        attempt: u32,
+        pending: &[ChildCase],
+        results: &mut [Option<Result<Counted, String>>],
+    ) -> ChildEnd {
+        let exe = match std::env::current_exe() {
+            Ok(e) => e,
+            Err(e) => {
+                return ChildEnd::NotStarted(format!(
+                    "cannot find the bench executable to rerun: {e}"
+                ))
+            }
+        };
+        let request = ChildRequest {
+            suite: self.suite.clone(),
+            cases: pending.to_vec(),
+            brackets: self.brackets,
+            dir: dir.to_path_buf(),
+        };
+        let log = dir.join(format!("child-{attempt}.log"));
+        let log_file = match std::fs::File::create(&log) {
+            Ok(f) => f,
+            Err(e) => return ChildEnd::NotStarted(format!("{}: {e}", log.display())),
+        };
+        let args = self
+            .reexec
+            .args
+            .clone()
+            .unwrap_or_else(|| std::env::args_os().skip(1).collect());
+        let mut command = Command::new(&self.program);
+        command
+            .arg("--tool=callgrind")
+            .arg("--instr-atstart=no")
+            .arg("--collect-atstart=no")
+            .arg("--cache-sim=yes")
+            .arg("--branch-sim=yes")
+            // Source lines only for the instruction profile's line view.
+            .arg(if self.profile {
+                "--dump-line=yes"
+            } else {
+                "--dump-line=no"
+            })
+            .arg(format!(
+                "--callgrind-out-file={}",
+                dir.join(format!("callgrind-{attempt}.out")).display()
+            ))
+            .arg(&exe)
+            .args(&args)
+            .envs(self.reexec.envs.iter().map(|(k, v)| (k, v)))
+            .env(
+                CHILD_ENV,
+                serde_json::to_string(&request).unwrap_or_default(),
+            )
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log_file);
+        // A case that crashes its child leaves no vgcore file behind in the working folder.
+        #[cfg(unix)]
+        {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: setrlimit is async-signal-safe; nothing else runs between fork and
+            // exec.
+            unsafe {
+                command.pre_exec(|| {
+                    let none = libc::rlimit {
+                        rlim_cur: 0,
+                        rlim_max: 0,
+                    };
+                    libc::setrlimit(libc::RLIMIT_CORE, &none);
+                    Ok(())
+                });
+            }
+        }
+        let mut child = match command.spawn() {
+            Ok(c) => c,
+            Err(e) => {
+                return ChildEnd::NotStarted(format!(
+                    "cannot start {}: {e}",
+                    self.program.display()
+                ))
+            }
+        };
+        let mut current: Option<(usize, Instant)> = None;
+        let mut began_any = false;
+        let kill = |child: &mut std::process::Child| {
+            let _ = child.kill();
+            let _ = child.wait();
+        };
+        loop {
+            // Each case's markers as the child leaves them, in order.
+            for (k, case) in pending.iter().enumerate() {
+                if results[case.index as usize].is_some() {
+                    continue;
+                }
+                if current.is_none_or(|(c, _)| c < k) && marker(dir, case.index, "started").exists()
+                {
+                    current = Some((k, Instant::now()));
+                    began_any = true;
+                }
+                if let Ok(text) = std::fs::read_to_string(marker(dir, case.index, "done")) {
+                    let wall = current
+                        .filter(|(c, _)| *c == k)
+                        .map_or(Duration::ZERO, |(_, t)| t.elapsed());
+                    results[case.index as usize] = Some(if text.is_empty() {
+                        Ok(Counted {
+                            brackets: Vec::new(),
+                            wall,
+                            costs: None,
+                        })
+                    } else {
+                        Err(format!("the case failed under valgrind: {text}"))
+                    });
+                }
+            }
+            let status = match child.try_wait() {
+                Ok(s) => s,
+                Err(e) => {
+                    kill(&mut child);
+                    return ChildEnd::NotStarted(format!("waiting for valgrind: {e}"));
+                }
+            };
+            let open = current.filter(|(k, _)| results[pending[*k].index as usize].is_none());
+            if let Some(status) = status {
+                // Markers written just before the exit are read above, on this pass.
+                return match open {
+                    None if began_any => ChildEnd::Finished,
+                    None => ChildEnd::NotStarted(format!(
+                        "valgrind ended ({status}) before counting a case{}",
+                        last_lines(&std::fs::read_to_string(&log).unwrap_or_default())
+                    )),
+                    Some((k, _)) => ChildEnd::Lost {
+                        case: pending[k].index,
+                        why: format!(
+                            "the child under valgrind ended ({status}) while counting the case{}",
+                            last_lines(&std::fs::read_to_string(&log).unwrap_or_default())
+                        ),
+                    },
+                };
+            }
+            if let Some((k, since)) = open {
+                if since.elapsed() >= self.timeout {
+                    kill(&mut child);
+                    return ChildEnd::Lost {
+                        case: pending[k].index,
+                        why: format!(
+                            "timed out after {} s under valgrind (--valgrind-timeout)",
+                            self.timeout.as_secs()
+                        ),
+                    };
+                }
+            }
+            if sparkles_perf_data::atomic_write::interrupted().is_some() {
+                kill(&mut child);
+                return ChildEnd::Finished;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Every dump child `attempt` wrote; with profiles, their costs added to `sums`.
+    fn read_dumps(
+        &self,
+        dir: &Path,
+        attempt: u32,
+        sums: &mut CostSums,
+    ) -> Result<Vec<Dump>, String> {
+        let prefix = format!("callgrind-{attempt}.out.");
+        let mut dumps = Vec::new();
+        for entry in std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))? {
+            let path = entry.map_err(|e| e.to_string())?.path();
+            let is_dump = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(&prefix));
+            if is_dump {
+                let text = std::fs::read_to_string(&path)
+                    .map_err(|e| format!("{}: {e}", path.display()))?;
+                let dump = parse_dump(&text, &path).map_err(|e| e.to_string())?;
+                if self.profile {
+                    sums.add(&dump.trigger, &text, &path)?;
+                }
+                dumps.push(dump);
+            }
+        }
+        Ok(dumps)
+    }
+}
+
+/// The last few lines of a child's log, valgrind's own warnings left out, as `: ...`.
+fn last_lines(log: &str) -> String {
+    let lines: Vec<&str> = log
+        .lines()
+        .filter(|l| !l.starts_with("--") && !l.starts_with("==") && !l.trim().is_empty())
+        .collect();
+    let tail = &lines[lines.len().saturating_sub(3)..];
+    if tail.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from(": ");
+    for (i, l) in tail.iter().enumerate() {
+        if i > 0 {
+            s.push_str(" / ");
+        }
+        let _ = write!(s, "{}", l.trim());
+    }
+    s
+}
+
+/// A temporary folder for one child's dumps, removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn tempfile_dir() -> Result<TempDir, String> {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "sparkles-valgrind-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    Ok(TempDir(dir))
+}
+
+/// What the pass gave one case: its account (why it has no counts, where it has none),
+/// each metric's values per bracket, and with profiles its instruction costs.
+pub(crate) struct CaseCount {
+    pub account: ValgrindReport,
+    pub brackets: Vec<MetricSeries>,
+    pub costs: Option<Costs>,
+}
+
+/// Counts each case `(name, timed median ns per iteration)` under callgrind: one
+/// [`CaseCount`] a case, in order, for the runner to merge into its report.
+pub(crate) fn count_cases(cases: &[(String, f64)], pass: &Pass) -> Vec<CaseCount> {
+    let progress = Progress::new();
+    progress.pass("valgrind", None);
+    progress.show(&format!("valgrind: {} cases under callgrind", cases.len()));
+    let start = Instant::now();
+    let asked: Vec<(String, u64)> = cases
+        .iter()
+        .map(|(name, median)| (name.clone(), iterations_for(*median, pass.brackets)))
+        .collect();
+    let results = pass.count_all(&asked);
+    progress.clear();
+    let mut slowest: Option<(String, f64)> = None;
+    let mut counted = 0;
+    let mut counts = Vec::new();
+    for ((name, n), result) in asked.into_iter().zip(results) {
+        let mut count = CaseCount {
+            account: ValgrindReport {
+                program: pass.program.display().to_string(),
+                iterations: n,
+                brackets: pass.brackets,
+                ..ValgrindReport::default()
+            },
+            brackets: Vec::new(),
+            costs: None,
+        };
+        match result {
+            Ok(c) => {
+                count.account.wall_s = c.wall.as_secs_f64();
+                count.brackets = c.brackets;
+                count.costs = c.costs;
+                counted += 1;
+                if slowest
+                    .as_ref()
+                    .is_none_or(|(_, s)| count.account.wall_s > *s)
+                {
+                    slowest = Some((name.clone(), count.account.wall_s));
+                }
+            }
+            Err(why) => {
+                eprintln!("note: {name}: valgrind metrics absent: {why}");
+                count.account.error = Some(why);
+            }
+        }
+        counts.push(count);
+    }
+    if let Some((case, seconds)) = slowest {
+        eprintln!(
+            "counting: valgrind: {counted} case{} counted under callgrind ({}) in {:.1} s, the slowest {case} ({seconds:.1} s); {} brackets each",
+            if counted == 1 { "" } else { "s" },
+            pass.program.display(),
+            start.elapsed().as_secs_f64(),
+            pass.brackets
+        );
+    }
+    counts
+}
+
+/// Each metric's median over `brackets`, as the counting pass gives its values.
+pub(crate) fn medians(brackets: &[MetricSeries]) -> Vec<MetricValue> {
+    brackets
+        .iter()
+        .map(|s| {
+            (
+                std::borrow::Cow::Owned(s.id.clone()),
+                sparkles_results::stats::Summary::of(&s.values).map(|s| s.median),
+            )
+        })
+        .collect()
+}
