@@ -20,8 +20,8 @@ use sparkles_sampler::session::{SamplingConfig, Session, Target};
 
 use std::sync::Arc;
 
-use crate::counters::{Tier, TierPlan};
-use crate::tier0::Tier0;
+use crate::tiers::perf::{Tier, TierPlan};
+use crate::tiers::tier0::Tier0;
 use sparkles_results::counting::CountingReport;
 use sparkles_results::metric::{MetricSeries, MetricValue};
 use sparkles_results::profile::ProfileSummary;
@@ -38,9 +38,9 @@ pub(crate) struct CountPlan {
     pub syscalls: Option<Arc<TierPlan>>,
     /// callgrind's collection, toggled by client requests: in a child under valgrind
     /// only, every bracket a base run and a full one, each dumped under the case's index
-    /// in the parent's run ([`crate::valgrind`]).
+    /// in the parent's run ([`crate::tiers::valgrind`]).
     pub valgrind: Option<u32>,
-    /// The counting allocator ([`crate::alloc`]).
+    /// The counting allocator ([`crate::tiers::alloc`]).
     pub alloc: bool,
 }
 
@@ -133,7 +133,7 @@ struct Meter {
     valgrind: bool,
     /// The counting allocator, armed between resume and pause (inside the other tiers:
     /// their own reads allocate nothing it counts).
-    alloc: Option<crate::alloc::AllocMeter>,
+    alloc: Option<crate::tiers::alloc::AllocMeter>,
 }
 
 impl Meter {
@@ -153,14 +153,14 @@ impl Meter {
             perf: plan.perf.as_ref().map(Tier::open),
             syscalls: plan.syscalls.as_ref().map(Tier::open),
             valgrind: plan.valgrind.is_some(),
-            alloc: plan.alloc.then(crate::alloc::AllocMeter::open),
+            alloc: plan.alloc.then(crate::tiers::alloc::AllocMeter::open),
         }
     }
 
     #[inline]
     fn resume(&mut self) {
         if self.valgrind {
-            crate::valgrind::toggle_collect();
+            crate::tiers::valgrind::toggle_collect();
         }
         if let Some(t) = &mut self.tier0 {
             t.resume();
@@ -191,7 +191,7 @@ impl Meter {
             t.pause();
         }
         if self.valgrind {
-            crate::valgrind::toggle_collect();
+            crate::tiers::valgrind::toggle_collect();
         }
     }
 
@@ -482,7 +482,7 @@ fn count_in_brackets(
 
 /// The valgrind child's counting pass: each bracket a run of one iteration and one of
 /// `iterations + 1`, callgrind collecting inside the timed loop only, each run dumped with
-/// its label for the parent to read ([`crate::valgrind::dump_label`]).
+/// its label for the parent to read ([`crate::tiers::valgrind::dump_label`]).
 fn count_under_callgrind(
     routine: &mut dyn Routine,
     iterations: u64,
@@ -495,10 +495,12 @@ fn count_under_callgrind(
     };
     for bracket in 0..brackets.max(1) {
         for full in [false, true] {
-            crate::valgrind::zero_stats();
+            crate::tiers::valgrind::zero_stats();
             let n = if full { iterations + 1 } else { 1 };
             routine.run(n, &mut Meter::open(&plan))?;
-            crate::valgrind::dump_stats_at(&crate::valgrind::dump_label(case, bracket, full));
+            crate::tiers::valgrind::dump_stats_at(&crate::tiers::valgrind::dump_label(
+                case, bracket, full,
+            ));
         }
     }
     Ok((Vec::new(), Vec::new(), CountingReport::default()))
@@ -595,9 +597,9 @@ fn profile_pass(routine: &mut dyn Routine, plan: &ProfilePlan) -> Result<Profile
 fn alloc_profile_pass(
     routine: &mut dyn Routine,
     plan: &ProfilePlan,
-    alloc: &crate::alloc::sampling::Plan,
+    alloc: &crate::tiers::alloc::sampling::Plan,
 ) -> Result<ProfileSummary, String> {
-    use crate::alloc::sampling;
+    use crate::tiers::alloc::sampling;
     let mut summary = ProfileSummary {
         event: sampling::EVENT.to_string(),
         ..ProfileSummary::default()

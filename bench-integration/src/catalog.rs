@@ -9,7 +9,7 @@ use std::fmt;
 
 use std::sync::Arc;
 
-use crate::counters::{self, CountingOptions, Plans};
+use crate::tiers::perf::{self, CountingOptions, Plans};
 use sparkles_results::error::Error;
 
 pub use sparkles_results::metric::{
@@ -38,16 +38,16 @@ impl Catalog {
         let resolver = sparkles_sampler::EventResolver::live()
             .unwrap_or_else(|_| sparkles_sampler::EventResolver::empty("/"));
         let mut descriptors = sparkles_results::throughput::descriptors();
-        descriptors.extend(crate::tier0::descriptors());
-        let (perf, perf_plan) = counters::perf_tier(options, &resolver, &system)?;
+        descriptors.extend(crate::tiers::tier0::descriptors());
+        let (perf, perf_plan) = perf::perf_tier(options, &resolver, &system)?;
         descriptors.extend(perf);
-        let (syscalls, syscall_plan) = counters::syscall_tier(options, &resolver, &system)?;
+        let (syscalls, syscall_plan) = perf::syscall_tier(options, &resolver, &system)?;
         descriptors.extend(syscalls);
         descriptors.extend(sparkles_results::profile::descriptors(
             sparkles_sampler::UNAVAILABLE,
         ));
-        descriptors.extend(crate::alloc::descriptors());
-        descriptors.extend(crate::valgrind::descriptors());
+        descriptors.extend(crate::tiers::alloc::descriptors());
+        descriptors.extend(crate::tiers::valgrind::descriptors());
         Ok(Catalog {
             descriptors,
             plans: Plans {

@@ -20,21 +20,22 @@
 //! }
 //! ```
 
-pub mod alloc;
 pub mod args;
 mod bencher;
 mod case_report;
 pub mod catalog;
 mod console;
-pub mod counters;
 pub mod machine_probe;
 mod profiling;
 mod progress;
 mod runner;
 mod serve;
 mod suite;
-pub mod tier0;
-pub mod valgrind;
+pub mod tiers;
+
+// The tiers under the names they always had.
+pub use tiers::perf as counters;
+pub use tiers::{alloc, tier0, valgrind};
 
 // What a run produced and what it means lives in sparkles-results; its modules are here
 // under the names they always had.
@@ -168,6 +169,27 @@ fn matches(name: &str, pattern: &str, exact: bool) -> bool {
     }
 }
 
+/// The flags as the passes read them: `--profile=instructions` is the valgrind pass's
+/// profile, no sampling pass; with `--instructions`, `--profile` adds it beside the
+/// sampled one.
+fn normalized(args: &HarnessArgs) -> std::borrow::Cow<'_, HarnessArgs> {
+    if args.profile == Some(args::ProfileKind::Instructions) {
+        std::borrow::Cow::Owned(HarnessArgs {
+            profile: None,
+            instructions: true,
+            instruction_profile: true,
+            ..args.clone()
+        })
+    } else if args.instructions && args.profile.is_some() {
+        std::borrow::Cow::Owned(HarnessArgs {
+            instruction_profile: true,
+            ..args.clone()
+        })
+    } else {
+        std::borrow::Cow::Borrowed(args)
+    }
+}
+
 /// Runs `suite` as `args` say and prints what it measured: the timing pass, the counting
 /// pass, the profile pass, then the comparison, the table and the files. A measuring run
 /// notes SIGINT and SIGTERM from its first pass on
@@ -178,26 +200,7 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
     if let Some(request) = valgrind::child_request() {
         return Ok(valgrind_child(suite, &request));
     }
-    // `--profile=instructions` is the valgrind pass's profile, no sampling pass; with
-    // `--instructions`, `--profile` adds it beside the sampled one.
-    let normalized;
-    let args = if args.profile == Some(args::ProfileKind::Instructions) {
-        normalized = HarnessArgs {
-            profile: None,
-            instructions: true,
-            instruction_profile: true,
-            ..args.clone()
-        };
-        &normalized
-    } else if args.instructions && args.profile.is_some() {
-        normalized = HarnessArgs {
-            instruction_profile: true,
-            ..args.clone()
-        };
-        &normalized
-    } else {
-        args
-    };
+    let args = &normalized(args);
     if args.capabilities {
         let caps = sparkles_sampler::caps::probe();
         print!("{}", sparkles_sampler::caps::render(&caps));
@@ -275,62 +278,19 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
             .as_ref(),
     );
     files.stop_if_interrupted(false)?;
-    // callgrind's counts, all cases in a child under valgrind, after all timing; with
-    // `--profile=instructions` each case's instruction profile beside its sampled one.
     if selection.needs(Source::Valgrind) {
-        if let Ok(program) = valgrind::program() {
-            if args.instruction_profile && !cfg!(feature = "profile") {
-                eprintln!("profile: no instruction profile: this build of sparkles-bench has no `profile` feature");
-            }
-            let pass = valgrind::Pass {
-                program,
-                timeout: std::time::Duration::from_secs(args.valgrind_timeout),
-                brackets: args.count_brackets,
-                suite: suite_name.clone(),
-                reexec,
-                profile: args.instruction_profile && cfg!(feature = "profile"),
-            };
-            let costs = merge_valgrind_counts(&mut reports, &pass);
-            #[cfg(feature = "profile")]
-            profiling::instructions::write_profiles(
-                &mut reports,
-                costs,
-                &files.out_dir.join("profile"),
-                files.baseline.as_ref(),
-                files.save_path.as_deref(),
-                &mut baseline_profiles,
-            );
-            #[cfg(not(feature = "profile"))]
-            drop(costs);
-        }
+        instruction_pass(
+            &mut reports,
+            args,
+            &files,
+            &suite_name,
+            reexec,
+            &mut baseline_profiles,
+        );
         files.stop_if_interrupted(false)?;
     }
     let mut rows: Vec<BenchRow> = reports.iter().map(|r| row_of(r, &selection)).collect();
-    let compared = files
-        .baseline
-        .as_ref()
-        .map(|b| baseline::compare_rows(&mut rows, b, &|id| catalog.unavailable_reason(id)));
-    // The machine probe is compared first: where it moved, no verdict below is trusted.
-    let machine = files.baseline.as_ref().map(|b| {
-        let check = match &b.environment {
-            Some(then) => machine_probe::check(
-                then.machine_probe.as_ref(),
-                files.environment.machine_probe.as_ref(),
-            ),
-            None => machine_probe::MachineCheck::Unknown(
-                "the baseline has no environment record, where the probe is kept",
-            ),
-        };
-        baseline::mark_machine_shift(&mut rows, check.shift_pct());
-        check
-    });
-    let machine_message = match (&machine, &args.baseline) {
-        (Some(check), Some(name)) => check.message(name),
-        _ => None,
-    };
-    if let Some(message) = &machine_message {
-        eprintln!("{message}");
-    }
+    let (compared, machine_message) = compare_with_baseline(&mut rows, &files, &catalog, args);
 
     profiling::print_notes(&rows);
     console.results(&rows, &selection, args)?;
@@ -342,8 +302,35 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
     baseline_profiles.save();
     files.write(&rows, &mut console)?;
     let history = files.append_history(&suite_name, &rows);
+    if !args.no_report {
+        write_run_report(
+            &files,
+            &suite_name,
+            &rows,
+            args,
+            machine_message.as_deref(),
+            history.as_ref(),
+        );
+    }
+    files.stop_if_interrupted(true)?;
+    Ok(Outcome {
+        rows,
+        saved_baseline: files.save_path,
+    })
+}
+
+/// The run report (target/sparkles/report/index.html): the rows, the baseline's, the
+/// profiles beside the captures and each case's trend over the suite's history. A page
+/// that cannot be written is said; the run's files are written already.
+fn write_run_report(
+    files: &RunFiles,
+    suite_name: &str,
+    rows: &[BenchRow],
+    args: &HarnessArgs,
+    machine_message: Option<&str>,
+    history: Option<&history::History>,
+) {
     let trends = history
-        .as_ref()
         .map(|h| {
             history::series(
                 h,
@@ -353,34 +340,99 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
             )
         })
         .unwrap_or_default();
-    if !args.no_report {
-        let path = run_report::path_in(&files.out_dir);
-        let page = run_report::RunReport {
-            suite: &suite_name,
-            rows: &rows,
-            baseline: files.baseline.as_ref().map(|b| b.rows.as_slice()),
-            baseline_name: args.baseline.as_deref(),
-            machine_warning: machine_message.as_deref(),
-            profile_dir: &files.out_dir.join("profile"),
-            kept: &run_report::keep_cases(
-                &run_report::kept_path(&files.out_dir),
-                &suite_name,
-                &rows,
-            ),
-            trends: &trends,
-            profiles_read: cfg!(feature = "profile"),
-            annotates: cfg!(feature = "annotate"),
-        };
-        match page.write(&path) {
-            Ok(()) => eprintln!("report: {}", path.display()),
-            Err(e) => eprintln!("report: not written: {e}"),
-        }
-    }
-    files.stop_if_interrupted(true)?;
-    Ok(Outcome {
+    let path = run_report::path_in(&files.out_dir);
+    let page = run_report::RunReport {
+        suite: suite_name,
         rows,
-        saved_baseline: files.save_path,
-    })
+        baseline: files.baseline.as_ref().map(|b| b.rows.as_slice()),
+        baseline_name: args.baseline.as_deref(),
+        machine_warning: machine_message,
+        profile_dir: &files.out_dir.join("profile"),
+        kept: &run_report::keep_cases(&run_report::kept_path(&files.out_dir), suite_name, rows),
+        trends: &trends,
+        profiles_read: cfg!(feature = "profile"),
+        annotates: cfg!(feature = "annotate"),
+    };
+    match page.write(&path) {
+        Ok(()) => eprintln!("report: {}", path.display()),
+        Err(e) => eprintln!("report: not written: {e}"),
+    }
+}
+
+/// The rows against the baseline, where there is one: each row's comparison, then the
+/// machine probe's check (where it moved, every verdict is marked). How many rows were
+/// compared, and what the probe says, said on stderr too.
+fn compare_with_baseline(
+    rows: &mut [BenchRow],
+    files: &RunFiles,
+    catalog: &Catalog,
+    args: &HarnessArgs,
+) -> (Option<usize>, Option<String>) {
+    let compared = files
+        .baseline
+        .as_ref()
+        .map(|b| baseline::compare_rows(rows, b, &|id| catalog.unavailable_reason(id)));
+    // The machine probe is compared first: where it moved, no verdict below is trusted.
+    let machine = files.baseline.as_ref().map(|b| {
+        let check = match &b.environment {
+            Some(then) => machine_probe::check(
+                then.machine_probe.as_ref(),
+                files.environment.machine_probe.as_ref(),
+            ),
+            None => machine_probe::MachineCheck::Unknown(
+                "the baseline has no environment record, where the probe is kept",
+            ),
+        };
+        baseline::mark_machine_shift(rows, check.shift_pct());
+        check
+    });
+    let machine_message = match (&machine, &args.baseline) {
+        (Some(check), Some(name)) => check.message(name),
+        _ => None,
+    };
+    if let Some(message) = &machine_message {
+        eprintln!("{message}");
+    }
+    (compared, machine_message)
+}
+
+/// callgrind's counts, all cases in a child under valgrind, after all timing (where
+/// valgrind is found: elsewhere the catalog has said why its metrics are absent); with
+/// `--profile=instructions` each case's instruction profile beside its sampled one.
+#[cfg_attr(not(feature = "profile"), allow(unused_variables))]
+fn instruction_pass(
+    reports: &mut [CaseReport],
+    args: &HarnessArgs,
+    files: &RunFiles,
+    suite_name: &str,
+    reexec: suite::Reexec,
+    baseline_profiles: &mut profiling::BaselineProfiles,
+) {
+    if let Ok(program) = valgrind::program() {
+        if args.instruction_profile && !cfg!(feature = "profile") {
+            eprintln!("profile: no instruction profile: this build of sparkles-bench has no `profile` feature");
+        }
+        let pass = valgrind::Pass {
+            program,
+            timeout: std::time::Duration::from_secs(args.valgrind_timeout),
+            brackets: args.count_brackets,
+            suite: suite_name.to_string(),
+            reexec,
+            profile: args.instruction_profile && cfg!(feature = "profile"),
+        };
+        let costs = merge_valgrind_counts(reports, &pass);
+        #[cfg(feature = "profile")]
+        profiling::instructions::write_profiles(
+            reports,
+            costs,
+            &files.out_dir.join("profile"),
+            files.baseline.as_ref(),
+            files.save_path.as_deref(),
+            baseline_profiles,
+        );
+        #[cfg(not(feature = "profile"))]
+        drop(costs);
+    }
 }
 
 /// Counts every case of `reports` that passed its timing pass under callgrind and merges

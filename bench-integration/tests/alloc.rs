@@ -227,7 +227,8 @@ mod profiled {
             "{names:?}"
         );
         assert!(
-            !names.iter().any(|n| n.contains("sparkles_bench::alloc")),
+            !names.iter().any(|n| n.contains("sparkles_bench::alloc")
+                || n.contains("sparkles_bench::tiers::alloc")),
             "{names:?}"
         );
         // What the samples stand for: 36 KiB an iteration (16 + 16 + 4 KiB, and the 100

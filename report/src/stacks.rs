@@ -114,6 +114,10 @@ pub struct StackOptions {
 /// inside the allocator.
 pub const ALLOC_EVENT_PREFIX: &str = "sparkles:alloc";
 
+/// The harness's counting allocator's module, as its symbols name it: where it is now
+/// (`tiers/alloc/`) and where it was (captures of earlier builds).
+const HARNESS_ALLOCATOR: [&str; 2] = ["sparkles_bench::tiers::alloc::", "sparkles_bench::alloc::"];
+
 /// Whether a named frame is the allocator's machinery ([`is_allocator_frame`] by its
 /// name, where debug info gives full paths), or inside it: its containing ELF symbol is the
 /// allocator's (whatever is inlined into `__rust_alloc` or the sampling allocator, atomics
@@ -121,10 +125,8 @@ pub const ALLOC_EVENT_PREFIX: &str = "sparkles:alloc";
 /// info names inlined frames without their paths: `from_elem`, `reserve`).
 pub fn is_allocator_code(f: &NamedFrame) -> bool {
     let symbol = f.symbol.as_deref().is_some_and(|s| {
-        is_allocator_shim(s)
-            || s.strip_prefix('<')
-                .unwrap_or(s)
-                .starts_with("sparkles_bench::alloc::")
+        let path = s.strip_prefix('<').unwrap_or(s);
+        is_allocator_shim(s) || HARNESS_ALLOCATOR.iter().any(|p| path.starts_with(p))
     });
     let source = f.file.as_deref().is_some_and(|file| {
         file.contains("/library/alloc/src/")
@@ -190,8 +192,9 @@ pub fn is_allocator_frame(function: &str) -> bool {
     };
     let path = function.strip_prefix('<').unwrap_or(function);
     in_alloc(path)
-        || ["std::alloc::", "core::alloc::", "sparkles_bench::alloc::"]
+        || ["std::alloc::", "core::alloc::"]
             .iter()
+            .chain(&HARNESS_ALLOCATOR)
             .any(|p| path.starts_with(p))
         || function
             .split(" as ")
@@ -816,6 +819,8 @@ mod allocator_frame_tests {
         for f in [
             "sparkles_bench::alloc::sampling::take",
             "<sparkles_bench::alloc::Counting<A> as core::alloc::global::GlobalAlloc>::alloc",
+            "sparkles_bench::tiers::alloc::sampling::take",
+            "<sparkles_bench::tiers::alloc::Counting<A> as core::alloc::global::GlobalAlloc>::alloc",
             "__rustc::__rust_alloc",
             "__rust_realloc",
             "__rdl_alloc",

@@ -12,7 +12,7 @@ use sparkles_report::profile::Profile;
 
 use super::reading::{hottest, write_json, BaselineProfiles};
 use crate::case_report::CaseReport;
-use crate::valgrind::Costs;
+use crate::tiers::valgrind::Costs;
 use sparkles_results::counting::InstructionChange;
 
 /// The instruction profile's JSON, beside the case's capture and beside a baseline's rows.

@@ -21,7 +21,7 @@ mod reading;
 #[cfg(all(feature = "profile", test))]
 pub(crate) use reading::read_capture;
 #[cfg(feature = "profile")]
-pub(crate) use reading::read_captures;
+pub(crate) use reading::{read_captures, BaselineProfiles};
 
 /// Without the `profile` feature no profile is saved with a baseline.
 #[cfg(not(feature = "profile"))]
@@ -59,7 +59,7 @@ pub(crate) fn profile_sampling(
     args: &HarnessArgs,
 ) -> Result<Option<(ProfileSampling, String)>, Error> {
     if args.profile == Some(ProfileKind::Alloc) {
-        let plan = crate::alloc::sampling::Plan {
+        let plan = crate::tiers::alloc::sampling::Plan {
             mean: args.profile_alloc_mean,
             stack: args.profile_stack.next_multiple_of(8).min(65528),
             compression: if args.profile_no_compress {

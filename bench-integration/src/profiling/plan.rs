@@ -9,7 +9,7 @@ pub(crate) enum ProfileSampling {
     /// perf_event sampling (`--profile`, `=wall`, `=mem`).
     Perf(SamplingConfig),
     /// The counting allocator's byte sampling (`--profile=alloc`).
-    Alloc(crate::alloc::sampling::Plan),
+    Alloc(crate::tiers::alloc::sampling::Plan),
 }
 
 /// The profile a case's is diffed against (without the `profile` feature, what would

@@ -486,7 +486,7 @@ fn read_alloc_capture(
     summary: &mut ProfileSummary,
     args: &HarnessArgs,
 ) -> Option<Vec<(Kind, Profile, Folded)>> {
-    use crate::alloc::sampling::{EVENT, LIVE_EVENT};
+    use crate::tiers::alloc::sampling::{EVENT, LIVE_EVENT};
     let base = stack_options(args, summary)?;
     let dir = capture.parent().unwrap_or(Path::new("."));
     let mut read = Vec::new();

@@ -253,7 +253,7 @@ const SP_INDEX: usize = if cfg!(target_arch = "aarch64") { 2 } else { 1 };
 fn take(p: usize, period: u64) {
     let regs = registers();
     IN_FLIGHT.fetch_add(1, SeqCst);
-    if crate::alloc::STATE.load(SeqCst) & crate::alloc::SAMPLING == 0 {
+    if crate::tiers::alloc::STATE.load(SeqCst) & crate::tiers::alloc::SAMPLING == 0 {
         IN_FLIGHT.fetch_sub(1, Release);
         return;
     }
@@ -358,7 +358,7 @@ fn insert(p: usize, at: usize) -> bool {
 #[inline(never)]
 fn freed(i: usize, p: usize) {
     IN_FLIGHT.fetch_add(1, SeqCst);
-    if crate::alloc::STATE.load(SeqCst) & crate::alloc::SAMPLING != 0 {
+    if crate::tiers::alloc::STATE.load(SeqCst) & crate::tiers::alloc::SAMPLING != 0 {
         let at = OFFSETS[i].load(Relaxed) as usize;
         let base = ARENA.load(Relaxed);
         // SAFETY: the slot's offset is a whole sample's in the arena (inserted after its
@@ -412,8 +412,8 @@ pub(crate) fn start(plan: &Plan) -> Result<(), String> {
     if let Some(why) = UNAVAILABLE {
         return Err(why.to_string());
     }
-    if !crate::alloc::installed() {
-        return Err(crate::alloc::NOT_INSTALLED.to_string());
+    if !crate::tiers::alloc::installed() {
+        return Err(crate::tiers::alloc::NOT_INSTALLED.to_string());
     }
     arena()?;
     MEAN.store(plan.mean.max(1), Relaxed);
@@ -441,7 +441,7 @@ pub(crate) fn stop() {
 /// iterations only, and a block freed after its iteration outlived it whether or not its
 /// free is seen), or resumes it. Paused, no writer is left in the arena.
 pub(crate) fn pause(paused: bool) {
-    crate::alloc::set_state(crate::alloc::SAMPLING, !paused);
+    crate::tiers::alloc::set_state(crate::tiers::alloc::SAMPLING, !paused);
     if paused {
         // A writer that saw the bit set finishes before anyone reads the arena.
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);

@@ -130,7 +130,7 @@ mod tests {
     fn counts_reads_inside_the_bracket() {
         let path = std::env::temp_dir().join(format!("sparkles-tier0-{}", std::process::id()));
         std::fs::write(&path, vec![7u8; 64 * 1024]).unwrap();
-        let mut tier = crate::tier0::Tier0::open();
+        let mut tier = crate::tiers::tier0::Tier0::open();
         tier.resume();
         for _ in 0..4 {
             std::hint::black_box(std::fs::read(&path).unwrap());
