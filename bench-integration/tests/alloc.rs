@@ -254,7 +254,7 @@ mod profiled {
         assert!(a.live_bytes_per_iteration > 0.0);
         // `sparkles report` on the capture, as any perf.data: by default the allocation
         // samples alone (the live event repeats some of them), the allocator folded away.
-        let read = sparkles_report::profile::profiles_of_capture(
+        let read = sparkles_report::capture::profiles_of_capture(
             &case_dir.join("capture-alloc.perf.data"),
             "mixed",
             &Default::default(),

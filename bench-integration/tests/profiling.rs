@@ -530,7 +530,7 @@ fn profile_mem_places_first_touched_pages_on_their_nodes() {
     assert!(sparkles_perf_data::pages::PageNodes::read_beside(&capture)
         .unwrap()
         .is_some());
-    let (p, _) = sparkles_report::profile::profile_capture(
+    let (p, _) = sparkles_report::capture::profile_capture(
         &capture,
         "touch",
         &sparkles_report::stacks::StackOptions::default(),

@@ -135,8 +135,8 @@ fn case_of(file: &Path) -> String {
 /// The profile of `file` (with `wall`, its wall-clock profile), its errors said in the
 /// words of the flags behind them.
 fn profile_of(file: &Path, options: &StackOptions, wall: bool) -> Result<(Profile, Folded), Error> {
-    let p = profile::profiles_of_capture(file, &case_of(file), options, |_| {}).map_err(
-        |e| match e {
+    let p = sparkles_report::capture::profiles_of_capture(file, &case_of(file), options, |_| {})
+        .map_err(|e| match e {
             sparkles_report::Error::NoWeight { .. } => {
                 Error::usage("--weight latency", e.to_string())
             }
@@ -144,8 +144,7 @@ fn profile_of(file: &Path, options: &StackOptions, wall: bool) -> Result<(Profil
                 Error::usage(format!("--event {wanted}"), e.to_string())
             }
             other => other.into(),
-        },
-    )?;
+        })?;
     if !wall {
         return Ok((p.profile, p.folded));
     }

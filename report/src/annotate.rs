@@ -197,7 +197,7 @@ struct Tally {
 /// Annotates the functions of `path` that `select` names, or its hottest.
 pub fn annotate(path: &Path, options: &StackOptions, select: &Select) -> Result<Annotation, Error> {
     let data = PerfData::open(path)?;
-    let chosen = crate::profile::chosen_events(&data, options.event.as_deref())?;
+    let chosen = crate::capture::chosen_events(&data, options.event.as_deref())?;
     let mut namer = StackNamer::for_capture(&data, options);
     let mut tallies: HashMap<(ModuleKey, u64), Tally> = HashMap::new();
     let mut samples = 0u64;
@@ -206,7 +206,7 @@ pub fn annotate(path: &Path, options: &StackOptions, select: &Select) -> Result<
     for (i, a) in data.attrs.iter().enumerate() {
         if chosen.get(i).copied().unwrap_or(true) {
             precise &= is_precise(&a.attr);
-            events.push(crate::profile::attr_name(a));
+            events.push(crate::capture::attr_name(a));
         }
     }
     // Samples by process and IP, located once each (a hot loop's few addresses are most
@@ -273,7 +273,7 @@ pub fn annotate(path: &Path, options: &StackOptions, select: &Select) -> Result<
 /// the `:ppp`, and the kernel ignores it. A tracepoint's IP is the kernel's, not the
 /// cost's.
 fn is_precise(attr: &sparkles_perf_data::attr::Attr) -> bool {
-    use crate::profile::{PERF_TYPE_SOFTWARE, PERF_TYPE_TRACEPOINT};
+    use crate::capture::{PERF_TYPE_SOFTWARE, PERF_TYPE_TRACEPOINT};
     let asked = (attr.flags >> sparkles_perf_data::attr::flag::PRECISE_SHIFT) & 3 > 0;
     asked && !matches!(attr.type_, PERF_TYPE_SOFTWARE | PERF_TYPE_TRACEPOINT)
 }

@@ -15,7 +15,8 @@ use rustc_hash::FxHashMap;
 use serde::Serialize;
 use sparkles_perf_data::{PerfData, Record};
 
-use crate::profile::{attr_name, chosen_events, function_name, kind_of, sched_switch_event, Kind};
+use crate::capture::{attr_name, chosen_events, sched_switch_event};
+use crate::profile::{function_name, kind_of, Kind};
 use crate::stacks::{is_harness_frame, NamedFrame, StackNamer, StackOptions};
 use crate::Error;
 
@@ -203,7 +204,7 @@ impl Timeline {
             .enumerate()
             .filter(|(i, _)| chosen.get(*i).copied().unwrap_or(true) && Some(*i) != switch)
             .all(|(_, a)| {
-                a.attr.type_ == crate::profile::PERF_TYPE_SOFTWARE && matches!(a.attr.config, 0 | 1)
+                a.attr.type_ == crate::capture::PERF_TYPE_SOFTWARE && matches!(a.attr.config, 0 | 1)
             });
         // The events whose samples are on the line (not the switch-outs).
         let event = data

@@ -18,6 +18,7 @@
 #[cfg(feature = "annotate")]
 pub mod annotate;
 pub mod callgrind;
+pub mod capture;
 pub mod diff;
 pub mod error;
 pub mod export;

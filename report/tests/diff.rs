@@ -11,9 +11,10 @@ mod skip;
 
 use std::path::{Path, PathBuf};
 
+use sparkles_report::capture::profile_capture;
 use sparkles_report::diff::diff;
 use sparkles_report::names::Names;
-use sparkles_report::profile::{profile_capture, Blocks, Builder, Profile, Unwinding};
+use sparkles_report::profile::{Blocks, Builder, Profile, Unwinding};
 use sparkles_report::stacks::{NamedFrame, StackOptions};
 
 #[path = "../../testdata/support/commands.rs"]

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use sparkles_perf_data::attr::{sample_type as st, Attr};
 use sparkles_perf_data::writer::{CaptureWriter, WrittenEvent};
-use sparkles_report::profile::profile_capture;
+use sparkles_report::capture::profile_capture;
 use sparkles_report::stacks::StackOptions;
 
 const TYPE: u64 = st::IDENTIFIER

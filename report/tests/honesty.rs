@@ -8,8 +8,8 @@
 use sparkles_perf_data::attr::{sample_type as st, Attr};
 use sparkles_perf_data::record::kind;
 use sparkles_perf_data::writer::CaptureWriter;
+use sparkles_report::capture::profile_capture;
 use sparkles_report::diff::{diff, table};
-use sparkles_report::profile::profile_capture;
 use sparkles_report::stacks::StackOptions;
 
 fn u64s(words: &[u64]) -> Vec<u8> {

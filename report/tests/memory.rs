@@ -12,8 +12,8 @@ mod skip;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use sparkles_report::capture::profile_capture;
 use sparkles_report::memory::{p90, Memory};
-use sparkles_report::profile::profile_capture;
 use sparkles_report::stacks::StackOptions;
 
 const FILES: [&str; 2] = ["skx-ldlat-weight_struct", "ivb-ep-mem-loads"];

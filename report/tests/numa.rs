@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use sparkles_perf_data::attr::{sample_type as st, Attr};
 use sparkles_perf_data::topology::Topology;
 use sparkles_perf_data::writer::{CaptureWriter, HostInfo};
-use sparkles_report::profile::profile_capture;
+use sparkles_report::capture::profile_capture;
 use sparkles_report::stacks::StackOptions;
 
 fn tree() -> Option<PathBuf> {

@@ -12,7 +12,7 @@ mod skip;
 
 use std::path::{Path, PathBuf};
 
-use sparkles_report::profile::profile_capture;
+use sparkles_report::capture::profile_capture;
 use sparkles_report::stacks::StackOptions;
 
 #[path = "../../testdata/support/commands.rs"]

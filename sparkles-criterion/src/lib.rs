@@ -127,7 +127,7 @@ impl SparklesProfiler {
             root_at_case: true,
             ..StackOptions::default()
         };
-        let (profile, folded) = sparkles_report::profile::profile_capture(capture, id, &options)
+        let (profile, folded) = sparkles_report::capture::profile_capture(capture, id, &options)
             .map_err(|e| e.to_string())?;
         let write = |name: &str, bytes: &[u8]| {
             sparkles_perf_data::atomic_write::write_atomically(&dir.join(name), bytes)

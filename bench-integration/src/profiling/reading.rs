@@ -5,8 +5,9 @@
 use std::path::Path;
 
 use serde::Serialize;
+use sparkles_report::capture as report;
 use sparkles_report::diff::{self, Mover};
-use sparkles_report::profile::{self as report, Blocks, Folded, Profile};
+use sparkles_report::profile::{Blocks, Folded, Profile};
 use sparkles_report::stacks::{StackOptions, UnwindSummary};
 
 use super::plan::Against;
