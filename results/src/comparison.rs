@@ -40,6 +40,14 @@ pub struct Comparison {
     /// and the null, the base against itself, beside the verdict.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub paired: Option<PairedNull>,
+    /// `paired` (both sides measured side by side) or `unpaired` (a saved run against this
+    /// one); absent in rows written before it was said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<Method>,
+    /// For an unpaired comparison: the between-run noise a verdict had to clear, percent,
+    /// and where the figure comes from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub between_run_noise: Option<BetweenRunNoise>,
     /// The base's commit, where `sparkles compare` built it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_rev: Option<String>,
@@ -60,6 +68,46 @@ pub struct PairedNull {
     pub null_ci_low_pct: Option<f64>,
     /// Its upper end.
     pub null_ci_high_pct: Option<f64>,
+    /// Processes the base ran in (the null above is two of them against each other).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_processes: Option<usize>,
+    /// Processes the variant ran in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant_processes: Option<usize>,
+    /// The variant's processes against each other, percent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant_null_change_pct: Option<f64>,
+    /// The size a change had to exceed besides zero: the larger null's whatever its sign,
+    /// or the floor, percent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise_pct: Option<f64>,
+    /// The change's interval from the processes alone (Student's t on their levels).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process_ci_low_pct: Option<f64>,
+    /// Its upper end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process_ci_high_pct: Option<f64>,
+}
+
+/// How the two sides of a comparison were measured (`comparison.method`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Method {
+    /// Side by side: processes of both builds, rounds interleaved (`sparkles compare`,
+    /// `--baseline` with its saved executable).
+    Paired,
+    /// Two runs apart in time: a verdict needs a change beyond the between-run noise.
+    Unpaired,
+}
+
+impl Method {
+    /// As the table prints it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Method::Paired => "paired",
+            Method::Unpaired => "unpaired",
+        }
+    }
 }
 
 impl From<Change> for Comparison {
@@ -77,6 +125,8 @@ impl From<Change> for Comparison {
             explanation: None,
             machine_shift_pct: None,
             paired: None,
+            method: None,
+            between_run_noise: None,
             base_rev: None,
             variant_rev: None,
         }
@@ -99,9 +149,25 @@ impl From<&crate::paired::PairedChange> for Comparison {
             null_change_pct: p.null_change_pct,
             null_ci_low_pct: p.null_ci_low_pct,
             null_ci_high_pct: p.null_ci_high_pct,
+            base_processes: Some(p.base_processes),
+            variant_processes: Some(p.variant_processes),
+            variant_null_change_pct: p.variant_null_change_pct,
+            noise_pct: Some(p.noise_pct),
+            process_ci_low_pct: p.process_ci_low_pct,
+            process_ci_high_pct: p.process_ci_high_pct,
         });
+        c.method = Some(Method::Paired);
         c
     }
+}
+
+/// The between-run noise of an unpaired comparison (`comparison.between_run_noise`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BetweenRunNoise {
+    /// A change must exceed this, percent.
+    pub pct: f64,
+    /// Where the figure comes from (`history: …`, `machine probe: …`, `default: …`).
+    pub source: String,
 }
 
 /// One metric against the baseline's (`comparison.metrics[]`).
@@ -230,4 +296,87 @@ pub struct Explanation {
     pub kind: Cause,
     /// The line a person reads, with the numbers.
     pub text: String,
+}
+
+/// `--fail-on`: which verdicts make the run's exit status 1 (a CI job's gate).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FailOn {
+    /// A regression.
+    Regression,
+    /// A regression or an improvement (any change: a job that pins performance).
+    Change,
+}
+
+/// The verdicts of a run, counted: its one summary line and its gate.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// Regressions.
+    pub regressions: usize,
+    /// Improvements.
+    pub improvements: usize,
+    /// Inside the noise.
+    pub inside_the_noise: usize,
+    /// Too few samples for a verdict.
+    pub underpowered: usize,
+}
+
+impl Tally {
+    /// Counts `verdicts`.
+    pub fn of(verdicts: impl IntoIterator<Item = Verdict>) -> Tally {
+        let mut t = Tally::default();
+        for v in verdicts {
+            match v {
+                Verdict::Regression => t.regressions += 1,
+                Verdict::Improvement => t.improvements += 1,
+                Verdict::InsideTheNoise => t.inside_the_noise += 1,
+                Verdict::Underpowered => t.underpowered += 1,
+            }
+        }
+        t
+    }
+
+    /// `1 regression, 0 improvements, 8 inside the noise` (and the underpowered, where
+    /// any).
+    pub fn line(&self) -> String {
+        let plural = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+        let mut s = format!(
+            "{}, {}, {} inside the noise",
+            plural(self.regressions, "regression", "regressions"),
+            plural(self.improvements, "improvement", "improvements"),
+            self.inside_the_noise
+        );
+        if self.underpowered > 0 {
+            s.push_str(&format!(", {} underpowered", self.underpowered));
+        }
+        s
+    }
+
+    /// Whether the run fails `on`.
+    pub fn fails(&self, on: FailOn) -> bool {
+        match on {
+            FailOn::Regression => self.regressions > 0,
+            FailOn::Change => self.regressions + self.improvements > 0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tally_tests {
+    use super::*;
+
+    #[test]
+    fn the_summary_line_and_the_gate() {
+        use Verdict::*;
+        let t = Tally::of([Regression, InsideTheNoise, InsideTheNoise, Underpowered]);
+        assert_eq!(
+            t.line(),
+            "1 regression, 0 improvements, 2 inside the noise, 1 underpowered"
+        );
+        assert!(t.fails(FailOn::Regression) && t.fails(FailOn::Change));
+        let t = Tally::of([Improvement, InsideTheNoise]);
+        assert_eq!(t.line(), "0 regressions, 1 improvement, 1 inside the noise");
+        assert!(!t.fails(FailOn::Regression) && t.fails(FailOn::Change));
+        let t = Tally::of([InsideTheNoise]);
+        assert!(!t.fails(FailOn::Regression) && !t.fails(FailOn::Change));
+    }
 }

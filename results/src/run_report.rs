@@ -971,9 +971,8 @@ mod tests {
         let mut variant = row("c", vec![110.0, 111.0, 112.0, 110.0, 111.0, 112.0]);
         let rounds: Vec<crate::paired::Round> = (0..12)
             .map(|i| crate::paired::Round {
-                base1: 100.0 + f64::from(i % 3),
-                variant: 110.0 + f64::from(i % 3),
-                base2: 100.5 + f64::from(i % 3),
+                base: vec![100.0 + f64::from(i % 3), 100.5 + f64::from(i % 3)],
+                variant: vec![110.0 + f64::from(i % 3), 110.2 + f64::from(i % 3)],
             })
             .collect();
         let change = crate::paired::paired(&rounds, 0.5).unwrap();

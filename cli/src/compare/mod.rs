@@ -1,9 +1,10 @@
 //! `sparkles compare`: two revisions of a package's sparkles benches measured side by side
 //! in one run. The base is built at `--base` (a worktree), the variant from the working
-//! tree (or `--variant`); three processes serve samples (base A1, variant B, base A2), one
-//! running at a time, round by round over every case, the order within a round turned
-//! about (A1 B A2, then A2 B A1); per case the variant against the two base samples around
-//! it, and the null, A1 against A2, beside every verdict ([`sparkles_results::paired`]).
+//! tree (or `--variant`); each side runs in `--processes` fresh processes (base A1, A2, …,
+//! variant B1, B2, …, each with a layout of its own), one running at a time, round by
+//! round over every case, the order within a round turned each round; per case the
+//! variant's processes against the base's, and the nulls, each side's processes against
+//! each other, beside every verdict ([`sparkles_results::paired`]).
 
 mod revs;
 
@@ -15,7 +16,7 @@ use sparkles_results::paired::{paired, PairedChange, Round};
 use sparkles_results::profile::ProfileSummary;
 use sparkles_results::row::{BenchRow, Timing};
 use sparkles_results::serve::protocol::Counted;
-use sparkles_results::serve::{Executable, Served, Trio};
+use sparkles_results::serve::{Executable, Served, Sides};
 use sparkles_results::stats::Verdict;
 use sparkles_results::units::format_ns;
 
@@ -50,6 +51,14 @@ pub struct CompareArgs {
     /// interrupt), so one interruption does not decide a round.
     #[arg(long, value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=100))]
     per_round: u32,
+    /// Processes each side runs in (two at least: what one process's layout costs is
+    /// told from the code only by another process of the same code).
+    #[arg(long, value_name = "N", default_value_t = sparkles_results::paired::PROCESSES_PER_SIDE, value_parser = processes)]
+    processes: usize,
+    /// Exit with status 1 when a case's verdict is a regression (`regression`), or any
+    /// change (`change`): a CI job's gate. The files are written first.
+    #[arg(long, value_name = "WHAT")]
+    fail_on: Option<sparkles_results::comparison::FailOn>,
     /// Changes smaller than this many percent are inside the noise whatever the
     /// intervals say (two builds of the same code differ by their layout alone).
     #[arg(long, value_name = "PCT", default_value_t = sparkles_results::paired::NOISE_THRESHOLD_PCT)]
@@ -192,7 +201,24 @@ pub fn compare(args: &CompareArgs) -> Result<(), Error> {
     if !args.no_report {
         write_reports(&all, &rows, &base, &variant, &target);
     }
-    Ok(())
+    let tally = sparkles_results::comparison::Tally::of(
+        all.iter().filter_map(|c| c.result.map(|r| r.verdict)),
+    );
+    println!("compare: {}", tally.line());
+    match args.fail_on {
+        Some(on) if tally.fails(on) => Err(Error::CommandFailed(1)),
+        _ => Ok(()),
+    }
+}
+
+/// `--processes`: 2 to 16.
+fn processes(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(n) if (2..=16).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "'{text}' is not a number of processes from 2 to 16 (one process a side cannot tell the code from its layout)"
+        )),
+    }
 }
 
 /// A file `flag` names must be one that can be written: its folder exists. Said before
@@ -294,12 +320,12 @@ fn rows_of(c: &Compared, base: &Side, variant: &Side) -> (BenchRow, BenchRow) {
             profile: profile.cloned(),
         };
     let base_row = row(
-        c.rounds.iter().map(|r| (r.base1 + r.base2) / 2.0).collect(),
+        c.rounds.iter().map(Round::base_mean).collect(),
         c.counted.as_ref().map(|(b, _)| b),
         profiled.map(|p| &p.base),
     );
     let mut variant_row = row(
-        c.rounds.iter().map(|r| r.variant).collect(),
+        c.rounds.iter().map(Round::variant_mean).collect(),
         c.counted.as_ref().map(|(_, v)| v),
         profiled.map(|p| &p.variant),
     );
@@ -334,8 +360,8 @@ fn compare_bench(
         path: e.path.clone(),
         dir: e.dir.clone(),
     };
-    let mut trio = Trio::start(&exe(base), &exe(variant), &harness, &logs)?;
-    let cases = trio.cases()?;
+    let mut sides = Sides::start(&exe(base), &exe(variant), args.processes, &harness, &logs)?;
+    let cases = sides.cases()?;
     for c in &cases.only_base {
         eprintln!(
             "compare: {}: {c}: only in the base: not compared",
@@ -350,11 +376,11 @@ fn compare_bench(
     }
     let mut timed = Vec::new();
     for case in &cases.common {
-        timed.push(trio.prepare(case, args.sample_time)?);
+        timed.push(sides.prepare(case, args.sample_time)?);
     }
     // Rounds until every case's time is spent: a budget, decided before any result.
     let budget = args.time.saturating_mul(timed.len() as u32);
-    trio.take_rounds(&mut timed, budget, args.per_round)?;
+    sides.take_rounds(&mut timed, budget, args.per_round)?;
     let mut compared = Vec::new();
     for t in timed {
         let mut c = Compared {
@@ -368,8 +394,8 @@ fn compare_bench(
         };
         if args.profile {
             c.profiled = Some(profile_both(
-                &mut trio.a1,
-                &mut trio.b,
+                &mut sides.base[0],
+                &mut sides.variant[0],
                 &c.case,
                 &logs,
                 args.profile_time,
@@ -378,14 +404,14 @@ fn compare_bench(
         // After the profile: its figures are among the metrics where asked for.
         if !args.no_count {
             c.counted = Some((
-                trio.a1.count(&c.case, c.iterations)?,
-                trio.b.count(&c.case, c.iterations)?,
+                sides.base[0].count(&c.case, c.iterations)?,
+                sides.variant[0].count(&c.case, c.iterations)?,
             ));
         }
-        trio.finish(&c.case);
+        sides.finish(&c.case);
         compared.push(c);
     }
-    trio.quit();
+    sides.quit();
     Ok(compared)
 }
 
@@ -469,8 +495,8 @@ fn print_table(all: &[Compared], rows: &[(BenchRow, BenchRow)], base: &Side, var
     );
     let width = all.iter().map(|c| c.case.len()).max().unwrap_or(4).max(4);
     println!(
-        "{:<width$}  {:>10}  {:>10}  {:>7}  {:>16}  {:>7}  {:>16}  {:>6}  verdict",
-        "case", "base", "variant", "change", "95% CI", "null", "null 95% CI", "rounds"
+        "{:<width$}  {:>10}  {:>10}  {:>7}  {:>16}  {:>7}  {:>16}  {:>6}  {:>6}  verdict",
+        "case", "base", "variant", "change", "95% CI", "null", "null 95% CI", "noise", "rounds"
     );
     for c in all {
         let Some(r) = &c.result else {
@@ -478,7 +504,7 @@ fn print_table(all: &[Compared], rows: &[(BenchRow, BenchRow)], base: &Side, var
             continue;
         };
         println!(
-            "{:<width$}  {:>10}  {:>10}  {:>7}  {:>16}  {:>7}  {:>16}  {:>6}  {}",
+            "{:<width$}  {:>10}  {:>10}  {:>7}  {:>16}  {:>7}  {:>16}  {:>6}  {:>6}  {}",
             c.case,
             format_ns(r.base_ns),
             format_ns(r.variant_ns),
@@ -486,12 +512,13 @@ fn print_table(all: &[Compared], rows: &[(BenchRow, BenchRow)], base: &Side, var
             interval(r.ci_low_pct, r.ci_high_pct),
             signed(r.null_change_pct),
             interval(r.null_ci_low_pct, r.null_ci_high_pct),
+            format!("±{:.1}%", r.noise_pct),
             r.rounds,
             r.verdict.label()
         );
     }
     println!(
-        "(change: the variant against the two base processes sampled around it, round by round; null: base A1 against base A2, the same code twice; a verdict clears zero and the null)"
+        "(change: the variant's processes against the base's, round by round; null: base A1 against base A2, the same code twice; a verdict clears zero, the size of either side's null whatever its sign, and the floor)"
     );
     // What moved with a verdict's time: the counting passes' metrics, the profiles.
     for (_, row) in rows {
@@ -538,7 +565,14 @@ fn json_line(c: &Compared, row: &BenchRow, base: &Side, variant: &Side) -> Value
             "null_change_pct": r.map(|r| r.null_change_pct),
             "null_ci_low_pct": r.and_then(|r| r.null_ci_low_pct),
             "null_ci_high_pct": r.and_then(|r| r.null_ci_high_pct),
+            "base_processes": r.map(|r| r.base_processes),
+            "variant_processes": r.map(|r| r.variant_processes),
+            "variant_null_change_pct": r.and_then(|r| r.variant_null_change_pct),
+            "noise_pct": r.map(|r| r.noise_pct),
+            "process_ci_low_pct": r.and_then(|r| r.process_ci_low_pct),
+            "process_ci_high_pct": r.and_then(|r| r.process_ci_high_pct),
         },
+        "method": "paired",
         "samples": c.rounds,
         "explanation": comparison.and_then(|c| c.explanation.as_ref()),
         "metrics": comparison.map(|c| &c.metrics),

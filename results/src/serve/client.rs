@@ -38,6 +38,18 @@ impl Served {
         args: &[String],
         log: &Path,
     ) -> Result<Served, Error> {
+        Served::start_with(name, exe, dir, args, &[], log)
+    }
+
+    /// [`start`](Served::start) with `env` added to the process's environment.
+    pub fn start_with(
+        name: &str,
+        exe: &Path,
+        dir: &Path,
+        args: &[String],
+        env: &[(&str, String)],
+        log: &Path,
+    ) -> Result<Served, Error> {
         if let Some(parent) = log.parent() {
             std::fs::create_dir_all(parent).map_err(|source| Error::Io {
                 path: parent.to_path_buf(),
@@ -51,6 +63,7 @@ impl Served {
         let mut child = Command::new(exe)
             .args(["--bench", "--serve"])
             .args(args)
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .current_dir(dir)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
