@@ -107,6 +107,20 @@ pub fn load(spec: &str, out_dir: &Path, suite: &str) -> Result<Baseline, Error> 
         },
     })?;
     let rows = parse_json_lines(&text, &path)?;
+    if let Some(i) = rows.iter().position(|r| {
+        r.timing
+            .as_ref()
+            .is_some_and(|t| t.statistic == crate::row::TimingStatistic::RoundMin)
+    }) {
+        return Err(Error::Baseline {
+            path: path.clone(),
+            line: Some(i + 1),
+            message: format!(
+                "case '{}' holds per-round minima (timing.statistic round_min: `sparkles compare`'s rows), which read faster than a run's sample means by construction: not a baseline for this run (save one with --save-baseline)",
+                rows[i].case
+            ),
+        });
+    }
     let env_path = env_path_of(&path);
     let environment = match std::fs::read_to_string(&env_path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
@@ -305,6 +319,83 @@ pub fn set_comparison(
     row.comparison = Some(comparison);
 }
 
+/// The between-run noise of an unpaired comparison where no history teaches it, percent:
+/// two runs of unchanged code on a busy 2-core machine moved by this much and more
+/// (docs/guide.md's table), where one run's samples said a few tenths.
+pub const DEFAULT_BETWEEN_RUN_NOISE_PCT: f64 = 5.0;
+
+/// Runs of a case's history the between-run noise is learned from (the latest).
+const NOISE_RUNS: usize = 20;
+
+/// How far two runs of `case` apart in time move with nothing changed, from `history`:
+/// the median absolute change between consecutive runs' medians (the latest
+/// [`NOISE_RUNS`]), scaled to a 95% range of one run against another (× 1.96 / 0.6745,
+/// the normal's; a median, so one real step among the runs moves it little), at least
+/// [`crate::paired::NOISE_THRESHOLD_PCT`]. With fewer than three runs of the case:
+/// [`DEFAULT_BETWEEN_RUN_NOISE_PCT`], said as the default.
+pub fn between_run_noise(
+    history: Option<&crate::history::History>,
+    case: &str,
+) -> crate::comparison::BetweenRunNoise {
+    let medians: Vec<f64> = history
+        .map(|h| {
+            h.runs
+                .iter()
+                .filter_map(|r| r.cases.iter().find(|c| c.case == case))
+                .map(|c| c.median)
+                .filter(|m| *m > 0.0)
+                .collect()
+        })
+        .unwrap_or_default();
+    let recent = &medians[medians.len().saturating_sub(NOISE_RUNS)..];
+    if recent.len() < 3 {
+        return crate::comparison::BetweenRunNoise {
+            pct: DEFAULT_BETWEEN_RUN_NOISE_PCT,
+            source: format!(
+                "default: {} earlier run{} of this case in its history, 3 are needed to learn it",
+                recent.len(),
+                if recent.len() == 1 { "" } else { "s" }
+            ),
+        };
+    }
+    let mut steps: Vec<f64> = recent.windows(2).map(|w| (w[1] / w[0]).ln().abs()).collect();
+    steps.sort_unstable_by(f64::total_cmp);
+    let typical = crate::stats::quantile_sorted(&steps, 0.5);
+    let pct = (((typical * 1.96 / 0.6745).exp() - 1.0) * 100.0)
+        .max(crate::paired::NOISE_THRESHOLD_PCT);
+    crate::comparison::BetweenRunNoise {
+        pct,
+        source: format!(
+            "history: {} runs of this case, their medians' typical move from run to run",
+            recent.len()
+        ),
+    }
+}
+
+/// Marks every compared row's comparison unpaired: a regression or an improvement only
+/// where the change also exceeds the case's between-run noise ([`between_run_noise`]);
+/// else inside the noise. One run's samples know nothing of the drift between two runs.
+pub fn hold_to_between_run_noise(
+    rows: &mut [BenchRow],
+    history: Option<&crate::history::History>,
+) {
+    use crate::stats::Verdict;
+    for row in rows.iter_mut() {
+        let case = row.case.clone();
+        let Some(c) = row.comparison.as_mut() else {
+            continue;
+        };
+        let noise = between_run_noise(history, &case);
+        if matches!(c.verdict, Verdict::Regression | Verdict::Improvement)
+            && c.delta_pct.abs() <= noise.pct
+        {
+            c.verdict = Verdict::InsideTheNoise;
+        }
+        c.method = Some(crate::comparison::Method::Unpaired);
+        c.between_run_noise = Some(noise);
+    }
+}
+
 /// Marks every compared row with the machine probe's shift, where it moved (`None`
 /// leaves the rows as they are).
 pub fn mark_machine_shift(rows: &mut [BenchRow], shift_pct: Option<f64>) {
@@ -341,6 +432,76 @@ mod tests {
         let b = rows[1].comparison.as_ref().unwrap();
         assert_eq!(b.verdict, Verdict::Improvement);
         assert!(rows[2].comparison.is_none());
+    }
+
+    /// A history of `case`'s runs with these medians.
+    fn history_of(case: &str, medians: &[f64]) -> crate::history::History {
+        let env = Environment::current("demo");
+        crate::history::History {
+            runs: medians
+                .iter()
+                .map(|&m| crate::history::Run::of("demo", &[row(case, m)], &env))
+                .collect(),
+            warnings: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn unpaired_verdicts_clear_the_between_run_noise() {
+        // Two runs apart in time: one run's samples say +2% and +20% with narrow intervals.
+        let base = Baseline {
+            path: PathBuf::from("b.jsonl"),
+            rows: vec![row("small", 100.0), row("large", 100.0), row("fresh", 100.0)],
+            environment: None,
+        };
+        let compared = || {
+            let mut rows = vec![row("small", 102.0), row("large", 120.0), row("fresh", 103.0)];
+            compare_rows(&mut rows, &base, &|_| None);
+            rows
+        };
+        let mut rows = compared();
+        assert!(rows
+            .iter()
+            .all(|r| r.comparison.as_ref().unwrap().verdict == Verdict::Regression));
+        // The history says these cases move ±3% from run to run (the fresh one has none).
+        let mut h = history_of("small", &[101.0, 98.0, 101.0, 98.0, 101.0]);
+        h.runs
+            .extend(history_of("large", &[101.0, 98.0, 101.0, 98.0, 101.0]).runs);
+        hold_to_between_run_noise(&mut rows, Some(&h));
+        let c = |i: usize| rows[i].comparison.clone().unwrap();
+        assert_eq!(c(0).verdict, Verdict::InsideTheNoise, "{:?}", c(0));
+        assert_eq!(c(1).verdict, Verdict::Regression, "{:?}", c(1));
+        let noise = c(0).between_run_noise.unwrap();
+        assert!((5.0..15.0).contains(&noise.pct), "{noise:?}");
+        assert!(noise.source.starts_with("history: 5 runs"), "{noise:?}");
+        // No history of the fresh case: the default, said as such; +3% is inside it.
+        assert_eq!(c(2).verdict, Verdict::InsideTheNoise);
+        let fresh = c(2).between_run_noise.unwrap();
+        assert_eq!(fresh.pct, DEFAULT_BETWEEN_RUN_NOISE_PCT);
+        assert!(fresh.source.starts_with("default: 0 earlier runs"), "{fresh:?}");
+        assert!(rows
+            .iter()
+            .all(|r| r.comparison.as_ref().unwrap().method == Some(crate::comparison::Method::Unpaired)));
+        // A quiet history lets a small change through; one real step in it barely moves
+        // the figure (a median of the moves).
+        let mut rows = compared();
+        let quiet = history_of("small", &[100.0, 100.2, 99.9, 100.1, 130.0, 130.1, 129.9]);
+        hold_to_between_run_noise(&mut rows, Some(&quiet));
+        let small = rows[0].comparison.clone().unwrap();
+        assert_eq!(small.verdict, Verdict::Regression, "{small:?}");
+        assert!(small.between_run_noise.unwrap().pct < 1.0);
+    }
+
+    #[test]
+    fn rows_of_per_round_minima_are_no_baseline() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rows.jsonl");
+        let mut r = row("a", 100.0);
+        r.timing.as_mut().unwrap().statistic = crate::row::TimingStatistic::RoundMin;
+        std::fs::write(&path, to_json_lines(&[row("b", 1.0), r])).unwrap();
+        let e = load(path.to_str().unwrap(), dir.path(), "demo").unwrap_err().to_string();
+        assert!(e.contains("rows.jsonl") && e.contains("line 2"), "{e}");
+        assert!(e.contains("per-round minima") && e.contains("'a'"), "{e}");
     }
 
     #[test]

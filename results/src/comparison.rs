@@ -58,7 +58,7 @@ pub struct Comparison {
 }
 
 /// A side-by-side comparison's rounds and null (`comparison.paired`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PairedNull {
     /// Rounds taken (one sample of each process a round).
     pub rounds: usize,

@@ -352,6 +352,8 @@ mod tests {
             explanation: None,
             machine_shift_pct: None,
             paired: None,
+            method: None,
+            between_run_noise: None,
             base_rev: None,
             variant_rev: None,
         }
@@ -489,6 +491,7 @@ mod tests {
             null_change_pct: -0.3,
             null_ci_low_pct: Some(-0.9),
             null_ci_high_pct: Some(0.4),
+            ..Default::default()
         });
         let e = explain(&c, None, &[], None);
         assert!(

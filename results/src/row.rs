@@ -75,15 +75,32 @@ pub struct Timing {
     pub summary: Summary,
     /// Every per-iteration sample, in the order taken.
     pub samples: Vec<f64>,
+    /// What each sample is (rows written before it was said hold sample means).
+    #[serde(default)]
+    pub statistic: TimingStatistic,
+}
+
+/// What a row's timing samples are (`timing.statistic`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TimingStatistic {
+    /// Each sample is one timed sample's mean time per iteration (a harness run).
+    #[default]
+    SampleMean,
+    /// Each sample is a round's fastest of several samples, per iteration (`sparkles
+    /// compare`'s rows): faster than a run's sample means by construction.
+    RoundMin,
 }
 
 impl Timing {
-    /// The timing block for `samples` (per-iteration ns); `None` for an empty series.
+    /// The timing block for `samples` (per-iteration ns, each a sample's mean); `None` for
+    /// an empty series.
     pub fn from_samples(samples: Vec<f64>) -> Option<Timing> {
         Some(Timing {
             unit: "ns".to_string(),
             summary: Summary::of(&samples)?,
             samples,
+            statistic: TimingStatistic::SampleMean,
         })
     }
 }
@@ -201,7 +218,7 @@ mod tests {
         let timing: Vec<_> = v["timing"].as_object().unwrap().keys().cloned().collect();
         assert_eq!(
             timing,
-            ["unit", "min", "mean", "max", "p25", "median", "p75", "iqr", "mad", "samples"]
+            ["unit", "min", "mean", "max", "p25", "median", "p75", "iqr", "mad", "samples", "statistic"]
         );
         assert_eq!(v["timing"]["samples"], serde_json::json!([3.0, 1.0, 2.0]));
         assert!(v["metrics"]["io.syscr"].is_null());

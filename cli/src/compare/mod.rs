@@ -14,7 +14,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use sparkles_results::paired::{paired, PairedChange, Round};
 use sparkles_results::profile::ProfileSummary;
-use sparkles_results::row::{BenchRow, Timing};
+use sparkles_results::row::{BenchRow, Timing, TimingStatistic};
 use sparkles_results::serve::protocol::Counted;
 use sparkles_results::serve::{Executable, Served, Sides};
 use sparkles_results::stats::Verdict;
@@ -312,7 +312,10 @@ fn rows_of(c: &Compared, base: &Side, variant: &Side) -> (BenchRow, BenchRow) {
             ok: true,
             error: None,
             iterations: c.iterations,
-            timing: Timing::from_samples(samples),
+            timing: Timing::from_samples(samples).map(|t| Timing {
+                statistic: TimingStatistic::RoundMin,
+                ..t
+            }),
             metrics: count.map(|c| c.metrics.clone()).unwrap_or_default(),
             metric_samples: count.map(|c| c.metric_samples.clone()).unwrap_or_default(),
             comparison: None,
