@@ -229,8 +229,32 @@ pub struct HarnessArgs {
     pub save_baseline: Option<String>,
 
     /// Compare every ok case against baseline NAME, or against a baseline file or folder.
+    /// Where the baseline kept its bench executable (`--save-baseline` does), both run
+    /// again side by side after this run's timing, each in `--paired-processes` fresh
+    /// processes, rounds interleaved (`paired`); else this run's samples against the saved
+    /// ones, a verdict needing a change beyond the case's between-run noise (`unpaired`).
     #[arg(long, value_name = "NAME|PATH")]
     pub baseline: Option<String>,
+
+    /// With --baseline: compare against the saved rows even where the saved executable
+    /// could run side by side.
+    #[arg(long, requires = "baseline")]
+    pub baseline_unpaired: bool,
+
+    /// With --baseline, side by side: the measurement time per case (rounds until the
+    /// cases' times are spent: a budget, never a look at the results).
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = sparkles_results::units::parse_duration)]
+    pub paired_time: Duration,
+
+    /// With --baseline, side by side: processes each side runs in (2 to 16).
+    #[arg(long, value_name = "N", default_value_t = sparkles_results::paired::PROCESSES_PER_SIDE, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(2..=16))]
+    pub paired_processes: usize,
+
+    /// With --baseline: exit with status 1 when a case's verdict is a regression
+    /// (`regression`) or any change (`change`), after every file is written: a CI job's
+    /// gate.
+    #[arg(long, value_name = "WHAT", requires = "baseline")]
+    pub fail_on: Option<sparkles_results::comparison::FailOn>,
 
     /// Profile each case after timing and counting: its body re-runs under the sampler
     /// and the capture goes to target/sparkles/profile/<slug>/capture.perf.data.

@@ -105,6 +105,7 @@ impl Console {
         rows: &[BenchRow],
         base: &Baseline,
         compared: usize,
+        method: &str,
     ) -> Result<(), Error> {
         let count = |v: Verdict| {
             rows.iter()
@@ -112,9 +113,10 @@ impl Console {
                 .count()
         };
         self.line(format_args!(
-            "compared {compared} of {} cases with {}: {} regressions, {} improvements, {} inside the noise, {} underpowered",
+            "compared {compared} of {} cases with {} ({}): {} regressions, {} improvements, {} inside the noise, {} underpowered",
             rows.len(),
             base.path.display(),
+            method.split(';').next().unwrap_or(method).split(':').next().unwrap_or(method),
             count(Verdict::Regression),
             count(Verdict::Improvement),
             count(Verdict::InsideTheNoise),

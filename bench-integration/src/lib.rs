@@ -30,6 +30,7 @@ mod profiling;
 mod progress;
 mod runner;
 mod serve;
+mod side_by_side;
 mod suite;
 pub mod tiers;
 
@@ -88,7 +89,7 @@ where
     };
     match run(suite, &args) {
         Ok(outcome) => {
-            if outcome.all_ok() {
+            if outcome.all_ok() && outcome.failed_gate.is_none() {
                 0
             } else {
                 1
@@ -120,6 +121,9 @@ pub struct Outcome {
     pub rows: Vec<BenchRow>,
     /// Where the baseline was saved, when one was.
     pub saved_baseline: Option<PathBuf>,
+    /// `--fail-on`'s gate, where the run's verdicts failed it: what it says (the exit
+    /// status is then 1).
+    pub failed_gate: Option<String>,
 }
 
 impl Outcome {
@@ -245,7 +249,7 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
         return Ok(Outcome::default());
     }
     // Everything that can fail on bad input fails here, before anything is measured.
-    let mut files = RunFiles::prepare(args, &suite_name)?;
+    let mut files = RunFiles::prepare(args, &suite_name, reexec.clone())?;
     let mut console = Console::new(args);
     files.warn_about_the_baseline(args);
     for note in catalog::unavailable_notes(selection.metrics(), |m| {
@@ -290,13 +294,14 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
         files.stop_if_interrupted(false)?;
     }
     let mut rows: Vec<BenchRow> = reports.iter().map(|r| row_of(r, &selection)).collect();
-    let (compared, machine_message) = compare_with_baseline(&mut rows, &files, &catalog, args);
+    let (compared, machine_message) =
+        compare_with_baseline(&mut rows, &files, &catalog, args, &suite_name);
 
     profiling::print_notes(&rows);
     console.results(&rows, &selection, args)?;
     print_counting_coverage(&rows);
-    if let (Some(base), Some(compared)) = (&files.baseline, compared) {
-        console.comparison(&rows, base, compared)?;
+    if let (Some(base), Some((compared, method))) = (&files.baseline, &compared) {
+        console.comparison(&rows, base, *compared, method)?;
     }
     files.stop_if_interrupted(false)?;
     baseline_profiles.save();
@@ -313,9 +318,24 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
         );
     }
     files.stop_if_interrupted(true)?;
+    let tally = sparkles_results::comparison::Tally::of(
+        rows.iter().filter_map(|r| r.comparison.as_ref().map(|c| c.verdict)),
+    );
+    let failed_gate = args.fail_on.filter(|on| tally.fails(*on)).map(|on| {
+        let said = format!(
+            "--fail-on {}: {}",
+            clap::ValueEnum::to_possible_value(&on)
+                .map(|v| v.get_name().to_string())
+                .unwrap_or_default(),
+            tally.line()
+        );
+        eprintln!("{said}: exit status 1");
+        said
+    });
     Ok(Outcome {
         rows,
         saved_baseline: files.save_path,
+        failed_gate,
     })
 }
 
@@ -360,14 +380,17 @@ fn write_run_report(
 }
 
 /// The rows against the baseline, where there is one: each row's comparison, then the
-/// machine probe's check (where it moved, every verdict is marked). How many rows were
-/// compared, and what the probe says, said on stderr too.
+/// machine probe's check (where it moved, every verdict is marked), then the side-by-side
+/// measurement where the baseline's executable runs again (paired), else every verdict
+/// held to the case's between-run noise (unpaired). How many rows were compared and how,
+/// and what the probe says, said on stderr too.
 fn compare_with_baseline(
     rows: &mut [BenchRow],
     files: &RunFiles,
     catalog: &Catalog,
     args: &HarnessArgs,
-) -> (Option<usize>, Option<String>) {
+    suite_name: &str,
+) -> (Option<(usize, String)>, Option<String>) {
     let compared = files
         .baseline
         .as_ref()
@@ -393,7 +416,68 @@ fn compare_with_baseline(
     if let Some(message) = &machine_message {
         eprintln!("{message}");
     }
-    (compared, machine_message)
+    let (Some(base), Some(compared)) = (&files.baseline, compared) else {
+        return (None, machine_message);
+    };
+    let unavailable = |id: &str| catalog.unavailable_reason(id);
+    let mut method = match side_by_side::pairing(base, args.baseline_unpaired) {
+        side_by_side::Pairing::Paired(saved) if compared > 0 => {
+            eprintln!(
+                "paired: measuring {compared} cases side by side with {} ({} processes a side, {} a case)",
+                saved.path.display(),
+                args.paired_processes,
+                sparkles_results::units::format_ns(args.paired_time.as_nanos() as f64)
+            );
+            let logs = files.out_dir.join("paired").join(suite_name);
+            match side_by_side::measure(
+                rows,
+                base,
+                &saved,
+                args.paired_processes,
+                args.paired_time,
+                args.bench_min_time,
+                &logs,
+                &unavailable,
+            ) {
+                Ok(m) => format!(
+                    "paired: {} cases side by side, {} processes a side, in {:.1} s",
+                    m.cases,
+                    m.processes,
+                    m.elapsed.as_secs_f64()
+                ),
+                Err(e) => format!(
+                    "unpaired: the saved executable could not run side by side ({e}; logs in {})",
+                    logs.display()
+                ),
+            }
+        }
+        side_by_side::Pairing::Paired(_) => "paired: no case to compare".to_string(),
+        side_by_side::Pairing::Unpaired(why) => format!("unpaired: {why}"),
+    };
+    // What was not measured side by side is held to its between-run noise.
+    let unpaired = rows
+        .iter()
+        .filter(|r| {
+            r.comparison.as_ref().is_some_and(|c| {
+                c.method != Some(sparkles_results::comparison::Method::Paired)
+            })
+        })
+        .count();
+    if unpaired > 0 {
+        let history = files
+            .history
+            .as_ref()
+            .filter(|p| p.is_file())
+            .and_then(|p| history::read_timing(p).ok());
+        baseline::hold_to_between_run_noise(rows, history.as_ref());
+        if method.starts_with("paired") {
+            method.push_str(&format!(
+                "; {unpaired} unpaired (not served by both executables)"
+            ));
+        }
+    }
+    eprintln!("{method}");
+    (Some((compared, method)), machine_message)
 }
 
 /// callgrind's counts, all cases in a child under valgrind, after all timing (where
@@ -580,10 +664,17 @@ struct RunFiles {
     export: Option<(args::BenchFormat, Option<PathBuf>)>,
     /// The suite's history file, unless `--no-history`.
     history: Option<PathBuf>,
+    /// How this executable reruns its suite (a saved baseline keeps the executable
+    /// unless it runs from a test function).
+    reexec: suite::Reexec,
 }
 
 impl RunFiles {
-    fn prepare(args: &HarnessArgs, suite_name: &str) -> Result<RunFiles, Error> {
+    fn prepare(
+        args: &HarnessArgs,
+        suite_name: &str,
+        reexec: suite::Reexec,
+    ) -> Result<RunFiles, Error> {
         let out_dir = output::out_dir(args.out_dir.as_deref());
         let baseline = match &args.baseline {
             Some(spec) => Some(baseline::load(spec, &out_dir, suite_name)?),
@@ -647,6 +738,7 @@ impl RunFiles {
             environment: environment::Environment::current(suite_name),
             export: args.bench_format.map(|f| (f, args.bench_out.clone())),
             history,
+            reexec,
         })
     }
 
@@ -719,6 +811,7 @@ impl RunFiles {
         }
         if let Some(path) = &self.save_path {
             baseline::save(path, rows, &self.environment)?;
+            side_by_side::save_executable(path, &self.reexec)?;
             console.line(format_args!("saved baseline to {}", path.display()))?;
         }
         if let Some((format, to)) = &self.export {
@@ -1013,6 +1106,7 @@ fn smoke(cases: Vec<suite::Case>, args: &HarnessArgs, filtered_out: usize) -> Ou
     Outcome {
         rows,
         saved_baseline: None,
+        failed_gate: None,
     }
 }
 

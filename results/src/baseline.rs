@@ -372,7 +372,8 @@ pub fn between_run_noise(
     }
 }
 
-/// Marks every compared row's comparison unpaired: a regression or an improvement only
+/// Marks every compared row's comparison unpaired (those measured side by side are left
+/// as they are): a regression or an improvement only
 /// where the change also exceeds the case's between-run noise ([`between_run_noise`]);
 /// else inside the noise. One run's samples know nothing of the drift between two runs.
 pub fn hold_to_between_run_noise(
@@ -385,6 +386,9 @@ pub fn hold_to_between_run_noise(
         let Some(c) = row.comparison.as_mut() else {
             continue;
         };
+        if c.method == Some(crate::comparison::Method::Paired) {
+            continue;
+        }
         let noise = between_run_noise(history, &case);
         if matches!(c.verdict, Verdict::Regression | Verdict::Improvement)
             && c.delta_pct.abs() <= noise.pct

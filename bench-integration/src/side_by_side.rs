@@ -1,0 +1,218 @@
+//! `--baseline NAME` side by side: the baseline's saved bench executable and this one run
+//! again together after this run's timing, each in several serve processes, rounds
+//! interleaved (the coordinator is [`sparkles_results::serve::Sides`], what the rounds say
+//! [`sparkles_results::paired`]'s), so a verdict compares measurements taken side by side,
+//! never two runs an afternoon apart.
+//!
+//! `--save-baseline NAME` keeps a copy of the executable beside the rows
+//! (`baselines/NAME/SUITE.bench`, with `SUITE.bench.json` saying where it runs). Where it
+//! cannot run again (a baseline saved by an older version, a rows file, a suite re-executed
+//! from a test function, a copy that does not start or answers another protocol,
+//! `--baseline-unpaired`) the comparison is unpaired, and says why.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use sparkles_results::baseline::{self, Baseline};
+use sparkles_results::paired::{paired, NOISE_THRESHOLD_PCT};
+use sparkles_results::row::{BenchRow, Comparison};
+use sparkles_results::serve::{Executable, Sides};
+
+use crate::error::Error;
+use crate::suite::Reexec;
+
+/// The schema of `SUITE.bench.json`.
+pub(crate) const SAVED_SCHEMA: &str = "sparkles.saved-bench/1";
+
+/// Samples a process takes of a case in a round; the round keeps the fastest (a busy
+/// machine only adds time to a sample).
+const PER_ROUND: u32 = 3;
+
+/// Where a saved executable runs, beside its copy.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct SavedBench {
+    /// Always [`SAVED_SCHEMA`].
+    schema: String,
+    /// The serve protocol it answers.
+    serve: String,
+    /// The folder it ran in when saved (its package's, as `cargo bench` runs it).
+    dir: PathBuf,
+    /// The executable it was copied from.
+    source: PathBuf,
+}
+
+/// The copy of the executable beside a baseline's rows file.
+pub(crate) fn executable_path(rows: &Path) -> PathBuf {
+    let stem = rows
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    rows.with_file_name(format!("{stem}.bench"))
+}
+
+fn record_path(rows: &Path) -> PathBuf {
+    let exe = executable_path(rows);
+    exe.with_file_name(format!(
+        "{}.json",
+        exe.file_name().unwrap_or_default().to_string_lossy()
+    ))
+}
+
+/// Keeps a copy of this executable beside the baseline rows at `rows`, and where it runs;
+/// a suite re-executed from a test function keeps none (said on stderr: its comparisons
+/// will be unpaired). Both files are written whole or not at all.
+pub(crate) fn save_executable(rows: &Path, reexec: &Reexec) -> Result<(), Error> {
+    if reexec.args.is_some() {
+        eprintln!(
+            "note: baseline {}: no executable kept (the suite runs from a test function): comparisons with it will be unpaired",
+            rows.display()
+        );
+        return Ok(());
+    }
+    let source = std::env::current_exe().map_err(|e| Error::io(PathBuf::from("."), e))?;
+    let dir = std::env::current_dir().map_err(|e| Error::io(PathBuf::from("."), e))?;
+    let exe = executable_path(rows);
+    let bytes = std::fs::read(&source).map_err(|e| Error::io(&source, e))?;
+    let record = SavedBench {
+        schema: SAVED_SCHEMA.to_string(),
+        serve: sparkles_results::serve::protocol::SCHEMA.to_string(),
+        dir,
+        source,
+    };
+    let json = serde_json::to_string_pretty(&record).unwrap_or_default() + "\n";
+    sparkles_perf_data::atomic_write::write_all_atomically(&[
+        (&exe, &bytes),
+        (&record_path(rows), json.as_bytes()),
+    ])?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755))
+            .map_err(|e| Error::io(&exe, e))?;
+    }
+    Ok(())
+}
+
+/// How a run compares with its baseline.
+#[derive(Debug)]
+pub(crate) enum Pairing {
+    /// Side by side with the saved executable.
+    Paired(Executable),
+    /// This run's samples against the saved ones, and why.
+    Unpaired(String),
+}
+
+/// Whether `base` can run side by side with this executable.
+pub(crate) fn pairing(base: &Baseline, unpaired_asked: bool) -> Pairing {
+    if unpaired_asked {
+        return Pairing::Unpaired("--baseline-unpaired".to_string());
+    }
+    let exe = executable_path(&base.path);
+    let record = record_path(&base.path);
+    let text = match std::fs::read_to_string(&record) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Pairing::Unpaired(format!(
+                "no executable kept beside {} (saved by an older version, or not saved with --save-baseline)",
+                base.path.display()
+            ))
+        }
+        Err(e) => return Pairing::Unpaired(format!("{}: {e}", record.display())),
+    };
+    let saved: SavedBench = match serde_json::from_str(&text) {
+        Ok(s) => s,
+        Err(e) => return Pairing::Unpaired(format!("{}: not a {SAVED_SCHEMA} record: {e}", record.display())),
+    };
+    if saved.schema != SAVED_SCHEMA {
+        return Pairing::Unpaired(format!(
+            "{}: {} is not {SAVED_SCHEMA}",
+            record.display(),
+            saved.schema
+        ));
+    }
+    if !exe.is_file() {
+        return Pairing::Unpaired(format!("{}: no such file", exe.display()));
+    }
+    // The folder it ran in may be gone (a temporary checkout): this run's own then.
+    let dir = if saved.dir.is_dir() {
+        saved.dir
+    } else {
+        std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."))
+    };
+    Pairing::Paired(Executable { path: exe, dir })
+}
+
+/// What the side-by-side measurement did.
+#[derive(Debug)]
+pub(crate) struct Measured {
+    /// Cases compared side by side.
+    pub cases: usize,
+    /// Processes a side.
+    pub processes: usize,
+    /// Its wall time.
+    pub elapsed: Duration,
+}
+
+/// Measures every compared row's case side by side: `saved` and this executable, `k`
+/// processes each, `time` per case, samples of about `sample`; each row's comparison
+/// becomes the paired one (its metrics and explanation against the baseline row, as
+/// before). Logs of the processes go to `logs/`. An error (the saved executable does not
+/// start, or answers another protocol) leaves the rows as they were.
+pub(crate) fn measure(
+    rows: &mut [BenchRow],
+    base: &Baseline,
+    saved: &Executable,
+    k: usize,
+    time: Duration,
+    sample: Duration,
+    logs: &Path,
+    unavailable: &dyn Fn(&str) -> Option<String>,
+) -> Result<Measured, Error> {
+    let started = Instant::now();
+    let this = Executable {
+        path: std::env::current_exe().map_err(|e| Error::io(PathBuf::from("."), e))?,
+        dir: std::env::current_dir().map_err(|e| Error::io(PathBuf::from("."), e))?,
+    };
+    let wanted: Vec<String> = rows
+        .iter()
+        .filter(|r| r.ok && r.comparison.is_some())
+        .map(|r| r.case.clone())
+        .collect();
+    let mut sides = Sides::start(saved, &this, k, &[], logs)?;
+    let result = (|| {
+        let matched = sides.cases()?;
+        let mut timed = Vec::new();
+        for case in matched.common.iter().filter(|c| wanted.contains(c)) {
+            timed.push(sides.prepare(case, sample)?);
+        }
+        let budget = time.saturating_mul(timed.len() as u32);
+        sides.take_rounds(&mut timed, budget, PER_ROUND)?;
+        for t in &timed {
+            sides.finish(&t.case);
+        }
+        Ok::<_, Error>(timed)
+    })();
+    sides.quit();
+    let timed = result?;
+    for t in &timed {
+        let Some(change) = paired(&t.rounds, NOISE_THRESHOLD_PCT) else {
+            continue;
+        };
+        let Some(row) = rows.iter_mut().find(|r| r.case == t.case) else {
+            continue;
+        };
+        let Some(base_row) = base.rows.iter().find(|b| b.case == t.case && b.ok) else {
+            continue;
+        };
+        let machine_shift = row.comparison.as_ref().and_then(|c| c.machine_shift_pct);
+        let mut comparison = Comparison::from(&change);
+        comparison.machine_shift_pct = machine_shift;
+        baseline::set_comparison(row, base_row, comparison, unavailable, baseline::NOT_PROFILED);
+    }
+    Ok(Measured {
+        cases: timed.len(),
+        processes: k,
+        elapsed: started.elapsed(),
+    })
+}
