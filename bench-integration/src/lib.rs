@@ -80,6 +80,11 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
+    let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    // A process given its own command line serves the suite when started with `--bench
+    // --serve` (what a saved baseline's executable is asked); a test that passes other
+    // arguments to a child is not such an executable.
+    let own_command_line = args == std::env::args_os().collect::<Vec<_>>();
     let args = match HarnessArgs::try_parse_from(args) {
         Ok(args) => args,
         Err(e) => {
@@ -87,7 +92,7 @@ where
             return if e.use_stderr() { 2 } else { 0 };
         }
     };
-    match run(suite, &args) {
+    match run_as(suite, &args, own_command_line) {
         Ok(outcome) => {
             if outcome.all_ok() && outcome.failed_gate.is_none() {
                 0
@@ -146,7 +151,7 @@ impl Outcome {
 /// (ratios against a peer tool); bad flags or inputs exit with status 2, an interrupted
 /// run with 130 or 143.
 pub fn run_or_exit(suite: Suite, args: &HarnessArgs) -> Outcome {
-    run(suite, args).unwrap_or_else(|e| std::process::exit(exit_status_of(&e)))
+    run_as(suite, args, true).unwrap_or_else(|e| std::process::exit(exit_status_of(&e)))
 }
 
 /// What the perf_event tiers count, from `--events`, `--perf-exact`, `--perf-threads`
@@ -198,8 +203,17 @@ fn normalized(args: &HarnessArgs) -> std::borrow::Cow<'_, HarnessArgs> {
 /// pass, the profile pass, then the comparison, the table and the files. A measuring run
 /// notes SIGINT and SIGTERM from its first pass on
 /// ([`note_interrupts`](sparkles_perf_data::atomic_write::note_interrupts)) and stops at
-/// the next checkpoint with [`Error::Interrupted`], its files whole.
+/// the next checkpoint with [`Error::Interrupted`], its files whole. A baseline saved by
+/// this call keeps no executable (the caller is not known to be a bench target's main,
+/// which serves the suite when asked): comparisons with it are unpaired.
 pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
+    run_as(suite, args, false)
+}
+
+/// [`run`], `bench_main` where this process is a bench target's main ([`main`],
+/// [`run_main`], [`run_or_exit`]): a baseline it saves keeps the executable, to run
+/// again side by side.
+fn run_as(suite: Suite, args: &HarnessArgs, bench_main: bool) -> Result<Outcome, Error> {
     // A rerun under valgrind counts its one case and exits, whatever its arguments say.
     if let Some(request) = valgrind::child_request() {
         return Ok(valgrind_child(suite, &request));
@@ -249,7 +263,7 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
         return Ok(Outcome::default());
     }
     // Everything that can fail on bad input fails here, before anything is measured.
-    let mut files = RunFiles::prepare(args, &suite_name, reexec.clone())?;
+    let mut files = RunFiles::prepare(args, &suite_name, bench_main.then(|| reexec.clone()))?;
     let mut console = Console::new(args);
     files.warn_about_the_baseline(args);
     for note in catalog::unavailable_notes(selection.metrics(), |m| {
@@ -319,7 +333,8 @@ pub fn run(suite: Suite, args: &HarnessArgs) -> Result<Outcome, Error> {
     }
     files.stop_if_interrupted(true)?;
     let tally = sparkles_results::comparison::Tally::of(
-        rows.iter().filter_map(|r| r.comparison.as_ref().map(|c| c.verdict)),
+        rows.iter()
+            .filter_map(|r| r.comparison.as_ref().map(|c| c.verdict)),
     );
     let failed_gate = args.fail_on.filter(|on| tally.fails(*on)).map(|on| {
         let said = format!(
@@ -458,9 +473,9 @@ fn compare_with_baseline(
     let unpaired = rows
         .iter()
         .filter(|r| {
-            r.comparison.as_ref().is_some_and(|c| {
-                c.method != Some(sparkles_results::comparison::Method::Paired)
-            })
+            r.comparison
+                .as_ref()
+                .is_some_and(|c| c.method != Some(sparkles_results::comparison::Method::Paired))
         })
         .count();
     if unpaired > 0 {
@@ -664,16 +679,16 @@ struct RunFiles {
     export: Option<(args::BenchFormat, Option<PathBuf>)>,
     /// The suite's history file, unless `--no-history`.
     history: Option<PathBuf>,
-    /// How this executable reruns its suite (a saved baseline keeps the executable
-    /// unless it runs from a test function).
-    reexec: suite::Reexec,
+    /// How this executable reruns its suite, where it is a bench target's main (a saved
+    /// baseline keeps the executable unless it runs from a test function).
+    reexec: Option<suite::Reexec>,
 }
 
 impl RunFiles {
     fn prepare(
         args: &HarnessArgs,
         suite_name: &str,
-        reexec: suite::Reexec,
+        reexec: Option<suite::Reexec>,
     ) -> Result<RunFiles, Error> {
         let out_dir = output::out_dir(args.out_dir.as_deref());
         let baseline = match &args.baseline {
@@ -811,7 +826,7 @@ impl RunFiles {
         }
         if let Some(path) = &self.save_path {
             baseline::save(path, rows, &self.environment)?;
-            side_by_side::save_executable(path, &self.reexec)?;
+            side_by_side::save_executable(path, self.reexec.as_ref())?;
             console.line(format_args!("saved baseline to {}", path.display()))?;
         }
         if let Some((format, to)) = &self.export {

@@ -59,13 +59,14 @@ fn record_path(rows: &Path) -> PathBuf {
     ))
 }
 
-/// Keeps a copy of this executable beside the baseline rows at `rows`, and where it runs;
-/// a suite re-executed from a test function keeps none (said on stderr: its comparisons
-/// will be unpaired). Both files are written whole or not at all.
-pub(crate) fn save_executable(rows: &Path, reexec: &Reexec) -> Result<(), Error> {
-    if reexec.args.is_some() {
+/// Keeps a copy of this executable beside the baseline rows at `rows`, and where it runs,
+/// where it is a bench target's main (`reexec` given: one that serves the suite when asked
+/// with `--bench --serve`); a suite run from a test function keeps none (said on stderr:
+/// its comparisons will be unpaired). Both files are written whole or not at all.
+pub(crate) fn save_executable(rows: &Path, reexec: Option<&Reexec>) -> Result<(), Error> {
+    if reexec.is_none_or(|r| r.args.is_some()) {
         eprintln!(
-            "note: baseline {}: no executable kept (the suite runs from a test function): comparisons with it will be unpaired",
+            "note: baseline {}: no executable kept (the suite runs from a test function, not a bench target's main): comparisons with it will be unpaired",
             rows.display()
         );
         return Ok(());
@@ -122,7 +123,12 @@ pub(crate) fn pairing(base: &Baseline, unpaired_asked: bool) -> Pairing {
     };
     let saved: SavedBench = match serde_json::from_str(&text) {
         Ok(s) => s,
-        Err(e) => return Pairing::Unpaired(format!("{}: not a {SAVED_SCHEMA} record: {e}", record.display())),
+        Err(e) => {
+            return Pairing::Unpaired(format!(
+                "{}: not a {SAVED_SCHEMA} record: {e}",
+                record.display()
+            ))
+        }
     };
     if saved.schema != SAVED_SCHEMA {
         return Pairing::Unpaired(format!(
@@ -208,7 +214,13 @@ pub(crate) fn measure(
         let machine_shift = row.comparison.as_ref().and_then(|c| c.machine_shift_pct);
         let mut comparison = Comparison::from(&change);
         comparison.machine_shift_pct = machine_shift;
-        baseline::set_comparison(row, base_row, comparison, unavailable, baseline::NOT_PROFILED);
+        baseline::set_comparison(
+            row,
+            base_row,
+            comparison,
+            unavailable,
+            baseline::NOT_PROFILED,
+        );
     }
     Ok(Measured {
         cases: timed.len(),

@@ -115,10 +115,29 @@ fn bench_json_has_the_documented_layout_and_baselines_give_verdicts() {
     ];
     flags.extend(FAST_DEMO_CASES);
     let second = run(demo::suite(), &flags);
+    // A suite run from a test function keeps no executable: the comparison is unpaired,
+    // each verdict held to the case's between-run noise (no history here: the default,
+    // said as such).
+    assert!(!saved.with_file_name("demo.bench").exists());
     for row in &second.rows {
         let c = row.comparison.as_ref().expect("every ok case is compared");
         assert!(c.ci_low_pct.unwrap() <= c.ci_high_pct.unwrap());
         assert!(c.baseline_median_ns > 0.0);
+        assert_eq!(
+            c.method,
+            Some(sparkles_bench::record::Method::Unpaired),
+            "{c:?}"
+        );
+        let noise = c.between_run_noise.as_ref().unwrap();
+        assert_eq!(noise.pct, 5.0, "{noise:?}");
+        assert!(noise.source.starts_with("default"), "{noise:?}");
+        // A verdict only beyond the between-run noise.
+        let change = matches!(
+            c.verdict,
+            sparkles_bench::stats::Verdict::Regression
+                | sparkles_bench::stats::Verdict::Improvement
+        );
+        assert!(!change || c.delta_pct.abs() > noise.pct, "{c:?}");
     }
 }
 

@@ -263,3 +263,168 @@ fn compare_finds_the_planted_change_with_the_null_beside_it() {
         let _ = std::fs::remove_dir_all(revs.join(commit));
     }
 }
+
+/// `cargo bench -- FLAGS` of the planted package in `dir` (its build in the workspace's
+/// target folder).
+fn cargo_bench(dir: &Path, target: &Path, flags: &[&str]) -> Output {
+    Command::new("cargo")
+        .args(["bench", "-q", "--bench", "planted", "--"])
+        .args(flags)
+        .current_dir(dir)
+        .env("CARGO_TARGET_DIR", target)
+        .output()
+        .unwrap()
+}
+
+fn rows_of(path: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The path a user takes first: `--save-baseline` on the base, then `--baseline` on the
+/// variant. The saved executable runs again beside the new one (paired, two processes a
+/// side): the planted change is found, the unchanged case beside it is inside the noise,
+/// `--fail-on regression` gates on it; the same build against its own baseline finds
+/// nothing; `--baseline-unpaired` says it is unpaired and holds verdicts to the
+/// between-run noise.
+#[test]
+fn a_saved_baseline_runs_again_beside_the_new_build() {
+    if Command::new("git").arg("--version").output().is_err() {
+        skip::skip(
+            "git",
+            "git is not installed: the test builds two commits with it",
+        );
+        return;
+    }
+    let repo = tempfile::tempdir().unwrap();
+    let bench = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench-integration");
+    repository(
+        repo.path(),
+        &bench,
+        &[("spin/planted", 40_000, 50_000)],
+        false,
+    );
+    let target = target_dir();
+    let out = repo.path().join("out");
+    let out_dir = out.to_str().unwrap();
+    let common = [
+        "--samples",
+        "10",
+        "--bench-min-time",
+        "1ms",
+        "--no-report",
+        "--no-history",
+        "--out-dir",
+        out_dir,
+    ];
+    let with = |extra: &[&str]| -> Vec<String> {
+        common.iter().chain(extra).map(|s| s.to_string()).collect()
+    };
+    let run = |flags: Vec<String>| {
+        let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+        cargo_bench(repo.path(), &target, &flags)
+    };
+
+    // The base saves its baseline, the executable kept beside the rows.
+    planted_repo::git(repo.path(), &["checkout", "-q", "HEAD~1"]);
+    let saved = run(with(&["--save-baseline", "base"]));
+    assert!(
+        saved.status.success(),
+        "{}",
+        String::from_utf8_lossy(&saved.stderr)
+    );
+    let kept = out.join("baselines/base/planted.bench");
+    assert!(kept.is_file(), "{}", kept.display());
+    planted_repo::git(repo.path(), &["checkout", "-q", "-"]);
+
+    // The variant against it, side by side.
+    let json = repo.path().join("paired.jsonl");
+    let paired = run(with(&[
+        "--baseline",
+        "base",
+        "--paired-time",
+        "1s",
+        "--bench-json",
+        json.to_str().unwrap(),
+        "--fail-on",
+        "regression",
+    ]));
+    let err = String::from_utf8_lossy(&paired.stderr);
+    let table = String::from_utf8_lossy(&paired.stdout);
+    eprintln!("{err}\n{table}");
+    assert_eq!(paired.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("paired: 2 cases side by side, 2 processes a side"),
+        "{err}"
+    );
+    assert!(
+        err.contains("--fail-on regression: 1 regression, 0 improvements, 1 inside the noise"),
+        "{err}"
+    );
+    assert!(table.contains("(paired)"), "{table}");
+    let rows = rows_of(&json);
+    let row = |case: &str| rows.iter().find(|r| r["case"] == case).unwrap().clone();
+    for r in &rows {
+        let c = &r["comparison"];
+        assert_eq!(c["method"], "paired", "{r}");
+        assert_eq!(c["paired"]["base_processes"], 2, "{r}");
+        assert_eq!(c["paired"]["variant_processes"], 2, "{r}");
+        assert!(c["paired"]["rounds"].as_u64().unwrap() >= 6, "{r}");
+        assert_eq!(r["timing"]["statistic"], "sample_mean", "{r}");
+    }
+    let planted = row("spin/planted");
+    let change = planted["comparison"]["delta_pct"].as_f64().unwrap();
+    assert!((12.0..40.0).contains(&change), "{planted}");
+    assert_eq!(planted["comparison"]["verdict"], "regression", "{planted}");
+    let same = row("spin/same");
+    assert_eq!(same["comparison"]["verdict"], "inside_the_noise", "{same}");
+
+    // The same build against its own baseline: nothing moved, and no gate fails.
+    let null = run(with(&["--save-baseline", "self"]));
+    assert!(null.status.success());
+    let json = repo.path().join("null.jsonl");
+    let null = run(with(&[
+        "--baseline",
+        "self",
+        "--paired-time",
+        "1s",
+        "--bench-json",
+        json.to_str().unwrap(),
+        "--fail-on",
+        "change",
+    ]));
+    let err = String::from_utf8_lossy(&null.stderr);
+    assert!(null.status.success(), "{err}");
+    for r in rows_of(&json) {
+        let c = &r["comparison"];
+        assert_eq!(c["method"], "paired", "{r}");
+        assert_eq!(c["verdict"], "inside_the_noise", "{r}");
+    }
+
+    // Unpaired when asked: the rows against the saved ones, each verdict held to the
+    // between-run noise, its source said.
+    let json = repo.path().join("unpaired.jsonl");
+    let unpaired = run(with(&[
+        "--baseline",
+        "base",
+        "--baseline-unpaired",
+        "--bench-json",
+        json.to_str().unwrap(),
+    ]));
+    let err = String::from_utf8_lossy(&unpaired.stderr);
+    assert!(unpaired.status.success(), "{err}");
+    assert!(err.contains("unpaired: --baseline-unpaired"), "{err}");
+    for r in rows_of(&json) {
+        let c = &r["comparison"];
+        assert_eq!(c["method"], "unpaired", "{r}");
+        let noise = &c["between_run_noise"];
+        assert_eq!(noise["pct"], 5.0, "{r}");
+        assert!(
+            noise["source"].as_str().unwrap().starts_with("default"),
+            "{r}"
+        );
+    }
+}

@@ -358,11 +358,14 @@ pub fn between_run_noise(
             ),
         };
     }
-    let mut steps: Vec<f64> = recent.windows(2).map(|w| (w[1] / w[0]).ln().abs()).collect();
+    let mut steps: Vec<f64> = recent
+        .windows(2)
+        .map(|w| (w[1] / w[0]).ln().abs())
+        .collect();
     steps.sort_unstable_by(f64::total_cmp);
     let typical = crate::stats::quantile_sorted(&steps, 0.5);
-    let pct = (((typical * 1.96 / 0.6745).exp() - 1.0) * 100.0)
-        .max(crate::paired::NOISE_THRESHOLD_PCT);
+    let pct =
+        (((typical * 1.96 / 0.6745).exp() - 1.0) * 100.0).max(crate::paired::NOISE_THRESHOLD_PCT);
     crate::comparison::BetweenRunNoise {
         pct,
         source: format!(
@@ -376,10 +379,7 @@ pub fn between_run_noise(
 /// as they are): a regression or an improvement only
 /// where the change also exceeds the case's between-run noise ([`between_run_noise`]);
 /// else inside the noise. One run's samples know nothing of the drift between two runs.
-pub fn hold_to_between_run_noise(
-    rows: &mut [BenchRow],
-    history: Option<&crate::history::History>,
-) {
+pub fn hold_to_between_run_noise(rows: &mut [BenchRow], history: Option<&crate::history::History>) {
     use crate::stats::Verdict;
     for row in rows.iter_mut() {
         let case = row.case.clone();
@@ -455,11 +455,19 @@ mod tests {
         // Two runs apart in time: one run's samples say +2% and +20% with narrow intervals.
         let base = Baseline {
             path: PathBuf::from("b.jsonl"),
-            rows: vec![row("small", 100.0), row("large", 100.0), row("fresh", 100.0)],
+            rows: vec![
+                row("small", 100.0),
+                row("large", 100.0),
+                row("fresh", 100.0),
+            ],
             environment: None,
         };
         let compared = || {
-            let mut rows = vec![row("small", 102.0), row("large", 120.0), row("fresh", 103.0)];
+            let mut rows = vec![
+                row("small", 102.0),
+                row("large", 120.0),
+                row("fresh", 103.0),
+            ];
             compare_rows(&mut rows, &base, &|_| None);
             rows
         };
@@ -482,10 +490,14 @@ mod tests {
         assert_eq!(c(2).verdict, Verdict::InsideTheNoise);
         let fresh = c(2).between_run_noise.unwrap();
         assert_eq!(fresh.pct, DEFAULT_BETWEEN_RUN_NOISE_PCT);
-        assert!(fresh.source.starts_with("default: 0 earlier runs"), "{fresh:?}");
+        assert!(
+            fresh.source.starts_with("default: 0 earlier runs"),
+            "{fresh:?}"
+        );
         assert!(rows
             .iter()
-            .all(|r| r.comparison.as_ref().unwrap().method == Some(crate::comparison::Method::Unpaired)));
+            .all(|r| r.comparison.as_ref().unwrap().method
+                == Some(crate::comparison::Method::Unpaired)));
         // A quiet history lets a small change through; one real step in it barely moves
         // the figure (a median of the moves).
         let mut rows = compared();
@@ -503,7 +515,9 @@ mod tests {
         let mut r = row("a", 100.0);
         r.timing.as_mut().unwrap().statistic = crate::row::TimingStatistic::RoundMin;
         std::fs::write(&path, to_json_lines(&[row("b", 1.0), r])).unwrap();
-        let e = load(path.to_str().unwrap(), dir.path(), "demo").unwrap_err().to_string();
+        let e = load(path.to_str().unwrap(), dir.path(), "demo")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("rows.jsonl") && e.contains("line 2"), "{e}");
         assert!(e.contains("per-round minima") && e.contains("'a'"), "{e}");
     }

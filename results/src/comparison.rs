@@ -338,7 +338,8 @@ impl Tally {
     /// `1 regression, 0 improvements, 8 inside the noise` (and the underpowered, where
     /// any).
     pub fn line(&self) -> String {
-        let plural = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+        let plural =
+            |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
         let mut s = format!(
             "{}, {}, {} inside the noise",
             plural(self.regressions, "regression", "regressions"),

@@ -95,9 +95,9 @@ fn mean(values: &[f64]) -> f64 {
 /// freedom (1..=30 tabulated, the normal's 1.96 beyond).
 pub fn t_975(df: usize) -> f64 {
     const T: [f64; 30] = [
-        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
-        2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
-        2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+        2.052, 2.048, 2.045, 2.042,
     ];
     match df {
         0 => f64::INFINITY,
@@ -353,7 +353,10 @@ mod tests {
                         |l: f64| 1000.0 * l * speed * (1.0 + self.noise * (2.0 * rng.f64() - 1.0));
                     Round {
                         base: base_luck.iter().map(|&l| sample(l)).collect(),
-                        variant: variant_luck.iter().map(|&l| sample(l * self.factor)).collect(),
+                        variant: variant_luck
+                            .iter()
+                            .map(|&l| sample(l * self.factor))
+                            .collect(),
                     }
                 })
                 .collect()
@@ -362,7 +365,11 @@ mod tests {
 
     fn verdicts(model: &Model, n: usize, seeds: std::ops::Range<u64>) -> Vec<Verdict> {
         seeds
-            .map(|s| paired(&model.rounds(n, s), NOISE_THRESHOLD_PCT).unwrap().verdict)
+            .map(|s| {
+                paired(&model.rounds(n, s), NOISE_THRESHOLD_PCT)
+                    .unwrap()
+                    .verdict
+            })
             .collect()
     }
 

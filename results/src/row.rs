@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::Error;
 use crate::stats::Summary;
 
-pub use crate::comparison::{Comparison, PairedNull};
+pub use crate::comparison::{BetweenRunNoise, Comparison, Method, PairedNull};
 
 /// The schema name every row carries.
 pub const SCHEMA: &str = "sparkles.bench/1";
@@ -218,7 +218,19 @@ mod tests {
         let timing: Vec<_> = v["timing"].as_object().unwrap().keys().cloned().collect();
         assert_eq!(
             timing,
-            ["unit", "min", "mean", "max", "p25", "median", "p75", "iqr", "mad", "samples", "statistic"]
+            [
+                "unit",
+                "min",
+                "mean",
+                "max",
+                "p25",
+                "median",
+                "p75",
+                "iqr",
+                "mad",
+                "samples",
+                "statistic"
+            ]
         );
         assert_eq!(v["timing"]["samples"], serde_json::json!([3.0, 1.0, 2.0]));
         assert!(v["metrics"]["io.syscr"].is_null());

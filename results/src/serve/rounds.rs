@@ -161,8 +161,7 @@ impl Sides {
         let mut round = 0usize;
         let k = self.base.len();
         // (side, index): side 0 the base, 1 the variant.
-        let interleaved: Vec<(usize, usize)> =
-            (0..k).flat_map(|i| [(0, i), (1, i)]).collect();
+        let interleaved: Vec<(usize, usize)> = (0..k).flat_map(|i| [(0, i), (1, i)]).collect();
         while !cases.is_empty() && (started.elapsed() < budget || round < 2) {
             let mut order = interleaved.clone();
             order.rotate_left(round % interleaved.len());
