@@ -271,9 +271,15 @@ fn each_planted_cause_is_named_and_the_same_code_explains_nothing() {
         assert_eq!(e.kind, Cause::Unexplained, "{}", e.text);
     }
 
-    // The same code: no measured cause; nothing at all where the time did not move.
+    // The same code: no measured cause; nothing at all where the time did not move. Two
+    // runs apart in time (unpaired: a suite run from a test keeps no executable), so a
+    // verdict needs the change beyond the between-run noise.
     let (_, c) = by("same");
     let e = c.explanation.as_ref().unwrap();
+    let noise = c.between_run_noise.as_ref().unwrap();
+    assert_eq!(c.method, Some(sparkles_bench::record::Method::Unpaired));
+    let change = matches!(c.verdict, Verdict::Regression | Verdict::Improvement);
+    assert!(!change || c.delta_pct.abs() > noise.pct, "{c:?}");
     match c.verdict {
         Verdict::InsideTheNoise | Verdict::Underpowered => assert_eq!(e.kind, Cause::None),
         // A busy machine slowed the same instructions: said as such where they are

@@ -165,10 +165,19 @@ pub fn explain(
         Verdict::Regression => true,
         Verdict::Improvement => false,
         Verdict::InsideTheNoise | Verdict::Underpowered => {
+            // Where the work was counted and did not move, the line says so: the time
+            // moved inside the noise with the same work (never a cause).
+            let flat = match metric("instructions") {
+                Some(i) => Some((i, "")),
+                None => metric("valgrind.instructions").map(|i| (i, "valgrind; ")),
+            }
+            .filter(|(i, _)| i.verdict == MetricVerdict::InsideTheNoise)
+            .map(|(i, by)| format!("; instructions/iter {} ({by}flat): the same work", pct(i)))
+            .unwrap_or_default();
             return Explanation {
                 kind: Cause::None,
-                text: format!("{head}: nothing to explain"),
-            }
+                text: format!("{head}: nothing to explain{flat}"),
+            };
         }
     };
     let time = comparison.delta_pct.abs();
@@ -357,6 +366,26 @@ mod tests {
             base_rev: None,
             variant_rev: None,
         }
+    }
+
+    #[test]
+    fn a_time_inside_the_noise_names_no_cause_and_says_the_work_was_flat() {
+        // The same code, a busy machine: the time moved, inside the noise; the exact
+        // instruction count did not.
+        let mut c = regression(3.0, vec![change("valgrind.instructions", 1000.0, 1000.0)]);
+        c.verdict = Verdict::InsideTheNoise;
+        let e = explain(&c, Some("no PMU"), &[], None);
+        assert_eq!(e.kind, Cause::None, "{}", e.text);
+        assert_eq!(
+            e.text,
+            "inside the noise +3.0% [+1.0, +5.0]: nothing to explain; instructions/iter +0.0% (valgrind; flat): the same work"
+        );
+        // Without a count, nothing is said of the work.
+        let mut c = regression(3.0, vec![]);
+        c.verdict = Verdict::InsideTheNoise;
+        let e = explain(&c, Some("no PMU"), &[], None);
+        assert_eq!(e.kind, Cause::None);
+        assert_eq!(e.text, "inside the noise +3.0% [+1.0, +5.0]: nothing to explain");
     }
 
     #[test]
