@@ -59,7 +59,8 @@ pub enum MachineCheck {
         /// The probe's whole comparison.
         change: Change,
     },
-    /// The probe's interval contains zero: the machine's speed did not measurably move.
+    /// The probe's interval contains zero, or its move is smaller than [`MIN_MOVE_PCT`]
+    /// and the probes' own spread: the machine's speed did not measurably move.
     Steady {
         /// The probe's whole comparison.
         change: Change,
@@ -68,7 +69,22 @@ pub enum MachineCheck {
     Unknown(&'static str),
 }
 
-/// Compares this run's probe with the baseline's.
+/// The smallest move of the probe that says the machine moved, percent: an interval that
+/// excludes zero at a few tenths is the probe's precision, not the machine.
+pub const MIN_MOVE_PCT: f64 = 2.0;
+
+/// A probe's own spread: its samples' interquartile range over their median, percent (a
+/// probe whose samples fell on several levels, a scheduler slice inside some, spreads
+/// wide).
+fn spread_pct(p: &MachineProbe) -> f64 {
+    crate::stats::Summary::of(&p.samples_ns)
+        .filter(|s| s.median > 0.0)
+        .map_or(0.0, |s| s.iqr / s.median * 100.0)
+}
+
+/// Compares this run's probe with the baseline's: moved where the change's interval
+/// excludes zero and the change is at least [`MIN_MOVE_PCT`] and the wider probe's own
+/// spread.
 pub fn check(baseline: Option<&MachineProbe>, now: Option<&MachineProbe>) -> MachineCheck {
     let Some(baseline) = baseline else {
         return MachineCheck::Unknown(
@@ -81,10 +97,16 @@ pub fn check(baseline: Option<&MachineProbe>, now: Option<&MachineProbe>) -> Mac
     match compare(&baseline.samples_ns, &now.samples_ns) {
         None => MachineCheck::Unknown("a probe's samples are empty or not positive"),
         Some(change) => match change.verdict {
-            Verdict::Regression | Verdict::Improvement => MachineCheck::Moved {
-                shift_pct: change.delta_pct,
-                change,
-            },
+            Verdict::Regression | Verdict::Improvement
+                if change.delta_pct.abs()
+                    >= MIN_MOVE_PCT.max(spread_pct(baseline)).max(spread_pct(now)) =>
+            {
+                MachineCheck::Moved {
+                    shift_pct: change.delta_pct,
+                    change,
+                }
+            }
+            Verdict::Regression | Verdict::Improvement => MachineCheck::Steady { change },
             Verdict::InsideTheNoise => MachineCheck::Steady { change },
             Verdict::Underpowered => MachineCheck::Unknown("fewer than 6 probe samples on a side"),
         },
@@ -148,6 +170,40 @@ mod tests {
         );
         let faster = super::check(Some(&probe(1000.0)), Some(&probe(700.0)));
         assert!(faster.message("main").unwrap().contains("30.0% faster"));
+    }
+
+    /// A probe of twelve samples within ±0.05% of `center`.
+    fn tight(center: f64) -> MachineProbe {
+        MachineProbe::of(
+            (0..12)
+                .map(|i| center * (1.0 + 0.0005 * ((i % 3) as f64 - 1.0)))
+                .collect(),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_move_needs_a_size_as_well_as_an_interval() {
+        // 3% with tight probes: moved.
+        let c = check(Some(&tight(1000.0)), Some(&tight(1030.0)));
+        assert!((c.shift_pct().unwrap() - 3.0).abs() < 0.1, "{c:?}");
+        // 0.3%: the interval excludes zero, the size is the probe's precision.
+        let c = check(Some(&tight(1000.0)), Some(&tight(1003.0)));
+        let MachineCheck::Steady { change } = &c else {
+            panic!("{c:?}")
+        };
+        assert_eq!(change.verdict, Verdict::Regression, "{change:?}");
+        assert_eq!(c.shift_pct(), None);
+        assert_eq!(c.message("main"), None);
+        // 3% where a probe's samples spread over 10% (preemption inside some): steady.
+        let wide = MachineProbe::of(
+            (0..12)
+                .map(|i| 1030.0 * [1.0, 1.12, 1.0, 1.12, 0.95, 1.0][i % 6])
+                .collect(),
+        )
+        .unwrap();
+        assert!(spread_pct(&wide) > 3.0, "{}", spread_pct(&wide));
+        assert_eq!(check(Some(&tight(1000.0)), Some(&wide)).shift_pct(), None);
     }
 
     #[test]
