@@ -22,6 +22,7 @@
 
 pub mod args;
 mod bencher;
+mod busy;
 mod case_report;
 pub mod catalog;
 mod console;
@@ -277,7 +278,9 @@ fn run_as(suite: Suite, args: &HarnessArgs, bench_main: bool) -> Result<Outcome,
     // From here a SIGINT or SIGTERM stops the run at the next sample, bracket or case,
     // before anything is saved; once the files are being written they are all written.
     sparkles_perf_data::atomic_write::note_interrupts();
+    let contention = busy::start();
     let measured = runner::measure(cases, &protocol, &Progress::new());
+    let contention = contention.finish(measured.probe_usage);
     let mut reports = measured.reports;
     files.environment.machine_probe = machine_probe::MachineProbe::of(measured.probe_samples);
     files.stop_if_interrupted(false)?;
@@ -313,6 +316,11 @@ fn run_as(suite: Suite, args: &HarnessArgs, bench_main: bool) -> Result<Outcome,
 
     profiling::print_notes(&rows);
     console.results(&rows, &selection, args)?;
+    // Other work beside the run: said under the table and on the report, with the figure.
+    let busy = contention.message();
+    if let Some(said) = &busy {
+        console.line(format_args!("{said}"))?;
+    }
     print_counting_coverage(&rows);
     if let (Some(base), Some((compared, method))) = (&files.baseline, &compared) {
         console.comparison(&rows, base, *compared, method)?;
@@ -322,12 +330,17 @@ fn run_as(suite: Suite, args: &HarnessArgs, bench_main: bool) -> Result<Outcome,
     files.write(&rows, &mut console)?;
     let history = files.append_history(&suite_name, &rows);
     if !args.no_report {
+        let warnings: Vec<&str> = [machine_message.as_deref(), busy.as_deref()]
+            .into_iter()
+            .flatten()
+            .collect();
+        let warnings = warnings.join("\n");
         write_run_report(
             &files,
             &suite_name,
             &rows,
             args,
-            machine_message.as_deref(),
+            Some(warnings.as_str()).filter(|w| !w.is_empty()),
             history.as_ref(),
         );
     }

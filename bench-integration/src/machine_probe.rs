@@ -14,16 +14,24 @@ use crate::suite::Case;
 /// The probe's name, as progress lines and errors show it; never a row.
 pub(crate) const NAME: &str = "sparkles/machine_probe";
 
-/// The probe as a case the runner drives like any other.
-pub(crate) fn case() -> Case {
+/// The probe as a case the runner drives like any other; what its thread used while it
+/// ran (its involuntary switches: [`crate::busy`]) is sent on `usage` when it ends.
+pub(crate) fn case(usage: std::sync::mpsc::Sender<crate::busy::ThreadUsage>) -> Case {
     Case {
         name: NAME.to_string(),
-        body: Box::new(|b| {
+        body: Box::new(move |b| {
+            let before = crate::busy::ThreadUsage::now();
             let mut seed = 0u64;
             b.iter(|| {
                 seed = reference_loop(std::hint::black_box(seed));
                 seed
             });
+            if let Some(used) = crate::busy::ThreadUsage::now()
+                .zip(before)
+                .map(|(a, b)| a.since(b))
+            {
+                let _ = usage.send(used);
+            }
             Ok(())
         }),
     }

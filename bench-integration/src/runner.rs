@@ -318,6 +318,9 @@ pub(crate) fn smoke(cases: Vec<Case>, mut on_done: impl FnMut(&CaseReport)) -> V
 pub(crate) struct Measured {
     pub reports: Vec<CaseReport>,
     pub probe_samples: Vec<f64>,
+    /// What the probe's thread used while it ran (its involuntary switches say whether
+    /// other work ran beside the run), where the kernel says.
+    pub probe_usage: Option<crate::busy::ThreadUsage>,
 }
 
 /// Whether blocked order takes a probe sample after sample `index` of `total` (every
@@ -332,7 +335,8 @@ fn probe_due(index: u64, total: u64, samples: u64) -> bool {
 /// either way they span the whole timing pass.
 pub(crate) fn measure(cases: Vec<Case>, protocol: &Protocol, progress: &Progress) -> Measured {
     let total = cases.len();
-    let mut probe = Running::spawn(crate::machine_probe::case());
+    let (usage_tx, usage_rx) = std::sync::mpsc::channel();
+    let mut probe = Running::spawn(crate::machine_probe::case(usage_tx));
     probe.calibrate(protocol.min_time);
     let reports = match protocol.order {
         SampleOrder::Blocked => {
@@ -436,6 +440,7 @@ pub(crate) fn measure(cases: Vec<Case>, protocol: &Protocol, progress: &Progress
     Measured {
         reports,
         probe_samples: if probe.ok { probe.samples } else { Vec::new() },
+        probe_usage: usage_rx.try_recv().ok(),
     }
 }
 

@@ -385,7 +385,10 @@ mod tests {
         c.verdict = Verdict::InsideTheNoise;
         let e = explain(&c, Some("no PMU"), &[], None);
         assert_eq!(e.kind, Cause::None);
-        assert_eq!(e.text, "inside the noise +3.0% [+1.0, +5.0]: nothing to explain");
+        assert_eq!(
+            e.text,
+            "inside the noise +3.0% [+1.0, +5.0]: nothing to explain"
+        );
     }
 
     #[test]

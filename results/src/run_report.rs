@@ -182,7 +182,7 @@ impl RunReport<'_> {
                         @if !self.kept.is_empty() { "; " a href="#earlier" { (self.kept.len()) " more from earlier runs" } }
                         "."
                     }
-                    @if let Some(w) = self.machine_warning { p.machine { (w) } }
+                    @if let Some(w) = self.machine_warning { @for line in w.lines() { p.machine { (line) } } }
                     (self.summary())
                     @for row in self.rows { (self.case(row, None)) }
                     @if !self.kept.is_empty() {
