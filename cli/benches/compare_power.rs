@@ -1,13 +1,17 @@
 //! How often a planted change is found, and an unchanged case misjudged: `sparkles
-//! compare` (three processes, interleaved rounds, the null) against the harness's own
-//! `--save-baseline` then `--baseline` (two runs one after the other) and criterion 0.8's
-//! (the same two runs, of a criterion bench with the same cases and work), at equal time
-//! per case, on a repository whose second commit plants +1%, +2% and +5% more work in
-//! three cases and leaves two alone (testdata/support/planted_repo.rs).
+//! compare` (two processes a side, interleaved rounds, the nulls), the harness's
+//! `--save-baseline` then `--baseline` paired (the saved executable run again beside the
+//! new one) and unpaired (`--baseline-unpaired`: two runs one after the other, held to the
+//! between-run noise the suite's history teaches), and criterion 0.8's save-then-compare
+//! (a criterion bench with the same cases and work), on a repository whose second commit
+//! plants +1%, +2% and +5% more work in three cases and leaves four alone, two of them
+//! cases whose speed depends on the process they run in (a std `HashMap`'s seed, and a
+//! model of layout luck: testdata/support/planted_repo.rs), beside `--hog N` busy loops (1).
 //!
-//! `cargo bench -p sparkles-cli --bench compare_power [-- --runs N --time SECS]`: N runs
-//! (10) of each way; SECS of measurement per case (2), which compare spends over its
-//! rounds and the two baseline ways split between their two runs (criterion with a 0.2 s
+//! `cargo bench -p sparkles-cli --bench compare_power [-- --runs N --time SECS --hog N]`:
+//! N runs (10) of each way; SECS of measurement per case (2), which compare and the paired
+//! `--baseline` spend over their rounds (the paired run after its own timing pass of half
+//! that) and the unpaired ways split between their two runs (criterion with a 0.2 s
 //! warm-up on top). Prints, per case, how many runs called it a regression, an
 //! improvement, or inside the noise, and each way's wall time a run.
 
@@ -28,6 +32,10 @@ const CASES: [(&str, u64, u64); 4] = [
     ("spin/plus2pct", 40_000, 40_800),
     ("spin/plus5pct", 40_000, 42_000),
 ];
+
+/// The unchanged cases besides `CASES`' unchanged one (planted_repo's `spin/same` and its
+/// luck cases).
+const ALSO: [&str; 3] = ["spin/same", "luck/hashmap_insert_5k", "luck/layout_model"];
 
 /// Verdicts per case over the runs.
 type Tally = BTreeMap<String, BTreeMap<String, u32>>;
@@ -94,7 +102,7 @@ fn criterion_exe(repo: &Path, rev: &str, trees: &Path, target: &Path, kept: &Pat
 /// that starts with its name (`spin/plus1pct   time: [...]`), the verdict from the
 /// explanation below it.
 fn criterion_verdicts(stdout: &str) -> Vec<(String, &'static str)> {
-    let names: Vec<&str> = CASES.iter().map(|c| c.0).chain(["spin/same"]).collect();
+    let names: Vec<&str> = CASES.iter().map(|c| c.0).chain(ALSO).collect();
     let mut case = None;
     let mut verdicts = Vec::new();
     for line in stdout.lines() {
@@ -124,6 +132,23 @@ fn criterion_verdicts(stdout: &str) -> Vec<(String, &'static str)> {
 fn main() {
     let runs = support::number_arg("--runs", 10.0) as u32;
     let seconds = support::number_arg("--time", 2.0);
+    let hogs = support::number_arg("--hog", 1.0) as usize;
+    // Busy loops beside every way, for the whole bench: a CI runner's neighbours.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let hog_threads: Vec<_> = (0..hogs)
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut x = 1u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    for i in 0..100_000u64 {
+                        x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(i));
+                    }
+                }
+                x
+            })
+        })
+        .collect();
     let repo = tempfile::tempdir().expect("a scratch folder");
     let scratch = tempfile::tempdir().expect("a scratch folder");
     let harness = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench-integration");
@@ -171,43 +196,52 @@ fn main() {
             .join(rev)
             .join("planted")
     };
-    // Equal time: each of the two runs gets half a case's time, in 5 ms samples.
+    // Equal time: each of the two runs gets half a case's time, in 5 ms samples; the paired
+    // `--baseline` then measures both executables side by side for a case's time.
     let samples = ((seconds / 2.0) / 0.005).max(6.0) as u32;
-    let mut saved = Tally::new();
-    let mut saved_wall = 0.0;
-    let out_dir = repo.path().join("baseline-runs");
-    std::fs::create_dir_all(&out_dir).expect("the baseline runs' folder");
     eprintln!("compare_power: compare's verdicts: {paired:?}");
-    for run in 0..runs {
-        let start = Instant::now();
-        let rows = out_dir.join("rows.jsonl");
-        for (exe, flags) in [
-            (bin(&base_rev), ["--save-baseline", "power"]),
-            (bin(&variant_rev), ["--baseline", "power"]),
-        ] {
-            let out = Command::new(&exe)
-                .args(["--bench", "--samples", &samples.to_string(), "--no-report"])
-                .args(flags)
-                .arg("--out-dir")
-                .arg(&out_dir)
-                .arg("--bench-json")
-                .arg(&rows)
-                .current_dir(repo.path())
-                .output()
-                .expect("the bench runs");
-            assert!(
-                out.status.success(),
-                "run {run}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+    let baseline_way = |extra: &[&str], folder: &str| -> (Tally, f64) {
+        let mut tally = Tally::new();
+        let mut wall = 0.0;
+        // One folder for all runs: the history the unpaired way learns its noise from.
+        let out_dir = repo.path().join(folder);
+        std::fs::create_dir_all(&out_dir).expect("the baseline runs' folder");
+        for run in 0..runs {
+            let start = Instant::now();
+            let rows = out_dir.join("rows.jsonl");
+            for (exe, flags) in [
+                (bin(&base_rev), vec!["--save-baseline", "power"]),
+                (bin(&variant_rev), [&["--baseline", "power"][..], extra].concat()),
+            ] {
+                let out = Command::new(&exe)
+                    .args(["--bench", "--samples", &samples.to_string(), "--no-report"])
+                    .args(["--paired-time", &time])
+                    .args(&flags)
+                    .arg("--out-dir")
+                    .arg(&out_dir)
+                    .arg("--bench-json")
+                    .arg(&rows)
+                    .current_dir(repo.path())
+                    .output()
+                    .expect("the bench runs");
+                assert!(
+                    out.status.success(),
+                    "run {run}: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+            wall += start.elapsed().as_secs_f64();
+            for row in json_lines(&rows) {
+                let verdict = row["comparison"]["verdict"].as_str().unwrap_or("?");
+                count(&mut tally, row["case"].as_str().unwrap_or("?"), verdict);
+            }
         }
-        saved_wall += start.elapsed().as_secs_f64();
-        for row in json_lines(&rows) {
-            let verdict = row["comparison"]["verdict"].as_str().unwrap_or("?");
-            count(&mut saved, row["case"].as_str().unwrap_or("?"), verdict);
-        }
-    }
-    eprintln!("compare_power: save-then-compare's verdicts: {saved:?}");
+        (tally, wall)
+    };
+    let (saved_paired, saved_paired_wall) = baseline_way(&[], "paired-runs");
+    eprintln!("compare_power: paired --baseline's verdicts: {saved_paired:?}");
+    let (saved, saved_wall) = baseline_way(&["--baseline-unpaired"], "unpaired-runs");
+    eprintln!("compare_power: unpaired --baseline's verdicts: {saved:?}");
     // Criterion: the base saves baseline `power`, the variant compares with it, each given
     // half a case's time; a fresh criterion folder a run, read and written by both.
     let crit = [
@@ -263,26 +297,32 @@ fn main() {
         }
     }
     eprintln!("compare_power: criterion's verdicts: {criterion:?}");
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for h in hog_threads {
+        let _ = h.join();
+    }
     println!(
-        "{runs} runs each, {seconds} s of measurement per case (compare: {:.1} s a run; save-then-compare: {:.1} s a run; criterion: {:.1} s a run)",
+        "{runs} runs each, {seconds} s of measurement per case, beside {hogs} busy loop(s) (compare: {:.1} s a run; paired --baseline: {:.1} s; unpaired --baseline: {:.1} s; criterion: {:.1} s)",
         paired_wall / f64::from(runs),
+        saved_paired_wall / f64::from(runs),
         saved_wall / f64::from(runs),
         criterion_wall / f64::from(runs)
     );
     println!(
-        "{:<16} {:<22} {:>10} {:>11} {:>16}",
+        "{:<24} {:<22} {:>10} {:>11} {:>16}",
         "case", "way", "regression", "improvement", "inside the noise"
     );
-    for (case, _, _) in CASES.iter().chain([("spin/same", 0, 0)].iter()) {
+    for case in CASES.iter().map(|c| c.0).chain(ALSO) {
         for (way, tally) in [
             ("compare", &paired),
-            ("save, then compare", &saved),
+            ("paired --baseline", &saved_paired),
+            ("unpaired --baseline", &saved),
             ("criterion", &criterion),
         ] {
-            let t = tally.get(*case).cloned().unwrap_or_default();
+            let t = tally.get(case).cloned().unwrap_or_default();
             let n = |k: &str| t.get(k).copied().unwrap_or(0);
             println!(
-                "{case:<16} {way:<22} {:>10} {:>11} {:>16}",
+                "{case:<24} {way:<22} {:>10} {:>11} {:>16}",
                 n("regression"),
                 n("improvement"),
                 n("inside_the_noise")

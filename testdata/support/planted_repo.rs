@@ -9,9 +9,42 @@
 use std::path::Path;
 use std::process::Command;
 
+/// Two unchanged cases whose speed depends on the process they run in, for the benches
+/// with `luck`: a std `HashMap` of 5,000 keys (its hasher's keys are random per process),
+/// and a model of layout luck, a spin whose length each process draws once from its
+/// `RandomState` (±1%).
+const LUCK_SPARKLES: &str = r#"    suite.case("luck/hashmap_insert_5k", |b| b.iter(|| insert_5k()));
+    suite.case("luck/layout_model", |b| {
+        let n = 40_000 + luck_draw() % 801 - 400;
+        b.iter(|| spin(n))
+    });
+"#;
+
+/// [`LUCK_SPARKLES`]'s cases in criterion's words.
+const LUCK_CRITERION: &str = r#"    c.bench_function("luck/hashmap_insert_5k", |b| b.iter(|| insert_5k()));
+    let n = 40_000 + luck_draw() % 801 - 400;
+    c.bench_function("luck/layout_model", |b| b.iter(|| spin(n)));
+"#;
+
+/// What the luck cases call.
+const LUCK_FUNCTIONS: &str = r#"
+fn insert_5k() -> usize {
+    let mut m = std::collections::HashMap::new();
+    for i in 0..5_000u64 {
+        m.insert(i, i);
+    }
+    m.len()
+}
+
+fn luck_draw() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    std::collections::hash_map::RandomState::new().build_hasher().finish()
+}
+"#;
+
 /// The bench at one side: `spin/same` spins 20,000 rounds, each planted case its own
-/// count; `spin/new` where `extra_case`.
-fn bench_source(planted: &[(&str, u64)], extra_case: bool) -> String {
+/// count; `spin/new` where `extra_case`; the luck cases where `luck`.
+fn bench_source(planted: &[(&str, u64)], extra_case: bool, luck: bool) -> String {
     let mut cases = String::from("    suite.case(\"spin/same\", |b| b.iter(|| spin(20_000)));\n");
     for (name, work) in planted {
         cases.push_str(&format!(
@@ -21,9 +54,15 @@ fn bench_source(planted: &[(&str, u64)], extra_case: bool) -> String {
     if extra_case {
         cases.push_str("    suite.case(\"spin/new\", |b| b.iter(|| spin(1_000)));\n");
     }
+    let functions = if luck {
+        cases.push_str(LUCK_SPARKLES);
+        LUCK_FUNCTIONS
+    } else {
+        ""
+    };
     format!(
         r#"use sparkles_bench::Suite;
-
+{functions}
 fn spin(n: u64) -> u64 {{
     let mut x = 1u64;
     for i in 0..n {{
@@ -42,7 +81,7 @@ fn main() {{
 
 /// The criterion bench at one side: the same cases, names and `spin` work as
 /// [`bench_source`]'s.
-fn criterion_source(planted: &[(&str, u64)], extra_case: bool) -> String {
+fn criterion_source(planted: &[(&str, u64)], extra_case: bool, luck: bool) -> String {
     let mut cases =
         String::from("    c.bench_function(\"spin/same\", |b| b.iter(|| spin(20_000)));\n");
     for (name, work) in planted {
@@ -53,9 +92,15 @@ fn criterion_source(planted: &[(&str, u64)], extra_case: bool) -> String {
     if extra_case {
         cases.push_str("    c.bench_function(\"spin/new\", |b| b.iter(|| spin(1_000)));\n");
     }
+    let functions = if luck {
+        cases.push_str(LUCK_CRITERION);
+        LUCK_FUNCTIONS
+    } else {
+        ""
+    };
     format!(
         r#"use criterion::{{criterion_group, criterion_main, Criterion}};
-
+{functions}
 fn spin(n: u64) -> u64 {{
     let mut x = 1u64;
     for i in 0..n {{
@@ -98,7 +143,8 @@ pub fn repository(dir: &Path, harness: &Path, planted: &[(&str, u64, u64)], extr
 
 /// [`repository`], whose package also has a criterion bench, `crit` (criterion 0.8 as the
 /// workspace builds it, without default features), with the same cases and work at every
-/// commit (the base's at HEAD~2).
+/// commit (the base's at HEAD~2); both benches also have the luck cases, unchanged cases
+/// whose speed depends on the process they run in.
 pub fn repository_with_criterion(
     dir: &Path,
     harness: &Path,
@@ -167,21 +213,29 @@ debug = "line-tables-only"
     let base: Vec<(&str, u64)> = planted.iter().map(|&(n, b, _)| (n, b)).collect();
     let variant: Vec<(&str, u64)> = planted.iter().map(|&(n, _, v)| (n, v)).collect();
     if criterion {
-        std::fs::write(dir.join("benches/crit.rs"), criterion_source(&base, false)).unwrap();
+        std::fs::write(
+            dir.join("benches/crit.rs"),
+            criterion_source(&base, false, true),
+        )
+        .unwrap();
     }
     git(dir, &["add", "."]);
     git(dir, &["commit", "-q", "-m", "a bench that does not build"]);
-    std::fs::write(dir.join("benches/planted.rs"), bench_source(&base, false)).unwrap();
+    std::fs::write(
+        dir.join("benches/planted.rs"),
+        bench_source(&base, false, criterion),
+    )
+    .unwrap();
     git(dir, &["commit", "-q", "-am", "base"]);
     std::fs::write(
         dir.join("benches/planted.rs"),
-        bench_source(&variant, extra_case),
+        bench_source(&variant, extra_case, criterion),
     )
     .unwrap();
     if criterion {
         std::fs::write(
             dir.join("benches/crit.rs"),
-            criterion_source(&variant, extra_case),
+            criterion_source(&variant, extra_case, true),
         )
         .unwrap();
     }
