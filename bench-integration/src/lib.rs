@@ -437,13 +437,10 @@ fn compare_with_baseline(
         baseline::mark_machine_shift(rows, check.shift_pct());
         check
     });
-    let machine_message = match (&machine, &args.baseline) {
+    let mut machine_message = match (&machine, &args.baseline) {
         (Some(check), Some(name)) => check.message(name),
         _ => None,
     };
-    if let Some(message) = &machine_message {
-        eprintln!("{message}");
-    }
     let (Some(base), Some(compared)) = (&files.baseline, compared) else {
         return (None, machine_message);
     };
@@ -503,6 +500,13 @@ fn compare_with_baseline(
                 "; {unpaired} unpaired (not served by both executables)"
             ));
         }
+    } else {
+        // Every verdict measured side by side, now: how the machine moved since the
+        // baseline was saved compares nothing.
+        machine_message = None;
+    }
+    if let Some(message) = &machine_message {
+        eprintln!("{message}");
     }
     eprintln!("{method}");
     (Some((compared, method)), machine_message)
@@ -763,7 +767,10 @@ impl RunFiles {
             save_path,
             json_to_stdout,
             json_path,
-            environment: environment::Environment::current(suite_name),
+            environment: environment::Environment {
+                bench_build: side_by_side::build_id(),
+                ..environment::Environment::current(suite_name)
+            },
             export: args.bench_format.map(|f| (f, args.bench_out.clone())),
             history,
             reexec,

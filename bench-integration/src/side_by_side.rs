@@ -95,6 +95,23 @@ pub(crate) fn save_executable(rows: &Path, reexec: Option<&Reexec>) -> Result<()
     Ok(())
 }
 
+/// This executable's identity: its ELF build id (Mach-O: its UUID), hex; `None` where it
+/// has none or cannot be read. Runs of one build are what the between-run noise is
+/// learned from.
+pub(crate) fn build_id() -> Option<String> {
+    use object::Object;
+    let exe = std::env::current_exe().ok()?;
+    // Read where the headers and the note are, not the whole file (a test binary is
+    // 150 MB).
+    let cache = object::ReadCache::new(std::fs::File::open(exe).ok()?);
+    let obj = object::File::parse(&cache).ok()?;
+    let id: Vec<u8> = match obj.build_id() {
+        Ok(Some(id)) => id.to_vec(),
+        _ => obj.mach_uuid().ok().flatten()?.to_vec(),
+    };
+    Some(id.iter().map(|b| format!("{b:02x}")).collect())
+}
+
 /// How a run compares with its baseline.
 #[derive(Debug)]
 pub(crate) enum Pairing {
@@ -211,13 +228,12 @@ pub(crate) fn measure(
         let Some(base_row) = base.rows.iter().find(|b| b.case == t.case && b.ok) else {
             continue;
         };
-        let machine_shift = row.comparison.as_ref().and_then(|c| c.machine_shift_pct);
-        let mut comparison = Comparison::from(&change);
-        comparison.machine_shift_pct = machine_shift;
+        // Both sides measured now: how the machine moved since the baseline was saved
+        // marks nothing.
         baseline::set_comparison(
             row,
             base_row,
-            comparison,
+            Comparison::from(&change),
             unavailable,
             baseline::NOT_PROFILED,
         );

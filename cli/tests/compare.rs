@@ -36,13 +36,18 @@ fn compare(dir: &Path, target: &Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// Whether git runs here (both tests build revisions with it); a skip said where not.
+fn has_git() -> bool {
+    let has = Command::new("git").arg("--version").output().is_ok();
+    if !has {
+        skip::skip("git", "git is not installed: the test builds revisions with it");
+    }
+    has
+}
+
 #[test]
 fn compare_finds_the_planted_change_with_the_null_beside_it() {
-    if Command::new("git").arg("--version").output().is_err() {
-        skip::skip(
-            "git",
-            "git is not installed: compare builds revisions with it",
-        );
+    if !has_git() {
         return;
     }
     let repo = tempfile::tempdir().unwrap();
@@ -123,11 +128,7 @@ fn compare_finds_the_planted_change_with_the_null_beside_it() {
         "{err}"
     );
     assert!(table.contains("null"), "{table}");
-    let rows: Vec<serde_json::Value> = std::fs::read_to_string(&json)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let rows = rows_of(&json);
     assert_eq!(rows.len(), 3, "{rows:?}");
     let row = |case: &str| rows.iter().find(|r| r["case"] == case).unwrap();
     for r in &rows {
@@ -167,11 +168,7 @@ fn compare_finds_the_planted_change_with_the_null_beside_it() {
     }
 
     // The variant's rows, as the harness writes them, with the side-by-side comparison.
-    let bench_rows: Vec<serde_json::Value> = std::fs::read_to_string(&bench_json)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let bench_rows = rows_of(&bench_json);
     assert_eq!(bench_rows.len(), 3, "{bench_rows:?}");
     for r in &bench_rows {
         assert_eq!(r["schema"], "sparkles.bench/1", "{r}");
@@ -292,11 +289,7 @@ fn rows_of(path: &Path) -> Vec<serde_json::Value> {
 /// between-run noise.
 #[test]
 fn a_saved_baseline_runs_again_beside_the_new_build() {
-    if Command::new("git").arg("--version").output().is_err() {
-        skip::skip(
-            "git",
-            "git is not installed: the test builds two commits with it",
-        );
+    if !has_git() {
         return;
     }
     let repo = tempfile::tempdir().unwrap();

@@ -328,49 +328,55 @@ pub const DEFAULT_BETWEEN_RUN_NOISE_PCT: f64 = 5.0;
 const NOISE_RUNS: usize = 20;
 
 /// How far two runs of `case` apart in time move with nothing changed, from `history`:
-/// the median absolute change between consecutive runs' medians (the latest
-/// [`NOISE_RUNS`]), scaled to a 95% range of one run against another (× 1.96 / 0.6745,
-/// the normal's; a median, so one real step among the runs moves it little), at least
-/// [`crate::paired::NOISE_THRESHOLD_PCT`]. With fewer than three runs of the case:
+/// the moves between successive runs of one build (the environment's `bench_build`: code
+/// that changed between two runs would be read as noise, and a save-then-compare loop
+/// alternates two builds), the latest [`NOISE_RUNS`] of each build; their median absolute
+/// move scaled to a 95% range of one run against another (× 1.96 / 0.6745, the normal's;
+/// a median, so an odd run moves it little), at least
+/// [`crate::paired::NOISE_THRESHOLD_PCT`]. With fewer than two such moves:
 /// [`DEFAULT_BETWEEN_RUN_NOISE_PCT`], said as the default.
 pub fn between_run_noise(
     history: Option<&crate::history::History>,
     case: &str,
 ) -> crate::comparison::BetweenRunNoise {
-    let medians: Vec<f64> = history
-        .map(|h| {
-            h.runs
-                .iter()
-                .filter_map(|r| r.cases.iter().find(|c| c.case == case))
-                .map(|c| c.median)
-                .filter(|m| *m > 0.0)
-                .collect()
+    let mut builds: std::collections::BTreeMap<&str, Vec<f64>> = Default::default();
+    for run in history.map(|h| h.runs.as_slice()).unwrap_or_default() {
+        let Some(build) = run.environment.bench_build.as_deref() else {
+            continue;
+        };
+        if let Some(c) = run.cases.iter().find(|c| c.case == case && c.median > 0.0) {
+            builds.entry(build).or_default().push(c.median);
+        }
+    }
+    let mut moves: Vec<f64> = builds
+        .values()
+        .flat_map(|medians| {
+            let recent = &medians[medians.len().saturating_sub(NOISE_RUNS)..];
+            recent
+                .windows(2)
+                .map(|w| (w[1] / w[0]).ln().abs())
+                .collect::<Vec<_>>()
         })
-        .unwrap_or_default();
-    let recent = &medians[medians.len().saturating_sub(NOISE_RUNS)..];
-    if recent.len() < 3 {
+        .collect();
+    if moves.len() < 2 {
         return crate::comparison::BetweenRunNoise {
             pct: DEFAULT_BETWEEN_RUN_NOISE_PCT,
             source: format!(
-                "default: {} earlier run{} of this case in its history, 3 are needed to learn it",
-                recent.len(),
-                if recent.len() == 1 { "" } else { "s" }
+                "default: {} move{} between runs of one build of this case in its history, 2 are needed to learn it",
+                moves.len(),
+                if moves.len() == 1 { "" } else { "s" }
             ),
         };
     }
-    let mut steps: Vec<f64> = recent
-        .windows(2)
-        .map(|w| (w[1] / w[0]).ln().abs())
-        .collect();
-    steps.sort_unstable_by(f64::total_cmp);
-    let typical = crate::stats::quantile_sorted(&steps, 0.5);
-    let pct =
-        (((typical * 1.96 / 0.6745).exp() - 1.0) * 100.0).max(crate::paired::NOISE_THRESHOLD_PCT);
+    moves.sort_unstable_by(f64::total_cmp);
+    let typical = crate::stats::quantile_sorted(&moves, 0.5);
+    let pct = (((typical * 1.96 / 0.6745).exp() - 1.0) * 100.0)
+        .max(crate::paired::NOISE_THRESHOLD_PCT);
     crate::comparison::BetweenRunNoise {
         pct,
         source: format!(
-            "history: {} runs of this case, their medians' typical move from run to run",
-            recent.len()
+            "history: {} moves between runs of one build of this case, their median scaled to a 95% range",
+            moves.len()
         ),
     }
 }
@@ -438,9 +444,10 @@ mod tests {
         assert!(rows[2].comparison.is_none());
     }
 
-    /// A history of `case`'s runs with these medians.
-    fn history_of(case: &str, medians: &[f64]) -> crate::history::History {
-        let env = Environment::current("demo");
+    /// A history of `case`'s runs with these medians, each of build `build`.
+    fn history_of(case: &str, build: &str, medians: &[f64]) -> crate::history::History {
+        let mut env = Environment::current("demo");
+        env.bench_build = Some(build.to_string());
         crate::history::History {
             runs: medians
                 .iter()
@@ -455,19 +462,11 @@ mod tests {
         // Two runs apart in time: one run's samples say +2% and +20% with narrow intervals.
         let base = Baseline {
             path: PathBuf::from("b.jsonl"),
-            rows: vec![
-                row("small", 100.0),
-                row("large", 100.0),
-                row("fresh", 100.0),
-            ],
+            rows: vec![row("small", 100.0), row("large", 100.0), row("fresh", 100.0)],
             environment: None,
         };
         let compared = || {
-            let mut rows = vec![
-                row("small", 102.0),
-                row("large", 120.0),
-                row("fresh", 103.0),
-            ];
+            let mut rows = vec![row("small", 102.0), row("large", 120.0), row("fresh", 103.0)];
             compare_rows(&mut rows, &base, &|_| None);
             rows
         };
@@ -475,37 +474,56 @@ mod tests {
         assert!(rows
             .iter()
             .all(|r| r.comparison.as_ref().unwrap().verdict == Verdict::Regression));
-        // The history says these cases move ±3% from run to run (the fresh one has none).
-        let mut h = history_of("small", &[101.0, 98.0, 101.0, 98.0, 101.0]);
+        // The history says these cases move ±3% from run to run of one build (the fresh
+        // one has none).
+        let mut h = history_of("small", "b1", &[101.0, 98.0, 101.0, 98.0, 101.0]);
         h.runs
-            .extend(history_of("large", &[101.0, 98.0, 101.0, 98.0, 101.0]).runs);
+            .extend(history_of("large", "b1", &[101.0, 98.0, 101.0, 98.0, 101.0]).runs);
         hold_to_between_run_noise(&mut rows, Some(&h));
         let c = |i: usize| rows[i].comparison.clone().unwrap();
         assert_eq!(c(0).verdict, Verdict::InsideTheNoise, "{:?}", c(0));
         assert_eq!(c(1).verdict, Verdict::Regression, "{:?}", c(1));
         let noise = c(0).between_run_noise.unwrap();
         assert!((5.0..15.0).contains(&noise.pct), "{noise:?}");
-        assert!(noise.source.starts_with("history: 5 runs"), "{noise:?}");
+        assert!(noise.source.starts_with("history: 4 moves"), "{noise:?}");
         // No history of the fresh case: the default, said as such; +3% is inside it.
         assert_eq!(c(2).verdict, Verdict::InsideTheNoise);
         let fresh = c(2).between_run_noise.unwrap();
         assert_eq!(fresh.pct, DEFAULT_BETWEEN_RUN_NOISE_PCT);
-        assert!(
-            fresh.source.starts_with("default: 0 earlier runs"),
-            "{fresh:?}"
-        );
-        assert!(rows
-            .iter()
-            .all(|r| r.comparison.as_ref().unwrap().method
-                == Some(crate::comparison::Method::Unpaired)));
-        // A quiet history lets a small change through; one real step in it barely moves
-        // the figure (a median of the moves).
+        assert!(fresh.source.starts_with("default: 0 moves"), "{fresh:?}");
+        assert!(rows.iter().all(|r| {
+            r.comparison.as_ref().unwrap().method == Some(crate::comparison::Method::Unpaired)
+        }));
+        // A save-then-compare loop: two builds 10% apart alternate in the history, each
+        // quiet from run to run. Moves between the builds are not noise: a small change
+        // gets through; the same history read as one build would hide it.
         let mut rows = compared();
-        let quiet = history_of("small", &[100.0, 100.2, 99.9, 100.1, 130.0, 130.1, 129.9]);
+        let mut quiet = crate::history::History::default();
+        for wobble in [0.0, 0.2, -0.1, 0.1, 0.0] {
+            quiet
+                .runs
+                .extend(history_of("small", "base", &[100.0 + wobble]).runs);
+            quiet
+                .runs
+                .extend(history_of("small", "new", &[110.0 + wobble]).runs);
+        }
         hold_to_between_run_noise(&mut rows, Some(&quiet));
         let small = rows[0].comparison.clone().unwrap();
         assert_eq!(small.verdict, Verdict::Regression, "{small:?}");
-        assert!(small.between_run_noise.unwrap().pct < 1.0);
+        let noise = small.between_run_noise.unwrap();
+        assert!(noise.pct < 1.0, "{noise:?}");
+        assert!(noise.source.starts_with("history: 8 moves"), "{noise:?}");
+        let mut one_build = quiet;
+        for r in &mut one_build.runs {
+            r.environment.bench_build = Some("same".into());
+        }
+        assert!(between_run_noise(Some(&one_build), "small").pct > 10.0);
+        // Runs that name no build teach nothing.
+        for r in &mut one_build.runs {
+            r.environment.bench_build = None;
+        }
+        let none = between_run_noise(Some(&one_build), "small");
+        assert_eq!(none.pct, DEFAULT_BETWEEN_RUN_NOISE_PCT);
     }
 
     #[test]

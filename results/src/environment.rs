@@ -51,6 +51,10 @@ pub struct Environment {
     /// probe was timed, and until the run has measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine_probe: Option<crate::machine_probe::MachineProbe>,
+    /// The bench executable's identity (its ELF build id, hex), where the harness read
+    /// one: runs of one build tell the between-run noise apart from changes of code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bench_build: Option<String>,
 }
 
 fn read_trimmed(path: &str) -> Option<String> {
@@ -154,6 +158,7 @@ impl Environment {
                 .map(|d| d.as_secs())
                 .unwrap_or(0),
             machine_probe: None,
+            bench_build: None,
         }
     }
 
