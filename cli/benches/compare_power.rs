@@ -8,7 +8,8 @@
 //! cases whose speed depends on the process they run in (a std `HashMap`'s seed, and a
 //! model of layout luck: testdata/support/planted_repo.rs), beside `--hog N` busy loops (1).
 //!
-//! `cargo bench -p sparkles-cli --bench compare_power [-- --runs N --time SECS --hog N]`:
+//! `cargo bench -p sparkles-cli --bench compare_power [-- --runs N --time SECS --hog N
+//! --ways compare,paired,unpaired,criterion]`:
 //! N runs (10) of each way; SECS of measurement per case (2), which compare and the paired
 //! `--baseline` spend over their rounds (the paired run after its own timing pass of half
 //! that) and the unpaired ways split between their two runs (criterion with a 0.2 s
@@ -133,6 +134,17 @@ fn main() {
     let runs = support::number_arg("--runs", 10.0) as u32;
     let seconds = support::number_arg("--time", 2.0);
     let hogs = support::number_arg("--hog", 1.0) as usize;
+    // Which ways run (all by default); compare runs once regardless, to build both sides.
+    let args: Vec<String> = std::env::args().collect();
+    let ways: Vec<String> = args
+        .iter()
+        .position(|a| a == "--ways")
+        .and_then(|i| args.get(i + 1))
+        .map_or("compare,paired,unpaired,criterion", String::as_str)
+        .split(',')
+        .map(String::from)
+        .collect();
+    let way = |name: &str| ways.iter().any(|w| w == name);
     // Busy loops beside every way, for the whole bench: a CI runner's neighbours.
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let hog_threads: Vec<_> = (0..hogs)
@@ -163,7 +175,8 @@ fn main() {
     let json = repo.path().join("compare.jsonl");
     let mut paired = Tally::new();
     let mut paired_wall = 0.0;
-    for run in 0..runs {
+    let compare_runs = if way("compare") { runs } else { 1 };
+    for run in 0..compare_runs {
         let start = Instant::now();
         // Only the sparkles bench: the criterion one does not serve.
         let out = Command::new(&exe)
@@ -179,6 +192,9 @@ fn main() {
             panic!("sparkles compare failed on run {run}");
         }
         paired_wall += start.elapsed().as_secs_f64();
+        if !way("compare") {
+            break;
+        }
         for row in json_lines(&json) {
             count(
                 &mut paired,
@@ -211,7 +227,10 @@ fn main() {
             let rows = out_dir.join("rows.jsonl");
             for (exe, flags) in [
                 (bin(&base_rev), vec!["--save-baseline", "power"]),
-                (bin(&variant_rev), [&["--baseline", "power"][..], extra].concat()),
+                (
+                    bin(&variant_rev),
+                    [&["--baseline", "power"][..], extra].concat(),
+                ),
             ] {
                 let out = Command::new(&exe)
                     .args(["--bench", "--samples", &samples.to_string(), "--no-report"])
@@ -238,33 +257,45 @@ fn main() {
         }
         (tally, wall)
     };
-    let (saved_paired, saved_paired_wall) = baseline_way(&[], "paired-runs");
+    let (saved_paired, saved_paired_wall) = if way("paired") {
+        baseline_way(&[], "paired-runs")
+    } else {
+        Default::default()
+    };
     eprintln!("compare_power: paired --baseline's verdicts: {saved_paired:?}");
-    let (saved, saved_wall) = baseline_way(&["--baseline-unpaired"], "unpaired-runs");
+    let (saved, saved_wall) = if way("unpaired") {
+        baseline_way(&["--baseline-unpaired"], "unpaired-runs")
+    } else {
+        Default::default()
+    };
     eprintln!("compare_power: unpaired --baseline's verdicts: {saved:?}");
     // Criterion: the base saves baseline `power`, the variant compares with it, each given
     // half a case's time; a fresh criterion folder a run, read and written by both.
-    let crit = [
-        criterion_exe(
-            repo.path(),
-            &base_rev,
-            scratch.path(),
-            &target,
-            &scratch.path().join("crit-base"),
-        ),
-        criterion_exe(
-            repo.path(),
-            &variant_rev,
-            scratch.path(),
-            &target,
-            &scratch.path().join("crit-variant"),
-        ),
-    ];
+    let crit: Vec<PathBuf> = if !way("criterion") {
+        Vec::new()
+    } else {
+        vec![
+            criterion_exe(
+                repo.path(),
+                &base_rev,
+                scratch.path(),
+                &target,
+                &scratch.path().join("crit-base"),
+            ),
+            criterion_exe(
+                repo.path(),
+                &variant_rev,
+                scratch.path(),
+                &target,
+                &scratch.path().join("crit-variant"),
+            ),
+        ]
+    };
     let home = scratch.path().join("criterion");
     let half = format!("{}", seconds / 2.0);
     let mut criterion = Tally::new();
     let mut criterion_wall = 0.0;
-    for run in 0..runs {
+    for run in 0..if way("criterion") { runs } else { 0 } {
         let _ = std::fs::remove_dir_all(&home);
         let start = Instant::now();
         let mut said = String::new();

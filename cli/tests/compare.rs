@@ -40,7 +40,10 @@ fn compare(dir: &Path, target: &Path, args: &[&str]) -> Output {
 fn has_git() -> bool {
     let has = Command::new("git").arg("--version").output().is_ok();
     if !has {
-        skip::skip("git", "git is not installed: the test builds revisions with it");
+        skip::skip(
+            "git",
+            "git is not installed: the test builds revisions with it",
+        );
     }
     has
 }

@@ -370,8 +370,8 @@ pub fn between_run_noise(
     }
     moves.sort_unstable_by(f64::total_cmp);
     let typical = crate::stats::quantile_sorted(&moves, 0.5);
-    let pct = (((typical * 1.96 / 0.6745).exp() - 1.0) * 100.0)
-        .max(crate::paired::NOISE_THRESHOLD_PCT);
+    let pct =
+        (((typical * 1.96 / 0.6745).exp() - 1.0) * 100.0).max(crate::paired::NOISE_THRESHOLD_PCT);
     crate::comparison::BetweenRunNoise {
         pct,
         source: format!(
@@ -462,11 +462,19 @@ mod tests {
         // Two runs apart in time: one run's samples say +2% and +20% with narrow intervals.
         let base = Baseline {
             path: PathBuf::from("b.jsonl"),
-            rows: vec![row("small", 100.0), row("large", 100.0), row("fresh", 100.0)],
+            rows: vec![
+                row("small", 100.0),
+                row("large", 100.0),
+                row("fresh", 100.0),
+            ],
             environment: None,
         };
         let compared = || {
-            let mut rows = vec![row("small", 102.0), row("large", 120.0), row("fresh", 103.0)];
+            let mut rows = vec![
+                row("small", 102.0),
+                row("large", 120.0),
+                row("fresh", 103.0),
+            ];
             compare_rows(&mut rows, &base, &|_| None);
             rows
         };
