@@ -454,16 +454,13 @@ fn compare_with_baseline(
                 sparkles_results::units::format_ns(args.paired_time.as_nanos() as f64)
             );
             let logs = files.out_dir.join("paired").join(suite_name);
-            match side_by_side::measure(
-                rows,
-                base,
-                &saved,
-                args.paired_processes,
-                args.paired_time,
-                args.bench_min_time,
-                &logs,
-                &unavailable,
-            ) {
+            let plan = side_by_side::Plan {
+                processes: args.paired_processes,
+                time: args.paired_time,
+                sample: args.bench_min_time,
+                logs: &logs,
+            };
+            match side_by_side::measure(rows, base, &saved, &plan, &unavailable) {
                 Ok(m) => format!(
                     "paired: {} cases side by side, {} processes a side, in {:.1} s",
                     m.cases,

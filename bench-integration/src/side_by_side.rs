@@ -166,6 +166,19 @@ pub(crate) fn pairing(base: &Baseline, unpaired_asked: bool) -> Pairing {
     Pairing::Paired(Executable { path: exe, dir })
 }
 
+/// How the side-by-side measurement runs.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Plan<'a> {
+    /// Processes a side.
+    pub processes: usize,
+    /// Measurement time per case.
+    pub time: Duration,
+    /// How long a sample runs (its iterations calibrated once).
+    pub sample: Duration,
+    /// Where the processes' logs go.
+    pub logs: &'a Path,
+}
+
 /// What the side-by-side measurement did.
 #[derive(Debug)]
 pub(crate) struct Measured {
@@ -177,21 +190,23 @@ pub(crate) struct Measured {
     pub elapsed: Duration,
 }
 
-/// Measures every compared row's case side by side: `saved` and this executable, `k`
-/// processes each, `time` per case, samples of about `sample`; each row's comparison
-/// becomes the paired one (its metrics and explanation against the baseline row, as
-/// before). Logs of the processes go to `logs/`. An error (the saved executable does not
-/// start, or answers another protocol) leaves the rows as they were.
+/// Measures every compared row's case side by side as `plan` says: `saved` and this
+/// executable, `plan.processes` each; each row's comparison becomes the paired one (its
+/// metrics and explanation against the baseline row, as before). An error (the saved
+/// executable does not start, or answers another protocol) leaves the rows as they were.
 pub(crate) fn measure(
     rows: &mut [BenchRow],
     base: &Baseline,
     saved: &Executable,
-    k: usize,
-    time: Duration,
-    sample: Duration,
-    logs: &Path,
+    plan: &Plan<'_>,
     unavailable: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Measured, Error> {
+    let Plan {
+        processes: k,
+        time,
+        sample,
+        logs,
+    } = *plan;
     let started = Instant::now();
     let this = Executable {
         path: std::env::current_exe().map_err(|e| Error::io(PathBuf::from("."), e))?,

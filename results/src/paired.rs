@@ -213,7 +213,7 @@ pub fn paired(rounds: &[Round], threshold_pct: f64) -> Option<PairedChange> {
         || rounds.iter().any(|r| {
             r.base.len() != k_base
                 || r.variant.len() != k_variant
-                || r.base.iter().chain(&r.variant).any(|t| !(*t > 0.0))
+                || !r.base.iter().chain(&r.variant).all(|t| *t > 0.0)
         })
     {
         return None;
