@@ -36,6 +36,11 @@ fn compare(dir: &Path, target: &Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// Both tests build a package named `planted` into the workspace's target folder, and
+/// compare forgets the build records of its repository's packages before each side's
+/// build: one test at a time.
+static PLANTED: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Whether git runs here (both tests build revisions with it); a skip said where not.
 fn has_git() -> bool {
     let has = Command::new("git").arg("--version").output().is_ok();
@@ -50,6 +55,7 @@ fn has_git() -> bool {
 
 #[test]
 fn compare_finds_the_planted_change_with_the_null_beside_it() {
+    let _one_at_a_time = PLANTED.lock().unwrap_or_else(|e| e.into_inner());
     if !has_git() {
         return;
     }
@@ -292,6 +298,7 @@ fn rows_of(path: &Path) -> Vec<serde_json::Value> {
 /// between-run noise.
 #[test]
 fn a_saved_baseline_runs_again_beside_the_new_build() {
+    let _one_at_a_time = PLANTED.lock().unwrap_or_else(|e| e.into_inner());
     if !has_git() {
         return;
     }
