@@ -157,9 +157,10 @@ pub fn compare(args: &CompareArgs) -> Result<(), Error> {
         match compare_bench(args, b, v, &target) {
             Ok(compared) => all.extend(compared),
             // A bench that does not serve (criterion's, a plain main) when none was named.
-            Err(e) if args.benches.is_empty() => {
-                eprintln!("compare: bench {}: not compared: {e}", b.name)
-            }
+            Err(e) if args.benches.is_empty() => eprintln!(
+                "compare: bench {}: left out: it does not serve as a sparkles bench does (criterion's, or a plain main?): {e}",
+                b.name
+            ),
             Err(e) => return Err(e),
         }
     }
@@ -563,18 +564,8 @@ fn json_line(c: &Compared, row: &BenchRow, base: &Side, variant: &Side) -> Value
         "ci_low_pct": r.and_then(|r| r.ci_low_pct),
         "ci_high_pct": r.and_then(|r| r.ci_high_pct),
         "verdict": r.map(|r| r.verdict),
-        "paired": {
-            "rounds": c.rounds.len(),
-            "null_change_pct": r.map(|r| r.null_change_pct),
-            "null_ci_low_pct": r.and_then(|r| r.null_ci_low_pct),
-            "null_ci_high_pct": r.and_then(|r| r.null_ci_high_pct),
-            "base_processes": r.map(|r| r.base_processes),
-            "variant_processes": r.map(|r| r.variant_processes),
-            "variant_null_change_pct": r.and_then(|r| r.variant_null_change_pct),
-            "noise_pct": r.map(|r| r.noise_pct),
-            "process_ci_low_pct": r.and_then(|r| r.process_ci_low_pct),
-            "process_ci_high_pct": r.and_then(|r| r.process_ci_high_pct),
-        },
+        // The row's own account of the rounds and nulls (docs/schemas/bench.md).
+        "paired": comparison.and_then(|c| c.paired.as_ref()),
         "method": "paired",
         "samples": c.rounds,
         "explanation": comparison.and_then(|c| c.explanation.as_ref()),
