@@ -176,8 +176,8 @@ impl RunReport<'_> {
                         (self.rows.len()) " cases"
                         @if let Some(b) = self.baseline_name {
                             @if self.rows.iter().any(|r| r.comparison.as_ref().is_some_and(|c| c.paired.is_some())) {
-                                ", measured side by side (" code { "sparkles compare" } "): " (b)
-                            } @else { ", compared with baseline " code { (b) } }
+                                ", measured side by side (paired: both builds in fresh processes, rounds interleaved): " (b)
+                            } @else { ", compared with baseline " code { (b) } " (unpaired: two runs apart in time; a verdict clears the case's between-run noise)" }
                         }
                         @if !self.kept.is_empty() { "; " a href="#earlier" { (self.kept.len()) " more from earlier runs" } }
                         "."
@@ -322,7 +322,12 @@ impl RunReport<'_> {
                     " " (format!("{:+.1}%", c.delta_pct)) " " (ci(c.ci_low_pct, c.ci_high_pct))
                     @if let Some(p) = &c.paired {
                         "; null (base against base) " (format!("{:+.1}%", p.null_change_pct)) " " (ci(p.null_ci_low_pct, p.null_ci_high_pct))
+                        @if let Some(n) = p.noise_pct { ", noise ±" (format!("{n:.1}%")) }
+                        @if let (Some(a), Some(b)) = (p.base_processes, p.variant_processes) { ", " (a) "+" (b) " processes" }
                         ", " (p.rounds) " rounds"
+                    }
+                    @if let Some(n) = &c.between_run_noise {
+                        "; between-run noise ±" (format!("{:.1}%", n.pct)) " (" (n.source) ")"
                     }
                     @if let Some(e) = &c.explanation { br; span.why { (e.text) } }
                 }
@@ -1014,8 +1019,48 @@ mod tests {
             "{html}"
         );
         assert!(html.contains("<td>12</td>"), "{html}");
-        // The explanation quotes the null too.
+        // The explanation quotes the null too; the size a change had to clear and the
+        // processes beside it.
         assert!(html.contains(&format!("(null {null}")), "{html}");
+        assert!(html.contains("paired: both builds in fresh processes"), "{html}");
+        assert!(
+            html.contains(&format!(", noise ±{:.1}%, 2+2 processes", change.noise_pct)),
+            "{html}"
+        );
+    }
+
+    #[test]
+    fn an_unpaired_comparison_says_so_with_its_between_run_noise() {
+        let base = row("c", vec![100.0, 101.0, 102.0, 100.0, 101.0, 102.0]);
+        let mut rows = vec![row("c", vec![110.0, 111.0, 112.0, 110.0, 111.0, 112.0])];
+        let baseline = crate::baseline::Baseline {
+            path: "b.jsonl".into(),
+            rows: vec![base.clone()],
+            environment: None,
+        };
+        crate::baseline::compare_rows(&mut rows, &baseline, &|_| None);
+        crate::baseline::hold_to_between_run_noise(&mut rows, None);
+        let html = RunReport {
+            suite: "s",
+            rows: &rows,
+            baseline: Some(std::slice::from_ref(&base)),
+            baseline_name: Some("main"),
+            machine_warning: Some("busy: other work ran beside this run: x\nsecond line"),
+            profile_dir: Path::new("/nonexistent"),
+            kept: &[],
+            trends: &[],
+            profiles_read: true,
+            annotates: true,
+        }
+        .page()
+        .into_string();
+        assert!(html.contains("(unpaired: two runs apart in time"), "{html}");
+        assert!(
+            html.contains("between-run noise ±5.0% (default: 0 moves"),
+            "{html}"
+        );
+        // Each warning line a paragraph of its own.
+        assert!(html.contains(r#"<p class="machine">busy: other work ran beside this run: x</p><p class="machine">second line</p>"#), "{html}");
     }
 
     #[test]
