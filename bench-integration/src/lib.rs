@@ -445,6 +445,14 @@ fn compare_with_baseline(
         return (None, machine_message);
     };
     let unavailable = |id: &str| catalog.unavailable_reason(id);
+    // The suite's history: each case's floor (its earlier nulls) where paired, its
+    // between-run noise where not.
+    let history = files
+        .history
+        .as_ref()
+        .filter(|p| p.is_file())
+        .and_then(|p| history::read_timing(p).ok());
+    let floor = |case: &str| sparkles_results::paired::learned_floor(history.as_ref(), case);
     let mut method = match side_by_side::pairing(base, args.baseline_unpaired) {
         side_by_side::Pairing::Paired(saved) if compared > 0 => {
             eprintln!(
@@ -460,7 +468,7 @@ fn compare_with_baseline(
                 sample: args.bench_min_time,
                 logs: &logs,
             };
-            match side_by_side::measure(rows, base, &saved, &plan, &unavailable) {
+            match side_by_side::measure(rows, base, &saved, &plan, &floor, &unavailable) {
                 Ok(m) => format!(
                     "paired: {} cases side by side, {} processes a side, in {:.1} s",
                     m.cases,
@@ -486,11 +494,6 @@ fn compare_with_baseline(
         })
         .count();
     if unpaired > 0 {
-        let history = files
-            .history
-            .as_ref()
-            .filter(|p| p.is_file())
-            .and_then(|p| history::read_timing(p).ok());
         baseline::hold_to_between_run_noise(rows, history.as_ref());
         if method.starts_with("paired") {
             method.push_str(&format!(

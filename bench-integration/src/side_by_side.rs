@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use sparkles_results::baseline::{self, Baseline};
-use sparkles_results::paired::{paired, NOISE_THRESHOLD_PCT};
+use sparkles_results::paired::paired;
 use sparkles_results::row::{BenchRow, Comparison};
 use sparkles_results::serve::{Executable, Sides};
 
@@ -191,7 +191,8 @@ pub(crate) struct Measured {
 }
 
 /// Measures every compared row's case side by side as `plan` says: `saved` and this
-/// executable, `plan.processes` each; each row's comparison becomes the paired one (its
+/// executable, `plan.processes` each, a change held to `floor(case)` besides its nulls
+/// (what the case's earlier nulls teach); each row's comparison becomes the paired one (its
 /// metrics and explanation against the baseline row, as before). An error (the saved
 /// executable does not start, or answers another protocol) leaves the rows as they were.
 pub(crate) fn measure(
@@ -199,6 +200,7 @@ pub(crate) fn measure(
     base: &Baseline,
     saved: &Executable,
     plan: &Plan<'_>,
+    floor: &dyn Fn(&str) -> f64,
     unavailable: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Measured, Error> {
     let Plan {
@@ -234,7 +236,7 @@ pub(crate) fn measure(
     sides.quit();
     let timed = result?;
     for t in &timed {
-        let Some(change) = paired(&t.rounds, NOISE_THRESHOLD_PCT) else {
+        let Some(change) = paired(&t.rounds, floor(&t.case)) else {
             continue;
         };
         let Some(row) = rows.iter_mut().find(|r| r.case == t.case) else {

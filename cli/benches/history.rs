@@ -73,6 +73,7 @@ fn main() {
                         ci_low: Some(median * 0.98),
                         ci_high: Some(median * 1.02),
                         samples: 32,
+                        null_pct: None,
                         metrics,
                     }
                 })

@@ -1022,7 +1022,10 @@ mod tests {
         // The explanation quotes the null too; the size a change had to clear and the
         // processes beside it.
         assert!(html.contains(&format!("(null {null}")), "{html}");
-        assert!(html.contains("paired: both builds in fresh processes"), "{html}");
+        assert!(
+            html.contains("paired: both builds in fresh processes"),
+            "{html}"
+        );
         assert!(
             html.contains(&format!(", noise ±{:.1}%, 2+2 processes", change.noise_pct)),
             "{html}"

@@ -69,6 +69,11 @@ pub struct CaseRun {
     pub ci_high: Option<f64>,
     /// Timing samples taken.
     pub samples: usize,
+    /// Where the run compared the case side by side (paired): the size of its larger null,
+    /// either side's processes against each other, percent. Later runs learn the case's
+    /// floor from these ([`crate::paired::learned_floor`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub null_pct: Option<f64>,
     /// Every metric the row has a value of, by id.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub metrics: BTreeMap<String, f64>,
@@ -88,6 +93,15 @@ impl Run {
                     ci_low,
                     ci_high,
                     samples: t.samples.len(),
+                    null_pct: r
+                        .comparison
+                        .as_ref()
+                        .and_then(|c| c.paired.as_ref())
+                        .map(|p| {
+                            p.null_change_pct
+                                .abs()
+                                .max(p.variant_null_change_pct.map_or(0.0, f64::abs))
+                        }),
                     metrics: r
                         .metrics
                         .iter()
@@ -188,6 +202,8 @@ struct TimingCase {
     ci_low: Option<f64>,
     ci_high: Option<f64>,
     samples: usize,
+    #[serde(default)]
+    null_pct: Option<f64>,
 }
 
 impl From<TimingRun> for Run {
@@ -209,6 +225,7 @@ impl From<TimingRun> for Run {
                     ci_low: c.ci_low,
                     ci_high: c.ci_high,
                     samples: c.samples,
+                    null_pct: c.null_pct,
                     metrics: BTreeMap::new(),
                 })
                 .collect(),
@@ -481,6 +498,7 @@ mod tests {
                 ci_low: Some(median * 0.99),
                 ci_high: Some(median * 1.01),
                 samples: 32,
+                null_pct: None,
                 metrics: BTreeMap::new(),
             }],
         }
