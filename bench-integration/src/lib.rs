@@ -467,6 +467,9 @@ fn compare_with_baseline(
                 time: args.paired_time,
                 sample: args.bench_min_time,
                 logs: &logs,
+                // CPU profiles only: serve mode's `profile` samples the CPU.
+                profile_null: (args.profile == Some(args::ProfileKind::Cpu))
+                    .then_some(args.profile_time),
             };
             match side_by_side::measure(rows, base, &saved, &plan, &floor, &unavailable) {
                 Ok(m) => format!(

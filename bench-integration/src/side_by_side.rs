@@ -112,6 +112,50 @@ pub(crate) fn build_id() -> Option<String> {
     Some(id.iter().map(|b| format!("{b:02x}")).collect())
 }
 
+/// Profiles `case` side by side for `duration` in each of base A1, base A2 and variant
+/// B1 (this build), A2 and B1 each diffed against A1: the paired diff (B1 against A1) and
+/// the null (A2 against A1), how far the hot functions' shares move between two processes
+/// of unchanged code.
+fn side_by_side_profiles(
+    sides: &mut Sides,
+    case: &str,
+    duration: Duration,
+    logs: &Path,
+) -> Result<(sparkles_report::diff::Diff, sparkles_report::diff::Diff), String> {
+    let dir = logs
+        .join("profiles")
+        .join(sparkles_results::row::slug(case));
+    match std::fs::remove_dir_all(&dir) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(format!("{}: {e}", dir.display()))
+        }
+        _ => {}
+    }
+    let a1 = dir.join("a1");
+    let profile = |s: &mut sparkles_results::serve::Served,
+                   folder: &Path,
+                   against: Option<&Path>|
+     -> Result<(), String> {
+        let summary = s
+            .profile(case, duration, &folder.join("capture.perf.data"), against)
+            .map_err(|e| e.to_string())?
+            .profile;
+        match summary.error {
+            Some(error) => Err(format!("{}: no capture: {error}", s.name)),
+            None => Ok(()),
+        }
+    };
+    profile(&mut sides.base[0], &a1, None)?;
+    profile(&mut sides.base[1], &dir.join("a2"), Some(&a1))?;
+    profile(&mut sides.variant[0], &dir.join("b1"), Some(&a1))?;
+    let diff = |side: &str| -> Result<sparkles_report::diff::Diff, String> {
+        let path = dir.join(side).join("diff.json");
+        let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", path.display()))
+    };
+    Ok((diff("b1")?, diff("a2")?))
+}
+
 /// How a run compares with its baseline.
 #[derive(Debug)]
 pub(crate) enum Pairing {
@@ -175,8 +219,12 @@ pub(crate) struct Plan<'a> {
     pub time: Duration,
     /// How long a sample runs (its iterations calibrated once).
     pub sample: Duration,
-    /// Where the processes' logs go.
+    /// Where the processes' logs go (and the side-by-side profiles, `profiles/<case>/{a1,a2,b1}/`).
     pub logs: &'a Path,
+    /// With `--profile`: how long base A1, A2 and variant B1 each profile a case whose
+    /// profile has significant movers, so that each mover is confirmed side by side and
+    /// held to the processes' own disagreement.
+    pub profile_null: Option<Duration>,
 }
 
 /// What the side-by-side measurement did.
@@ -208,7 +256,18 @@ pub(crate) fn measure(
         time,
         sample,
         logs,
+        profile_null,
     } = *plan;
+    // The cases whose profile named a mover: those the null profiles are made for.
+    let with_movers: Vec<String> = rows
+        .iter()
+        .filter(|r| {
+            r.profile
+                .as_ref()
+                .is_some_and(|p| !p.significant_movers().is_empty())
+        })
+        .map(|r| r.case.clone())
+        .collect();
     let started = Instant::now();
     let this = Executable {
         path: std::env::current_exe().map_err(|e| Error::io(PathBuf::from("."), e))?,
@@ -228,13 +287,42 @@ pub(crate) fn measure(
         }
         let budget = time.saturating_mul(timed.len() as u32);
         sides.take_rounds(&mut timed, budget, PER_ROUND)?;
+        let mut nulls = Vec::new();
         for t in &timed {
+            if let (Some(duration), true, true) = (
+                profile_null,
+                with_movers.contains(&t.case),
+                sides.base.len() >= 2,
+            ) {
+                nulls.push((
+                    t.case.clone(),
+                    side_by_side_profiles(&mut sides, &t.case, duration, logs),
+                ));
+            }
             sides.finish(&t.case);
         }
-        Ok::<_, Error>(timed)
+        Ok::<_, Error>((timed, nulls))
     })();
     sides.quit();
-    let timed = result?;
+    let (timed, nulls) = result?;
+    for (case, null) in nulls {
+        let Some(row) = rows.iter_mut().find(|r| r.case == case) else {
+            continue;
+        };
+        let Some(profile) = row.profile.as_mut() else {
+            continue;
+        };
+        match null {
+            Ok((paired, null)) => {
+                for line in profile.confirm_movers(&paired, &null) {
+                    eprintln!("{case}: hot-function mover not confirmed side by side: {line}");
+                }
+            }
+            Err(why) => profile
+                .notes
+                .push(format!("movers not confirmed side by side: {why}")),
+        }
+    }
     for t in &timed {
         let Some(change) = paired(&t.rounds, floor(&t.case)) else {
             continue;

@@ -196,6 +196,60 @@ impl ProfileSummary {
         }
     }
 
+    /// Confirms each significant mover side by side. `paired` is the diff of the variant
+    /// against the base measured now, in two processes side by side (variant B1 against
+    /// base A1), `null` the diff of two processes of the base (A2 against A1). A mover of
+    /// this profile (against a baseline profile taken another time, when the machine may
+    /// have been another) stays a finding only where the paired diff finds the same
+    /// function significant, moving the same way, and by more than it moves in the null
+    /// (or than the null's largest change of any function, where the null does not list
+    /// it). Returns what was held back, a line each (also kept in `notes`).
+    pub fn confirm_movers(
+        &mut self,
+        paired: &sparkles_report::diff::Diff,
+        null: &sparkles_report::diff::Diff,
+    ) -> Vec<String> {
+        let widest = null
+            .movers
+            .iter()
+            .map(|m| m.change_pp.abs())
+            .fold(0.0, f64::max);
+        let mut held = Vec::new();
+        for m in self.movers.iter_mut().filter(|m| m.significant) {
+            let disagreement = null
+                .movers
+                .iter()
+                .find(|n| n.name == m.name)
+                .map_or(widest, |n| n.change_pp.abs());
+            let now = paired.movers.iter().find(|p| p.name == m.name);
+            let confirmed = now.is_some_and(|p| {
+                p.significant
+                    && p.change_pp.signum() == m.change_pp.signum()
+                    && p.change_pp.abs() > disagreement
+            });
+            if !confirmed {
+                m.significant = false;
+                held.push(format!(
+                    "{} {:+.1} pp: side by side {} (variant B1 against base A1), {disagreement:.1} pp between two processes of the base",
+                    m.name,
+                    m.change_pp,
+                    match now {
+                        Some(p) => format!(
+                            "{:+.1} pp{}",
+                            p.change_pp,
+                            if p.significant { "" } else { ", inside the sampling noise" }
+                        ),
+                        None => "absent".to_string(),
+                    }
+                ));
+            }
+        }
+        for line in &held {
+            self.notes.push(format!("not confirmed: {line}"));
+        }
+        held
+    }
+
     /// The lines under a profiled case's row: its hottest symbols, which memory levels
     /// and nodes served its sampled accesses, and its movers against the baseline.
     pub fn lines_under_row(&self) -> Vec<String> {
@@ -385,4 +439,74 @@ pub fn describe_alloc(a: &AllocProfile, samples: u64) -> String {
         ));
     }
     line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mover(name: &str, change_pp: f64, significant: bool) -> serde_json::Value {
+        serde_json::json!({"name": name, "base_pct": 10.0, "new_pct": 10.0 + change_pp,
+            "change_pp": change_pp, "base_samples": 1000, "new_samples": 1000, "z": 5.0,
+            "p_value": 0.0001, "significant": significant})
+    }
+
+    #[test]
+    fn a_mover_is_kept_only_where_side_by_side_confirms_it() {
+        let mut p = ProfileSummary {
+            movers: serde_json::from_value(serde_json::json!([
+                mover("lock_contended", 2.8, true),
+                mover("memcpy", -1.7, true),
+                mover("parse", 6.0, true),
+                mover("sieve", -3.7, true),
+                mover("quiet", 0.2, false)
+            ]))
+            .unwrap(),
+            ..Default::default()
+        };
+        let diff = |movers: serde_json::Value| -> sparkles_report::diff::Diff {
+            serde_json::from_value(serde_json::json!({
+                "schema": "sparkles.diff/1", "case": "c", "base_samples": 4000,
+                "new_samples": 4000, "threshold": 0.001, "movers": movers,
+            }))
+            .unwrap()
+        };
+        // Side by side now: lock_contended moves 3.5 pp but two processes of the base
+        // disagree by 4.0; memcpy is not listed; parse moves 5.8 pp (0.5 between base
+        // processes); sieve, moved against a baseline taken on a quieter machine, moves
+        // -0.3 pp now, inside the sampling noise.
+        let paired = diff(serde_json::json!([
+            mover("parse", 5.8, true),
+            mover("lock_contended", 3.5, true),
+            mover("sieve", -0.3, false)
+        ]));
+        let null = diff(serde_json::json!([
+            mover("lock_contended", -4.0, true),
+            mover("parse", 0.5, false)
+        ]));
+        let held = p.confirm_movers(&paired, &null);
+        assert_eq!(held.len(), 3, "{held:?}");
+        assert!(
+            held[0].starts_with("lock_contended +2.8 pp: side by side +3.5 pp"),
+            "{held:?}"
+        );
+        assert!(
+            held[0].ends_with("4.0 pp between two processes of the base"),
+            "{held:?}"
+        );
+        assert!(
+            held[1].starts_with("memcpy -1.7 pp: side by side absent"),
+            "{held:?}"
+        );
+        assert!(
+            held[2].contains("sieve -3.7 pp: side by side -0.3 pp, inside the sampling noise"),
+            "{held:?}"
+        );
+        // The change side by side confirms beyond the processes' disagreement: a finding.
+        assert_eq!(p.significant_movers(), vec![("parse".to_string(), 6.0)]);
+        assert!(p
+            .notes
+            .iter()
+            .any(|n| n.starts_with("not confirmed: sieve")));
+    }
 }
