@@ -381,6 +381,34 @@ pub fn between_run_noise(
     }
 }
 
+/// Earlier paired runs of a case a floor is learned from, at most (the latest).
+const FLOOR_RUNS: usize = 20;
+
+/// The floor a paired change of `case` must clear, from its earlier paired runs in
+/// `history` (each run's larger null, [`crate::history::CaseRun::null_pct`]): their
+/// median, at least [`crate::paired::NOISE_THRESHOLD_PCT`]. A null is one draw of how far
+/// processes of the same code disagree; one run's may be small by luck, and the case's own
+/// record says how far they usually do. With fewer than three earlier paired runs, the
+/// fixed floor.
+pub fn learned_floor(history: Option<&crate::history::History>, case: &str) -> f64 {
+    let mut nulls: Vec<f64> = history
+        .map(|h| {
+            h.runs
+                .iter()
+                .filter_map(|r| r.cases.iter().find(|c| c.case == case)?.null_pct)
+                .filter(|n| n.is_finite())
+                .collect()
+        })
+        .unwrap_or_default();
+    let recent = nulls.len().saturating_sub(FLOOR_RUNS);
+    let mut nulls = nulls.split_off(recent);
+    if nulls.len() < 3 {
+        return crate::paired::NOISE_THRESHOLD_PCT;
+    }
+    nulls.sort_unstable_by(f64::total_cmp);
+    crate::stats::quantile_sorted(&nulls, 0.5).max(crate::paired::NOISE_THRESHOLD_PCT)
+}
+
 /// Marks every compared row's comparison unpaired (those measured side by side are left
 /// as they are): a regression or an improvement only
 /// where the change also exceeds the case's between-run noise ([`between_run_noise`]);
@@ -532,6 +560,58 @@ mod tests {
         }
         let none = between_run_noise(Some(&one_build), "small");
         assert_eq!(none.pct, DEFAULT_BETWEEN_RUN_NOISE_PCT);
+    }
+
+    #[test]
+    fn the_floor_is_learned_from_the_cases_earlier_nulls() {
+        let env = crate::environment::Environment::current("s");
+        let run = |null: Option<f64>| {
+            let mut r =
+                crate::history::Run::of("s", &[crate::row::ok_row("c", vec![1.0; 8])], &env);
+            r.cases[0].null_pct = null;
+            r
+        };
+        let history = |nulls: &[Option<f64>]| crate::history::History {
+            runs: nulls.iter().map(|&n| run(n)).collect(),
+            warnings: Vec::new(),
+        };
+        // Too few paired runs (unpaired ones have none): the fixed floor.
+        let h = history(&[Some(3.0), None, Some(2.0), None]);
+        assert_eq!(
+            learned_floor(Some(&h), "c"),
+            crate::paired::NOISE_THRESHOLD_PCT
+        );
+        assert_eq!(learned_floor(None, "c"), crate::paired::NOISE_THRESHOLD_PCT);
+        // A case whose processes usually disagree by 2%: its floor, whatever one run's null.
+        let h = history(&[Some(1.5), Some(2.0), Some(2.5), Some(0.1)]);
+        assert!((learned_floor(Some(&h), "c") - 1.75).abs() < 1e-9);
+        assert_eq!(
+            learned_floor(Some(&h), "other"),
+            crate::paired::NOISE_THRESHOLD_PCT
+        );
+        // Quiet processes: never below the fixed floor.
+        let h = history(&[Some(0.1), Some(0.2), Some(0.1)]);
+        assert_eq!(
+            learned_floor(Some(&h), "c"),
+            crate::paired::NOISE_THRESHOLD_PCT
+        );
+        // A 1.5% change with a lucky small null now: a verdict against the fixed floor, none
+        // against the learned one.
+        let r: Vec<crate::paired::Round> = (0..60)
+            .map(|i| {
+                let j = 1.0 + 0.001 * f64::from(i % 3);
+                crate::paired::Round {
+                    base: vec![1000.0 * j, 1000.0 * j],
+                    variant: vec![1015.0 * j, 1015.0 * j],
+                }
+            })
+            .collect();
+        let fixed = crate::paired::paired(&r, crate::paired::NOISE_THRESHOLD_PCT).unwrap();
+        assert_eq!(fixed.verdict, Verdict::Regression, "{fixed:?}");
+        let h = history(&[Some(2.0), Some(2.2), Some(1.9)]);
+        let c = crate::paired::paired(&r, learned_floor(Some(&h), "c")).unwrap();
+        assert_eq!(c.verdict, Verdict::InsideTheNoise, "{c:?}");
+        assert!((c.noise_pct - 2.0).abs() < 1e-9, "{c:?}");
     }
 
     #[test]

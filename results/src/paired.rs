@@ -91,32 +91,6 @@ fn mean(values: &[f64]) -> f64 {
     values.iter().sum::<f64>() / values.len().max(1) as f64
 }
 
-/// Earlier paired runs of a case a floor is learned from, at most (the latest).
-const FLOOR_RUNS: usize = 20;
-
-/// The floor a paired change of `case` must clear, from its earlier paired runs in
-/// `history` (each run's larger null, [`crate::history::CaseRun::null_pct`]): their median,
-/// at least [`NOISE_THRESHOLD_PCT`]. A null is one draw of how far processes of the same
-/// code disagree; one run's may be small by luck, and the case's own record says how far
-/// they usually do. [`NOISE_THRESHOLD_PCT`] with fewer than three earlier paired runs.
-pub fn learned_floor(history: Option<&crate::history::History>, case: &str) -> f64 {
-    let mut nulls: Vec<f64> = history
-        .map(|h| {
-            h.runs
-                .iter()
-                .filter_map(|r| r.cases.iter().find(|c| c.case == case)?.null_pct)
-                .filter(|n| n.is_finite())
-                .collect()
-        })
-        .unwrap_or_default();
-    let recent = nulls.len().saturating_sub(FLOOR_RUNS);
-    let mut nulls = nulls.split_off(recent);
-    if nulls.len() < 3 {
-        return NOISE_THRESHOLD_PCT;
-    }
-    median(&mut nulls).max(NOISE_THRESHOLD_PCT)
-}
-
 /// Student's t distribution's 97.5% point (a two-sided 95% interval) for `df` degrees of
 /// freedom (1..=30 tabulated, the normal's 1.96 beyond).
 pub fn t_975(df: usize) -> f64 {
@@ -565,49 +539,6 @@ mod tests {
             serde_json::json!({"base1": 1.0, "variant": 3.0, "base2": 2.0,
                 "base": [1.0, 2.0], "variants": [3.0, 4.0]})
         );
-    }
-
-    #[test]
-    fn the_floor_is_learned_from_the_cases_earlier_nulls() {
-        let env = crate::environment::Environment::current("s");
-        let run = |null: Option<f64>| {
-            let mut r =
-                crate::history::Run::of("s", &[crate::row::ok_row("c", vec![1.0; 8])], &env);
-            r.cases[0].null_pct = null;
-            r
-        };
-        let history = |nulls: &[Option<f64>]| crate::history::History {
-            runs: nulls.iter().map(|&n| run(n)).collect(),
-            warnings: Vec::new(),
-        };
-        // Too few paired runs (unpaired ones have none): the fixed floor.
-        let h = history(&[Some(3.0), None, Some(2.0), None]);
-        assert_eq!(learned_floor(Some(&h), "c"), NOISE_THRESHOLD_PCT);
-        assert_eq!(learned_floor(None, "c"), NOISE_THRESHOLD_PCT);
-        // A case whose processes usually disagree by 2%: its floor, whatever one run's null.
-        let h = history(&[Some(1.5), Some(2.0), Some(2.5), Some(0.1)]);
-        assert!((learned_floor(Some(&h), "c") - 1.75).abs() < 1e-9);
-        assert_eq!(learned_floor(Some(&h), "other"), NOISE_THRESHOLD_PCT);
-        // Quiet processes: never below the fixed floor.
-        let h = history(&[Some(0.1), Some(0.2), Some(0.1)]);
-        assert_eq!(learned_floor(Some(&h), "c"), NOISE_THRESHOLD_PCT);
-        // A 1.5% change with a lucky small null now: a verdict against the fixed floor, none
-        // against the learned one.
-        let model = Model {
-            noise: 0.002,
-            drift: 0.0,
-            layout: 0.0,
-            ..Model::spin(1.015)
-        };
-        let r = model.rounds(60, 9);
-        assert_eq!(
-            paired(&r, NOISE_THRESHOLD_PCT).unwrap().verdict,
-            Verdict::Regression
-        );
-        let h = history(&[Some(2.0), Some(2.2), Some(1.9)]);
-        let c = paired(&r, learned_floor(Some(&h), "c")).unwrap();
-        assert_eq!(c.verdict, Verdict::InsideTheNoise, "{c:?}");
-        assert!((c.noise_pct - 2.0).abs() < 1e-9, "{c:?}");
     }
 
     #[test]

@@ -71,7 +71,7 @@ pub struct CaseRun {
     pub samples: usize,
     /// Where the run compared the case side by side (paired): the size of its larger null,
     /// either side's processes against each other, percent. Later runs learn the case's
-    /// floor from these ([`crate::paired::learned_floor`]).
+    /// floor from these ([`crate::baseline::learned_floor`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub null_pct: Option<f64>,
     /// Every metric the row has a value of, by id.
