@@ -10,7 +10,7 @@
 //! a hundred times a second (kernel threads), for microseconds each; beside one busy loop
 //! a CPU it waits for whole scheduler slices, 40-50% of its time.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The share of its ready time the probe may wait for a CPU before the run was busy,
 /// percent (alone: 0.0-0.5%).
@@ -68,15 +68,12 @@ fn parse_schedstat(text: &str) -> Option<ThreadUsage> {
 /// The counters when the measuring began.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Start {
-    at: Instant,
     cpu: Option<(u64, u64)>,
 }
 
 /// What the counters say of the measuring passes.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Contention {
-    /// How long the passes took.
-    pub elapsed: Duration,
     /// The probe thread's time on a CPU and waiting for one; `None` where the kernel
     /// gives no per-thread usage (not Linux) or the probe did not run.
     pub probe: Option<ThreadUsage>,
@@ -104,10 +101,7 @@ fn parse_cpu_line(line: &str) -> Option<(u64, u64)> {
 
 /// Reads the counters before the measuring passes.
 pub(crate) fn start() -> Start {
-    Start {
-        at: Instant::now(),
-        cpu: cpu_ticks(),
-    }
+    Start { cpu: cpu_ticks() }
 }
 
 impl Start {
@@ -117,11 +111,7 @@ impl Start {
             let total = t1.checked_sub(t0).filter(|t| *t > 0)?;
             Some(s1.saturating_sub(s0) as f64 / total as f64 * 100.0)
         });
-        Contention {
-            elapsed: self.at.elapsed(),
-            probe,
-            steal_pct,
-        }
+        Contention { probe, steal_pct }
     }
 }
 
@@ -161,10 +151,10 @@ impl Contention {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Instant;
 
     fn contention(run_ms: u64, wait_ms: u64, steal: f64) -> Contention {
         Contention {
-            elapsed: Duration::from_secs(10),
             probe: Some(ThreadUsage {
                 run: Duration::from_millis(run_ms),
                 wait: Duration::from_millis(wait_ms),
@@ -191,7 +181,6 @@ mod tests {
         assert!(stolen.busy());
         assert!(stolen.message().unwrap().contains("stole 7.5%"));
         let unknown = Contention {
-            elapsed: Duration::from_secs(1),
             probe: None,
             steal_pct: None,
         };

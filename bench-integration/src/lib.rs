@@ -475,7 +475,7 @@ fn compare_with_baseline(
                 Ok(m) => format!(
                     "paired: {} cases side by side, {} processes a side, in {:.1} s",
                     m.cases,
-                    m.processes,
+                    plan.processes,
                     m.elapsed.as_secs_f64()
                 ),
                 Err(e) => format!(

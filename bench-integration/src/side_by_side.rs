@@ -44,19 +44,12 @@ struct SavedBench {
 
 /// The copy of the executable beside a baseline's rows file.
 pub(crate) fn executable_path(rows: &Path) -> PathBuf {
-    let stem = rows
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    rows.with_file_name(format!("{stem}.bench"))
+    baseline::beside(rows, "bench")
 }
 
+/// Where the copy runs (`SUITE.bench.json`).
 fn record_path(rows: &Path) -> PathBuf {
-    let exe = executable_path(rows);
-    exe.with_file_name(format!(
-        "{}.json",
-        exe.file_name().unwrap_or_default().to_string_lossy()
-    ))
+    baseline::beside(rows, "bench.json")
 }
 
 /// Keeps a copy of this executable beside the baseline rows at `rows`, and where it runs,
@@ -232,8 +225,6 @@ pub(crate) struct Plan<'a> {
 pub(crate) struct Measured {
     /// Cases compared side by side.
     pub cases: usize,
-    /// Processes a side.
-    pub processes: usize,
     /// Its wall time.
     pub elapsed: Duration,
 }
@@ -345,7 +336,6 @@ pub(crate) fn measure(
     }
     Ok(Measured {
         cases: timed.len(),
-        processes: k,
         elapsed: started.elapsed(),
     })
 }

@@ -66,12 +66,18 @@ fn check_name(name: &str, flag: &'static str) -> Result<(), Error> {
     }
 }
 
-fn env_path_of(rows_path: &Path) -> PathBuf {
+/// The file `SUITE.{suffix}` beside a baseline's rows file `SUITE.jsonl` (its environment
+/// record, its executable).
+pub fn beside(rows_path: &Path, suffix: &str) -> PathBuf {
     let stem = rows_path
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
-    rows_path.with_file_name(format!("{stem}.env.json"))
+    rows_path.with_file_name(format!("{stem}.{suffix}"))
+}
+
+fn env_path_of(rows_path: &Path) -> PathBuf {
+    beside(rows_path, "env.json")
 }
 
 /// The rows file of baseline `name` of `suite`.

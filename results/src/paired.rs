@@ -53,14 +53,6 @@ pub struct Round {
 }
 
 impl Round {
-    /// A round of base A1, the variant and base A2 (the three processes of old).
-    pub fn trio(base1: f64, variant: f64, base2: f64) -> Round {
-        Round {
-            base: vec![base1, base2],
-            variant: vec![variant],
-        }
-    }
-
     /// The base's time this round (the mean of its processes' samples).
     pub fn base_mean(&self) -> f64 {
         mean(&self.base)
@@ -519,7 +511,11 @@ mod tests {
         assert!(c.ci_low_pct.is_none());
         assert!((c.change_pct - 50.0).abs() < 1e-9);
         assert!(paired(&[], 0.0).is_none());
-        assert!(paired(&[Round::trio(0.0, 1.0, 1.0)], 0.0).is_none());
+        let zero = Round {
+            base: vec![0.0, 1.0],
+            variant: vec![1.0],
+        };
+        assert!(paired(&[zero], 0.0).is_none());
         // Rounds of different shapes (a process missing from one).
         let mut r = model.rounds(12, 1);
         r[3].variant.pop();
