@@ -5,7 +5,11 @@
 //! is printed beside each verdict; the variant's `sparkles.bench/1` rows carry the
 //! comparison, both counting passes' metrics and the explanation; the run report shows
 //! both sides; a case on one side only is listed; a revision that does not resolve and
-//! one whose bench does not build are clear errors.
+//! one whose bench does not build are clear errors. With `--profile`, movers are held to
+//! what two base processes disagree on. On a workspace of ten local crates a second
+//! compare against the same base compiles nothing of the base, and of the working tree
+//! only the crate edited and the package above it. A saved baseline runs again beside
+//! the new build.
 
 #![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
 
@@ -36,9 +40,9 @@ fn compare(dir: &Path, target: &Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
-/// Both tests build a package named `planted` into the workspace's target folder, and
-/// compare forgets the build records of its repository's packages before each side's
-/// build: one test at a time.
+/// The tests build a package named `planted` into the workspace's target folder, and
+/// compare forgets the build records of its repository's packages where another tree
+/// built them last: one test at a time.
 static PLANTED: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Whether git runs here (both tests build revisions with it); a skip said where not.
@@ -253,6 +257,22 @@ fn compare_finds_the_planted_change_with_the_null_beside_it() {
             serde_json::from_slice(&std::fs::read(p["diff"].as_str().unwrap()).unwrap()).unwrap();
         assert_eq!(diff["schema"], "sparkles.diff/1", "{diff}");
         assert!(diff["base_samples"].as_u64().unwrap() > 0, "{diff}");
+        // A second base process was diffed against the first, and every mover left a
+        // finding moved by more than the two base processes disagreed on it.
+        let null: sparkles_report::diff::Diff =
+            serde_json::from_slice(&std::fs::read(p["null_diff"].as_str().unwrap()).unwrap())
+                .unwrap();
+        let diff: sparkles_report::diff::Diff = serde_json::from_value(diff).unwrap();
+        for m in diff.findings() {
+            assert!(
+                m.change_pp.abs() > null.disagreement(&m.name),
+                "{m:?} {null:?}"
+            );
+        }
+        for name in p["movers"].as_array().unwrap() {
+            let m = diff.movers.iter().find(|m| m.name == *name).unwrap();
+            assert!(m.significant, "{m:?}");
+        }
         assert!(
             table.contains(&format!(
                 "{}: hot functions, base against variant",
@@ -268,6 +288,120 @@ fn compare_finds_the_planted_change_with_the_null_beside_it() {
         let commit = planted_repo::git(repo.path(), &["rev-parse", rev]);
         let _ = std::fs::remove_dir_all(revs.join(commit));
     }
+}
+
+/// What compare said it compiled for one side: the `compare: built the benches of …`
+/// line whose side description starts with `side`.
+fn built_line<'a>(err: &'a str, side: &str) -> &'a str {
+    err.lines()
+        .find(|l| {
+            l.strip_prefix("compare: built the benches of ")
+                .is_some_and(|rest| rest.starts_with(side))
+        })
+        .unwrap_or_else(|| panic!("no build line for {side}:\n{err}"))
+}
+
+/// Each case's change, from compare's JSON lines.
+fn changes(path: &Path) -> Vec<(String, f64)> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            (
+                v["case"].as_str().unwrap().to_string(),
+                v["delta_pct"].as_f64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_second_compare_against_the_same_base_compiles_only_what_changed() {
+    let _one_at_a_time = PLANTED.lock().unwrap_or_else(|e| e.into_inner());
+    if !has_git() {
+        return;
+    }
+    let repo = tempfile::tempdir().unwrap();
+    let bench = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench-integration");
+    // Ten local crates and the bench package beside them.
+    planted_repo::workspace_repository(repo.path(), &bench, 10);
+    let target = target_dir();
+    let json = repo.path().join("compare.jsonl");
+    let run = |what: &str| {
+        let started = std::time::Instant::now();
+        let out = compare(
+            repo.path(),
+            &target,
+            &[
+                "--base",
+                "HEAD~1",
+                "--time",
+                "300ms",
+                "--no-count",
+                "--no-report",
+                "--json",
+                json.to_str().unwrap(),
+            ],
+        );
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{what}: {err}");
+        eprintln!(
+            "{what}: {:.1} s\n  {}\n  {}",
+            started.elapsed().as_secs_f64(),
+            built_line(&err, "the working tree"),
+            err.lines()
+                .find(|l| l.contains("built the benches of") && l.contains("(HEAD~1)"))
+                .unwrap_or("")
+        );
+        // Each side ran its own build: c0's 25% more work is there, the nine crates
+        // unchanged beside it are not moved by anything like it.
+        let moved = changes(&json);
+        assert_eq!(moved.len(), 10, "{what}: {moved:?}");
+        for (case, change) in &moved {
+            if case == "c0/spin" {
+                assert!(*change > 15.0, "{what}: {case} {change:+.1}%");
+            } else {
+                assert!(change.abs() < 10.0, "{what}: {case} {change:+.1}%");
+            }
+        }
+        err
+    };
+
+    let _first = run("first compare");
+
+    // Nothing changed: neither side compiles anything.
+    let err = run("second compare, nothing changed");
+    let base = built_line(
+        &err,
+        &planted_repo::git(repo.path(), &["rev-parse", "HEAD~1"])[..10],
+    );
+    assert!(base.contains(": nothing compiled,"), "{base}");
+    let variant = built_line(&err, "the working tree");
+    assert!(variant.contains(": nothing compiled,"), "{variant}");
+
+    // One crate of ten edited in the working tree: it and the bench package above it are
+    // compiled, for the variant alone.
+    std::fs::write(
+        repo.path().join("crates/c5/src/lib.rs"),
+        planted_repo::crate_source(20_000) + "// edited\n",
+    )
+    .unwrap();
+    let err = run("third compare, c5 edited");
+    let base = built_line(
+        &err,
+        &planted_repo::git(repo.path(), &["rev-parse", "HEAD~1"])[..10],
+    );
+    assert!(base.contains(": nothing compiled,"), "{base}");
+    let variant = built_line(&err, "the working tree");
+    assert!(variant.contains("(c5, planted"), "{variant}");
+    for other in (0..10).filter(|&i| i != 5) {
+        assert!(!variant.contains(&format!("c{other},")), "{variant}");
+        assert!(!variant.contains(&format!("c{other})")), "{variant}");
+    }
+
+    let commit = planted_repo::git(repo.path(), &["rev-parse", "HEAD~1"]);
+    let _ = std::fs::remove_dir_all(target.join("sparkles/revs").join(commit));
 }
 
 /// `cargo bench -- FLAGS` of the planted package in `dir` (its build in the workspace's

@@ -115,6 +115,46 @@ impl Diff {
     pub fn findings(&self) -> impl Iterator<Item = &Mover> {
         self.significant().filter(|m| m.part_of.is_none())
     }
+
+    /// How far this diff, read as a null (two processes of the same code), moved the
+    /// function `name`, in points whatever the sign; for a function it does not list, the
+    /// widest move it has: what a mover between the sides must exceed.
+    pub fn disagreement(&self, name: &str) -> f64 {
+        self.movers.iter().find(|n| n.name == name).map_or_else(
+            || {
+                self.movers
+                    .iter()
+                    .map(|m| m.change_pp.abs())
+                    .fold(0.0, f64::max)
+            },
+            |n| n.change_pp.abs(),
+        )
+    }
+
+    /// Holds each significant mover of this diff (a variant's process against a base
+    /// process) to `null` (a second base process against the same first one): it stays a
+    /// finding only where it moved by more than the null moved it. The others are
+    /// unmarked and said in `warnings`; each is returned, its name and the line said.
+    pub fn hold_to_null(&mut self, null: &Diff) -> Vec<(String, String)> {
+        let mut held = Vec::new();
+        for m in self.movers.iter_mut().filter(|m| m.significant) {
+            let disagreement = null.disagreement(&m.name);
+            if m.change_pp.abs() <= disagreement {
+                m.significant = false;
+                held.push((
+                    m.name.clone(),
+                    format!(
+                        "{} {:+.1} pp: {disagreement:.1} pp between two processes of the base",
+                        m.name, m.change_pp
+                    ),
+                ));
+            }
+        }
+        for (_, line) in &held {
+            self.warnings.push(format!("not confirmed: {line}"));
+        }
+        held
+    }
 }
 
 /// What weakens a profile's shares.
@@ -494,6 +534,68 @@ mod tests {
         assert!((at(2.845, 20.0) - 0.01).abs() < 1e-3, "{}", at(2.845, 20.0));
         // Many degrees of freedom: the normal's 1.96 at 0.05.
         assert!((at(1.96, 1e6) - 0.05).abs() < 1e-3);
+    }
+
+    fn diff_of(movers: &[(&str, f64, bool)]) -> Diff {
+        Diff {
+            schema: "sparkles.diff/1".into(),
+            case: "c".into(),
+            base_samples: 1000,
+            new_samples: 1000,
+            threshold: 0.01,
+            variance: Sides::default(),
+            blocks: Sides::default(),
+            quality: Sides::default(),
+            warnings: Vec::new(),
+            movers: movers
+                .iter()
+                .map(|&(name, change_pp, significant)| Mover {
+                    name: name.into(),
+                    base_pct: 20.0,
+                    new_pct: 20.0 + change_pp,
+                    change_pp,
+                    base_samples: 200,
+                    new_samples: 200,
+                    z: 0.0,
+                    df: 0.0,
+                    p_value: if significant { 1e-6 } else { 0.5 },
+                    significant,
+                    part_of: None,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn a_mover_is_held_to_what_two_processes_of_the_base_disagree_on() {
+        // B1 against A1: `code` moved 5 pp, `memcpy` 2 pp, `lock` 1.5 pp (all
+        // significant), `rest` 0.3 pp (noise).
+        let mut paired = diff_of(&[
+            ("code", 5.0, true),
+            ("memcpy", 2.0, true),
+            ("lock", 1.5, true),
+            ("rest", 0.3, false),
+        ]);
+        // A2 against A1, the same code: memcpy moved 3 pp the other way (where the
+        // buffers landed), code 1 pp; lock is not listed, so the widest move (3 pp) holds.
+        let null = diff_of(&[("memcpy", -3.0, true), ("code", 1.0, false)]);
+        let held = paired.hold_to_null(&null);
+        let names: Vec<&str> = held.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["memcpy", "lock"]);
+        let findings: Vec<&str> = paired.findings().map(|m| m.name.as_str()).collect();
+        assert_eq!(findings, ["code"]);
+        assert!(!paired.movers[3].significant);
+        assert_eq!(
+            paired.warnings,
+            [
+                "not confirmed: memcpy +2.0 pp: 3.0 pp between two processes of the base",
+                "not confirmed: lock +1.5 pp: 3.0 pp between two processes of the base"
+            ]
+        );
+        // A null that moved nothing holds nothing back.
+        let mut again = diff_of(&[("code", 5.0, true), ("memcpy", -2.0, true)]);
+        assert!(again.hold_to_null(&diff_of(&[])).is_empty());
+        assert_eq!(again.findings().count(), 2);
     }
 
     #[test]

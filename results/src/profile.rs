@@ -209,18 +209,9 @@ impl ProfileSummary {
         paired: &sparkles_report::diff::Diff,
         null: &sparkles_report::diff::Diff,
     ) -> Vec<String> {
-        let widest = null
-            .movers
-            .iter()
-            .map(|m| m.change_pp.abs())
-            .fold(0.0, f64::max);
         let mut held = Vec::new();
         for m in self.movers.iter_mut().filter(|m| m.significant) {
-            let disagreement = null
-                .movers
-                .iter()
-                .find(|n| n.name == m.name)
-                .map_or(widest, |n| n.change_pp.abs());
+            let disagreement = null.disagreement(&m.name);
             let now = paired.movers.iter().find(|p| p.name == m.name);
             let confirmed = now.is_some_and(|p| {
                 p.significant

@@ -241,3 +241,83 @@ debug = "line-tables-only"
     }
     git(dir, &["commit", "-q", "-am", "variant: more work planted"]);
 }
+
+/// A repository of a workspace of `crates` local crates (`crates/c0` …) and the bench
+/// package `planted` at its root, which depends on every one of them: case `c{i}/spin`
+/// calls crate `c{i}`'s `spin`. Two commits: the base, and the variant, in which `c0`
+/// spins 25% more. For compare's test of what a second build compiles.
+pub fn workspace_repository(dir: &Path, harness: &Path, crates: usize) {
+    let harness = harness.canonicalize().unwrap();
+    let mut deps = String::new();
+    let mut cases = String::new();
+    for i in 0..crates {
+        let krate = dir.join(format!("crates/c{i}"));
+        std::fs::create_dir_all(krate.join("src")).unwrap();
+        std::fs::write(
+            krate.join("Cargo.toml"),
+            format!("[package]\nname = \"c{i}\"\nversion = \"0.1.0\"\nedition = \"2021\"\n"),
+        )
+        .unwrap();
+        std::fs::write(krate.join("src/lib.rs"), crate_source(20_000)).unwrap();
+        deps.push_str(&format!("c{i} = {{ path = \"crates/c{i}\" }}\n"));
+        cases.push_str(&format!(
+            "    suite.case(\"c{i}/spin\", |b| b.iter(|| c{i}::spin()));\n"
+        ));
+    }
+    std::fs::create_dir_all(dir.join("benches")).unwrap();
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        format!(
+            r#"[package]
+name = "planted"
+version = "0.1.0"
+edition = "2021"
+
+[workspace]
+members = ["crates/*"]
+
+[dependencies]
+{deps}
+[dev-dependencies]
+sparkles-bench = {{ path = "{}" }}
+
+[[bench]]
+name = "planted"
+harness = false
+
+[profile.bench]
+debug = "line-tables-only"
+"#,
+            harness.display()
+        ),
+    )
+    .unwrap();
+    std::fs::write(dir.join("src/lib.rs"), "").unwrap();
+    std::fs::write(
+        dir.join("benches/planted.rs"),
+        format!(
+            "fn main() {{\n    let mut suite = sparkles_bench::Suite::new(\"planted\");\n{cases}    sparkles_bench::main(suite);\n}}\n"
+        ),
+    )
+    .unwrap();
+    let lock = harness.join("../Cargo.lock");
+    if lock.is_file() {
+        std::fs::copy(&lock, dir.join("Cargo.lock")).unwrap();
+    }
+    std::fs::write(dir.join(".gitignore"), "/target\n").unwrap();
+    git(dir, &["init", "-q"]);
+    git(dir, &["config", "user.email", "test@example.invalid"]);
+    git(dir, &["config", "user.name", "test"]);
+    git(dir, &["add", "."]);
+    git(dir, &["commit", "-q", "-m", "base"]);
+    std::fs::write(dir.join("crates/c0/src/lib.rs"), crate_source(25_000)).unwrap();
+    git(dir, &["commit", "-q", "-am", "variant: c0 spins 25% more"]);
+}
+
+/// A local crate of [`workspace_repository`]: one function spinning `n` rounds.
+pub fn crate_source(n: u64) -> String {
+    format!(
+        "pub fn spin() -> u64 {{\n    let mut x = 1u64;\n    for i in 0..{n}u64 {{\n        x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(i));\n    }}\n    x\n}}\n"
+    )
+}

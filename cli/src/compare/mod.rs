@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{json, Value};
+use sparkles_report::diff::Diff;
 use sparkles_results::paired::{paired, PairedChange, Round};
 use sparkles_results::profile::ProfileSummary;
 use sparkles_results::row::{BenchRow, Timing, TimingStatistic};
@@ -63,10 +64,11 @@ pub struct CompareArgs {
     /// intervals say (two builds of the same code differ by their layout alone).
     #[arg(long, value_name = "PCT", default_value_t = sparkles_results::paired::NOISE_THRESHOLD_PCT)]
     noise_threshold: f64,
-    /// After the rounds, profile every case on both sides (base A1 and the variant) and
-    /// print each case's hot-function diff (`sparkles diff`'s test), with captures,
-    /// profiles and flamegraphs under `target/sparkles/compare/<bench>/{base,profile}/<case>/`,
-    /// the variant's with `diff.json` and `diff.svg`.
+    /// After the rounds, profile every case in base A1, base A2 and variant B1 and print
+    /// each case's hot-function diff, B1 against A1 (`sparkles diff`'s test), a mover
+    /// kept only where it moved by more than A2 against A1 moved it; captures, profiles
+    /// and flamegraphs under `target/sparkles/compare/<bench>/{base,null,profile}/<case>/`,
+    /// A2's and the variant's with `diff.json` and `diff.svg`.
     #[arg(long)]
     profile: bool,
     /// How long each side's body runs under the sampler with `--profile`.
@@ -116,7 +118,9 @@ struct Profiled {
     base: ProfileSummary,
     variant: ProfileSummary,
     diff_path: PathBuf,
-    diff: sparkles_report::diff::Diff,
+    diff: Diff,
+    /// A2 against A1 (the same code in two processes), where it was profiled.
+    null_diff: Option<PathBuf>,
 }
 
 /// Runs the comparison.
@@ -146,8 +150,20 @@ pub fn compare(args: &CompareArgs) -> Result<(), Error> {
             writable(flag, path)?;
         }
     }
-    let base_exes = revs::build(&base, &target, args.package.as_deref(), &args.benches)?;
-    let variant_exes = revs::build(&variant, &target, args.package.as_deref(), &args.benches)?;
+    let base_exes = revs::build(
+        &base,
+        &target,
+        "base",
+        args.package.as_deref(),
+        &args.benches,
+    )?;
+    let variant_exes = revs::build(
+        &variant,
+        &target,
+        "variant",
+        args.package.as_deref(),
+        &args.benches,
+    )?;
     let mut all = Vec::new();
     for b in &base_exes {
         let Some(v) = variant_exes.iter().find(|v| v.name == b.name) else {
@@ -397,13 +413,7 @@ fn compare_bench(
             counted: None,
         };
         if args.profile {
-            c.profiled = Some(profile_both(
-                &mut sides.base[0],
-                &mut sides.variant[0],
-                &c.case,
-                &logs,
-                args.profile_time,
-            ));
+            c.profiled = Some(profile_both(&mut sides, &c.case, &logs, args.profile_time));
         }
         // After the profile: its figures are among the metrics where asked for.
         if !args.no_count {
@@ -419,13 +429,14 @@ fn compare_bench(
     Ok(compared)
 }
 
-/// Profiles `case` on the base (A1, into `<dir>/base/<case>/`) and the variant (B, into
-/// `<dir>/profile/<case>/`, diffed there against the base's by the variant's process:
-/// `diff.json`, `diff.svg`, its movers); an error says why there is no diff (the kernel
-/// refused sampling, say).
+/// Profiles `case` on the base (A1, into `<dir>/base/<case>/`), a second base process
+/// (A2, into `<dir>/null/<case>/`) and the variant (B1, into `<dir>/profile/<case>/`),
+/// each of the latter two diffed against A1 by its own process (`diff.json`, `diff.svg`).
+/// A mover of B1 against A1 stays a finding only where it moved by more than A2 against
+/// A1 moved it: the variant's `diff.json` is rewritten with the others held back and said.
+/// An error says why there is no diff (the kernel refused sampling, say).
 fn profile_both(
-    a1: &mut Served,
-    b: &mut Served,
+    sides: &mut Sides,
     case: &str,
     dir: &Path,
     time: Duration,
@@ -452,29 +463,65 @@ fn profile_both(
         }
         Ok((capture, summary))
     };
+    let read_diff = |folder: &Path, summary: &ProfileSummary| -> Result<Diff, String> {
+        let path = folder.join("diff.json");
+        std::fs::read(&path)
+            .map_err(|e| {
+                let why = summary
+                    .notes
+                    .iter()
+                    .find(|n| n.contains("diff"))
+                    .cloned()
+                    .unwrap_or_else(|| format!("{}: {e}", path.display()));
+                format!("no hot-function diff: {why}")
+            })
+            .and_then(|bytes| {
+                serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", path.display()))
+            })
+    };
     let base_dir = dir.join("base").join(&slug);
+    let null_dir = dir.join("null").join(&slug);
     let variant_dir = dir.join("profile").join(&slug);
-    let (base_capture, base) = side(a1, &base_dir, None)?;
-    let (variant_capture, variant) = side(b, &variant_dir, Some(&base_dir))?;
+    let (base_capture, base) = side(&mut sides.base[0], &base_dir, None)?;
+    let null = match sides.base.get_mut(1) {
+        Some(a2) => side(a2, &null_dir, Some(&base_dir))
+            .and_then(|(_, summary)| read_diff(&null_dir, &summary)),
+        None => Err("one process a side".to_string()),
+    };
+    let (variant_capture, mut variant) =
+        side(&mut sides.variant[0], &variant_dir, Some(&base_dir))?;
     let diff_path = variant_dir.join("diff.json");
-    let diff = std::fs::read(&diff_path)
-        .map_err(|e| {
-            let why = variant
-                .notes
-                .iter()
-                .find(|n| n.contains("diff"))
-                .cloned()
-                .unwrap_or_else(|| format!("{}: {e}", diff_path.display()));
-            format!("no hot-function diff: {why}")
-        })
-        .and_then(|bytes| {
-            serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", diff_path.display()))
-        })?;
+    let mut diff = read_diff(&variant_dir, &variant)?;
+    match &null {
+        Ok(null) => {
+            let held = diff.hold_to_null(null);
+            for m in variant.movers.iter_mut() {
+                if held.iter().any(|(name, _)| *name == m.name) {
+                    m.significant = false;
+                }
+            }
+            for (_, line) in &held {
+                eprintln!("compare: {case}: hot-function mover not confirmed: {line}");
+                variant.notes.push(format!("not confirmed: {line}"));
+            }
+            if !held.is_empty() {
+                let text = serde_json::to_string_pretty(&diff).map_err(|e| e.to_string())?;
+                sparkles_perf_data::atomic_write::write_atomically(&diff_path, text.as_bytes())
+                    .map_err(|e| format!("{}: {e}", diff_path.display()))?;
+            }
+        }
+        Err(why) => {
+            let line = format!("movers not held to a second base process: {why}");
+            diff.warnings.push(line.clone());
+            variant.notes.push(line);
+        }
+    }
     Ok(Profiled {
         base_capture,
         variant_capture,
         base,
         variant,
+        null_diff: null.is_ok().then(|| null_dir.join("diff.json")),
         diff_path,
         diff,
     })
@@ -577,6 +624,7 @@ fn json_line(c: &Compared, row: &BenchRow, base: &Side, variant: &Side) -> Value
                 "base_capture": p.base_capture,
                 "variant_capture": p.variant_capture,
                 "diff": p.diff_path,
+                "null_diff": p.null_diff,
                 "movers": p.diff.findings().map(|m| m.name.clone()).collect::<Vec<_>>(),
             }),
         },

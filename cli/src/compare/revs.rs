@@ -207,21 +207,50 @@ pub fn target_dir(dir: &Path) -> Result<PathBuf, Error> {
         .ok_or_else(|| Error::Input("cargo metadata named no target_directory".into()))
 }
 
+/// The target folder `side` builds into: the package's own for the working tree (where
+/// `cargo bench` builds it too), and `target/sparkles/compare/target-<role>` for a
+/// revision checked out in a worktree. Cargo names a path package's build the same in
+/// every tree, so two trees building into one folder would each rebuild every local
+/// crate on every run; a folder a role keeps a second compare against the same base
+/// down to what changed (the dependencies are built once more, the first time, for it).
+pub fn side_target(side: &Side, target: &Path, role: &str) -> PathBuf {
+    if side.named == "working tree" {
+        target.to_path_buf()
+    } else {
+        target
+            .join("sparkles")
+            .join("compare")
+            .join(format!("target-{role}"))
+    }
+}
+
+/// The file in `target` naming the tree whose local packages were last built there.
+fn last_tree_record(target: &Path) -> PathBuf {
+    target.join("sparkles").join("compare").join("last-tree")
+}
+
 /// Removes the build records (`.fingerprint`) of the packages within `side`'s tree from
-/// `target`'s bench profile: cargo names a path package's build the same at every
-/// revision and judges it fresh by the files it read last time (the other side's), so
-/// the one target folder would hand this side the other's executables. Dependencies from
-/// registries and outside the repository are kept, and built once.
+/// `target`'s bench profile where another tree built them last: cargo names a path
+/// package's build the same at every revision and judges it fresh by the files it read
+/// last time (the other tree's), so it would hand this side the other's executables.
+/// Where this tree built them last (a second compare against the same base, the working
+/// tree in its own folder), cargo's own records stand and only what changed is rebuilt.
+/// Dependencies from registries and outside the repository are kept, and built once.
 fn forget_local_builds(side: &Side, target: &Path) -> Result<(), Error> {
+    let tree = side
+        .tree
+        .canonicalize()
+        .unwrap_or_else(|_| side.tree.clone());
+    let record = last_tree_record(target);
+    let last = std::fs::read_to_string(&record).ok();
+    if last.as_deref() == Some(tree.to_string_lossy().as_ref()) {
+        return Ok(());
+    }
     let meta = cargo_metadata(
         &side.package_dir,
         &[],
         &format!("{}: cargo metadata", side.describe()),
     )?;
-    let tree = side
-        .tree
-        .canonicalize()
-        .unwrap_or_else(|_| side.tree.clone());
     let local: Vec<String> = meta["packages"]
         .as_array()
         .into_iter()
@@ -238,27 +267,37 @@ fn forget_local_builds(side: &Side, target: &Path) -> Result<(), Error> {
         .filter_map(|p| p["name"].as_str().map(String::from))
         .collect();
     let fingerprints = target.join("release").join(".fingerprint");
-    let Ok(entries) = std::fs::read_dir(&fingerprints) else {
-        return Ok(());
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let package = name.rsplit_once('-').map_or(name.as_str(), |(p, _)| p);
-        if local.iter().any(|l| l == package) {
-            let _ = std::fs::remove_dir_all(entry.path());
+    if let Ok(entries) = std::fs::read_dir(&fingerprints) {
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let package = name.rsplit_once('-').map_or(name.as_str(), |(p, _)| p);
+            if local.iter().any(|l| l == package) {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
         }
     }
+    // Said before the build: a build cut short leaves this tree's records or none.
+    if let Some(dir) = record.parent() {
+        std::fs::create_dir_all(dir).map_err(|source| Error::Io {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+    }
+    sparkles_perf_data::atomic_write::write_atomically(&record, tree.to_string_lossy().as_bytes())?;
     Ok(())
 }
 
 /// Builds `side`'s bench targets (`benches`, or all) with `cargo bench --no-run` into
-/// `target`: their executables.
+/// its target folder ([`side_target`] of the package's `target`, as `role`): their
+/// executables. What cargo compiled, and what it found fresh, is said on stderr.
 pub fn build(
     side: &Side,
     target: &Path,
+    role: &str,
     package: Option<&str>,
     benches: &[String],
 ) -> Result<Vec<BenchExe>, Error> {
+    let built_in = side_target(side, target, role);
     let mut cmd = Command::new("cargo");
     cmd.args([
         "bench",
@@ -266,7 +305,7 @@ pub fn build(
         "--message-format=json-render-diagnostics",
     ])
     .current_dir(&side.package_dir)
-    .env("CARGO_TARGET_DIR", target)
+    .env("CARGO_TARGET_DIR", &built_in)
     .stdin(Stdio::null())
     .stdout(Stdio::piped())
     .stderr(Stdio::piped());
@@ -276,8 +315,13 @@ pub fn build(
     for b in benches {
         cmd.args(["--bench", b]);
     }
-    forget_local_builds(side, target)?;
-    eprintln!("compare: building the benches of {}", side.describe());
+    forget_local_builds(side, &built_in)?;
+    eprintln!(
+        "compare: building the benches of {} in {}",
+        side.describe(),
+        built_in.display()
+    );
+    let started = std::time::Instant::now();
     let out = cmd
         .output()
         .map_err(|e| Error::Input(format!("cargo bench --no-run: {e} (is cargo installed?)")))?;
@@ -293,12 +337,19 @@ pub fn build(
         )));
     }
     let mut exes = Vec::new();
+    let mut compiled: Vec<String> = Vec::new();
+    let mut fresh = 0usize;
     for line in String::from_utf8_lossy(&out.stdout).lines() {
         let Ok(msg) = serde_json::from_str::<serde_json::Value>(line) else {
             continue;
         };
         if msg["reason"] != "compiler-artifact" {
             continue;
+        }
+        if msg["fresh"] == true {
+            fresh += 1;
+        } else if let Some(name) = msg["target"]["name"].as_str() {
+            compiled.push(name.to_string());
         }
         let is_bench = msg["target"]["kind"]
             .as_array()
@@ -320,8 +371,12 @@ pub fn build(
             });
         }
     }
-    // Both sides build into one target folder, where cargo gives a package's bench the
-    // same file name at every revision: each side's are kept apart by commit.
+    eprintln!(
+        "{}",
+        build_line(side, &compiled, fresh, started.elapsed().as_secs_f64())
+    );
+    // Cargo gives a package's bench the same file name at every revision, and a role's
+    // folder builds each revision it is given: each side's are kept apart by commit.
     let kept = target
         .join("sparkles")
         .join("compare")
@@ -352,4 +407,41 @@ pub fn build(
         )));
     }
     Ok(exes)
+}
+
+/// `compare: built …: 3 targets compiled (c5, planted), 112 fresh, in 0.5 s`: the line
+/// that says what a side's build cost (a second compare against the same base compiles
+/// nothing of the base).
+fn build_line(side: &Side, compiled: &[String], fresh: usize, secs: f64) -> String {
+    let what = if compiled.is_empty() {
+        "nothing compiled".to_string()
+    } else {
+        // Each package once (a library and its bench are two targets of one name), the
+        // last ones built (the local packages, above their dependencies) named.
+        let mut names: Vec<&str> = Vec::new();
+        for name in compiled.iter().rev() {
+            if !names.contains(&name.as_str()) {
+                names.push(name);
+            }
+        }
+        const NAMED: usize = 12;
+        let more = names.len().saturating_sub(NAMED);
+        names.truncate(NAMED);
+        names.reverse();
+        format!(
+            "{} target{} compiled ({}{})",
+            compiled.len(),
+            if compiled.len() == 1 { "" } else { "s" },
+            if more > 0 {
+                format!("{more} more, then ")
+            } else {
+                String::new()
+            },
+            names.join(", ")
+        )
+    };
+    format!(
+        "compare: built the benches of {}: {what}, {fresh} fresh, in {secs:.1} s",
+        side.describe()
+    )
 }
