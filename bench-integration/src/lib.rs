@@ -473,10 +473,11 @@ fn compare_with_baseline(
             };
             match side_by_side::measure(rows, base, &saved, &plan, &floor, &unavailable) {
                 Ok(m) => format!(
-                    "paired: {} cases side by side, {} processes a side, in {:.1} s",
+                    "paired: {} cases side by side, {} processes a side, in {:.1} s ({})",
                     m.cases,
                     plan.processes,
-                    m.elapsed.as_secs_f64()
+                    m.elapsed.as_secs_f64(),
+                    m.phases_line()
                 ),
                 Err(e) => format!(
                     "unpaired: the saved executable could not run side by side ({e}; logs in {})",

@@ -227,6 +227,27 @@ pub(crate) struct Measured {
     pub cases: usize,
     /// Its wall time.
     pub elapsed: Duration,
+    /// Where the time went: starting the processes, setting every case up and
+    /// calibrating it (with each process's warm-up sample), the rounds, and the
+    /// side-by-side profiles.
+    pub phases: [Duration; 4],
+}
+
+impl Measured {
+    /// `start 0.3 s, set-up 2.1 s, rounds 10.2 s` (the profiles where there were any).
+    pub fn phases_line(&self) -> String {
+        let [start, setup, rounds, profiles] = self.phases;
+        let mut line = format!(
+            "start {:.1} s, set-up {:.1} s, rounds {:.1} s",
+            start.as_secs_f64(),
+            setup.as_secs_f64(),
+            rounds.as_secs_f64()
+        );
+        if profiles >= Duration::from_millis(50) {
+            line.push_str(&format!(", profiles {:.1} s", profiles.as_secs_f64()));
+        }
+        line
+    }
 }
 
 /// Measures every compared row's case side by side as `plan` says: `saved` and this
@@ -269,15 +290,24 @@ pub(crate) fn measure(
         .filter(|r| r.ok && r.comparison.is_some())
         .map(|r| r.case.clone())
         .collect();
+    let mut phases = [Duration::ZERO; 4];
+    let mut lap = Instant::now();
+    let mut phase = |i: usize| {
+        phases[i] += lap.elapsed();
+        lap = Instant::now();
+    };
     let mut sides = Sides::start(saved, &this, k, &[], logs)?;
     let result = (|| {
         let matched = sides.cases()?;
+        phase(0);
         let mut timed = Vec::new();
         for case in matched.common.iter().filter(|c| wanted.contains(c)) {
             timed.push(sides.prepare(case, sample)?);
         }
+        phase(1);
         let budget = time.saturating_mul(timed.len() as u32);
         sides.take_rounds(&mut timed, budget, PER_ROUND)?;
+        phase(2);
         let mut nulls = Vec::new();
         for t in &timed {
             if let (Some(duration), true, true) = (
@@ -292,6 +322,7 @@ pub(crate) fn measure(
             }
             sides.finish(&t.case);
         }
+        phase(3);
         Ok::<_, Error>((timed, nulls))
     })();
     sides.quit();
@@ -337,5 +368,6 @@ pub(crate) fn measure(
     Ok(Measured {
         cases: timed.len(),
         elapsed: started.elapsed(),
+        phases,
     })
 }

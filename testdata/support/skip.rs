@@ -12,7 +12,7 @@
 use std::io::Write;
 
 /// What a test can lack, as `SPARKLES_TEST_REQUIRE` names it.
-pub const NEEDS: [&str; 26] = [
+pub const NEEDS: [&str; 25] = [
     // perf_event_open allowed at all (not refused by paranoid 3, seccomp, or the build).
     "perf_event",
     // hardware counters and sampling (a CPU PMU).
@@ -63,9 +63,6 @@ pub const NEEDS: [&str; 26] = [
     "npm",
     // the running libc's separate debug file (Debian's libc6-dbg).
     "libc_dbg",
-    // a machine quiet enough that two runs of the same code agree within about a point
-    // (`sparkles compare`'s null), so that a 2% change is resolvable.
-    "quiet_machine",
 ];
 
 /// Whether `SPARKLES_TEST_REQUIRE` lists `need`.
