@@ -56,14 +56,26 @@ fn has_git() -> bool {
     has
 }
 
+/// What each test starts with: its turn (see [`PLANTED`]), where git runs; a fresh folder
+/// for its repository, and the harness's package folder.
+fn begin() -> Option<(
+    std::sync::MutexGuard<'static, ()>,
+    tempfile::TempDir,
+    PathBuf,
+)> {
+    let turn = PLANTED.lock().unwrap_or_else(|e| e.into_inner());
+    if !has_git() {
+        return None;
+    }
+    let bench = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench-integration");
+    Some((turn, tempfile::tempdir().unwrap(), bench))
+}
+
 #[test]
 fn compare_finds_the_planted_change_with_the_null_beside_it() {
-    let _one_at_a_time = PLANTED.lock().unwrap_or_else(|e| e.into_inner());
-    if !has_git() {
+    let Some((_one_at_a_time, repo, bench)) = begin() else {
         return;
-    }
-    let repo = tempfile::tempdir().unwrap();
-    let bench = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench-integration");
+    };
     repository(
         repo.path(),
         &bench,
@@ -306,12 +318,9 @@ fn changes(path: &Path) -> Vec<(String, f64)> {
 
 #[test]
 fn a_second_compare_against_the_same_base_compiles_only_what_changed() {
-    let _one_at_a_time = PLANTED.lock().unwrap_or_else(|e| e.into_inner());
-    if !has_git() {
+    let Some((_one_at_a_time, repo, bench)) = begin() else {
         return;
-    }
-    let repo = tempfile::tempdir().unwrap();
-    let bench = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench-integration");
+    };
     // Ten local crates and the bench package beside them.
     planted_repo::workspace_repository(repo.path(), &bench, 10);
     let target = target_dir();
@@ -420,12 +429,9 @@ fn rows_of(path: &Path) -> Vec<serde_json::Value> {
 /// between-run noise.
 #[test]
 fn a_saved_baseline_runs_again_beside_the_new_build() {
-    let _one_at_a_time = PLANTED.lock().unwrap_or_else(|e| e.into_inner());
-    if !has_git() {
+    let Some((_one_at_a_time, repo, bench)) = begin() else {
         return;
-    }
-    let repo = tempfile::tempdir().unwrap();
-    let bench = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench-integration");
+    };
     repository(
         repo.path(),
         &bench,

@@ -198,17 +198,7 @@ debug = "line-tables-only"
         ),
     )
     .unwrap();
-    std::fs::write(dir.join("src/lib.rs"), "").unwrap();
-    // The workspace's lock file: the package builds with the versions the harness was
-    // built and tested with, already on this machine, with no registry look-up.
-    let lock = harness.join("../Cargo.lock");
-    if lock.is_file() {
-        std::fs::copy(&lock, dir.join("Cargo.lock")).unwrap();
-    }
-    std::fs::write(dir.join(".gitignore"), "/target\n").unwrap();
-    git(dir, &["init", "-q"]);
-    git(dir, &["config", "user.email", "test@example.invalid"]);
-    git(dir, &["config", "user.name", "test"]);
+    init(dir, &harness);
     std::fs::write(dir.join("benches/planted.rs"), "fn main() { not rust }\n").unwrap();
     let base: Vec<(&str, u64)> = planted.iter().map(|&(n, b, _)| (n, b)).collect();
     let variant: Vec<(&str, u64)> = planted.iter().map(|&(n, _, v)| (n, v)).collect();
@@ -293,7 +283,6 @@ debug = "line-tables-only"
         ),
     )
     .unwrap();
-    std::fs::write(dir.join("src/lib.rs"), "").unwrap();
     std::fs::write(
         dir.join("benches/planted.rs"),
         format!(
@@ -301,14 +290,7 @@ debug = "line-tables-only"
         ),
     )
     .unwrap();
-    let lock = harness.join("../Cargo.lock");
-    if lock.is_file() {
-        std::fs::copy(&lock, dir.join("Cargo.lock")).unwrap();
-    }
-    std::fs::write(dir.join(".gitignore"), "/target\n").unwrap();
-    git(dir, &["init", "-q"]);
-    git(dir, &["config", "user.email", "test@example.invalid"]);
-    git(dir, &["config", "user.name", "test"]);
+    init(dir, &harness);
     git(dir, &["add", "."]);
     git(dir, &["commit", "-q", "-m", "base"]);
     std::fs::write(dir.join("crates/c0/src/lib.rs"), crate_source(25_000)).unwrap();
@@ -320,4 +302,19 @@ pub fn crate_source(n: u64) -> String {
     format!(
         "pub fn spin() -> u64 {{\n    let mut x = 1u64;\n    for i in 0..{n}u64 {{\n        x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(i));\n    }}\n    x\n}}\n"
     )
+}
+
+/// The package's empty library, the workspace's lock file (the package builds with the
+/// versions the harness was built and tested with, already on this machine, with no
+/// registry look-up), and a git repository around it.
+fn init(dir: &Path, harness: &Path) {
+    std::fs::write(dir.join("src/lib.rs"), "").unwrap();
+    let lock = harness.join("../Cargo.lock");
+    if lock.is_file() {
+        std::fs::copy(&lock, dir.join("Cargo.lock")).unwrap();
+    }
+    std::fs::write(dir.join(".gitignore"), "/target\n").unwrap();
+    git(dir, &["init", "-q"]);
+    git(dir, &["config", "user.email", "test@example.invalid"]);
+    git(dir, &["config", "user.name", "test"]);
 }
