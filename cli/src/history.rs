@@ -42,12 +42,14 @@ pub struct HistoryArgs {
     /// Write here (whole, or not at all) instead of standard output.
     #[arg(short = 'o', long = "output", value_name = "OUT")]
     output: Option<PathBuf>,
-    /// The largest p-value of a change point (the Mann–Whitney U test of the runs either
-    /// side: about four runs after a step are needed to reach 0.001).
-    #[arg(long, value_name = "P", default_value_t = 0.001)]
+    /// The largest p-value of a change point: its permutation test, the largest energy
+    /// statistic over every split of the runs in random order, so the search is in it
+    /// (six runs against six reach about 0.003).
+    #[arg(long, value_name = "P", default_value_t = sparkles_results::history::changes::MAX_P)]
     max_p: f64,
-    /// The smallest step called a change point, percent; default: twice the runs' own
-    /// typical 95% interval half-width, at least 1%.
+    /// The smallest step called a change point, percent; default: 3.5 times how far the
+    /// runs scatter from one another (successive runs' differences; more for a short
+    /// series), at least 1%.
     #[arg(long, value_name = "PCT")]
     min_change: Option<f64>,
     /// `probe`: each run's times scaled by how fast its machine probe (a fixed loop timed
@@ -356,7 +358,7 @@ fn table(doc: &Document) -> String {
     }
     let _ = writeln!(
         out,
-        "\nchange points: e-divisive means, Mann–Whitney U (docs/design.md); {} run{} of {} case{} from {}",
+        "\nchange points: e-divisive means, permutation test (docs/design.md); {} run{} of {} case{} from {}",
         doc.cases.iter().map(|c| c.series.runs.len()).max().unwrap_or(0),
         if doc.cases.iter().map(|c| c.series.runs.len()).max() == Some(1) { "" } else { "s" },
         doc.cases.len(),
@@ -381,7 +383,7 @@ p.note { color: #555; }
             head { meta charset="utf-8"; title { "sparkles history" } style { (PreEscaped(CSS)) } }
             body {
                 h1 { "History" }
-                p.note { (doc.files.join(", ")) "; change points by e-divisive means, each with the Mann–Whitney U test of the runs either side." }
+                p.note { (doc.files.join(", ")) "; change points by e-divisive means, each with its permutation test (the largest energy statistic over every split of the runs in random order)." }
                 @for w in &doc.warnings { p.note { "warning: " (w) } }
                 @for c in &doc.cases {
                     h2 { (c.series.case) " " span.note { "(" (c.suite) ", " (c.series.runs.len()) " runs)" } }

@@ -127,8 +127,7 @@ fn twelve_commits_and_the_one_that_made_a_case_slower_is_its_change_point() {
     let mut commits = Vec::new();
     for i in 0..12 {
         // The 7th commit spins 30% more rounds in `regressed`; the others change nothing
-        // it measures. Two runs at each (a change point by ranks needs about four runs
-        // after it at p ≤ 0.001).
+        // it measures. Two runs at each.
         let work = if i >= 6 { 26 } else { 20 };
         commits.push(commit(repo.path(), work, &format!("commit {i}")));
         for _ in 0..2 {
