@@ -378,10 +378,17 @@ fn write_run_report(
     machine_message: Option<&str>,
     history: Option<&history::History>,
 ) {
+    // The trend of the branch this run was made on (the latest run's), where it has one:
+    // runs of other branches are other code.
     let trends = history
         .map(|h| {
+            let on_branch = h
+                .runs
+                .last()
+                .and_then(|r| r.branch.as_deref())
+                .map(|b| h.on_branch(b));
             history::series(
-                h,
+                on_branch.as_ref().unwrap_or(h),
                 |_| true,
                 &history::changes::Options::default(),
                 history::Scale::AsMeasured,

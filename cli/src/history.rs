@@ -58,6 +58,10 @@ pub struct HistoryArgs {
     /// measured.
     #[arg(long, value_name = "HOW", value_parser = ["probe"])]
     normalize: Option<String>,
+    /// Only the runs made on this branch (git's name for it, or the CI's for a detached
+    /// checkout): runs of several branches in one series make steps of their own.
+    #[arg(long, value_name = "NAME")]
+    branch: Option<String>,
 }
 
 /// The JSON document.
@@ -204,8 +208,23 @@ pub fn history(args: &HistoryArgs) -> Result<(), Error> {
         warnings: Vec::new(),
     };
     for (suite, path) in files(&dir, args.suite.as_deref())? {
-        let h = history::read_timing(&path).map_err(|e| Error::Input(e.to_string()))?;
+        let mut h = history::read_timing(&path).map_err(|e| Error::Input(e.to_string()))?;
         doc.warnings.extend(h.warnings.iter().cloned());
+        if let Some(branch) = &args.branch {
+            let on = h.on_branch(branch);
+            if on.runs.is_empty() {
+                doc.warnings.push(format!(
+                    "{}: no run on branch {branch} (its runs' branches: {})",
+                    path.display(),
+                    h.branches()
+                        .iter()
+                        .map(|(b, n)| format!("{b} {n}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+            h = on;
+        }
         doc.files.push(path.display().to_string());
         let scale = match args.normalize.as_deref() {
             Some("probe") => history::Scale::PerProbe,
@@ -349,10 +368,10 @@ fn table(doc: &Document) -> String {
             runs.len(),
             sparkles_results::units::format_ns(first.median),
             sparkles_results::units::format_ns(last.median),
-            if points.is_empty() {
-                "none".to_string()
-            } else {
-                points.join(", ")
+            match (&c.series.too_few_runs, points.is_empty()) {
+                (Some(few), true) => few.line(),
+                (None, true) => "none".to_string(),
+                _ => points.join(", "),
             }
         );
     }
@@ -389,7 +408,8 @@ p.note { color: #555; }
                     h2 { (c.series.case) " " span.note { "(" (c.suite) ", " (c.series.runs.len()) " runs)" } }
                     (PreEscaped(sparkles_results::run_report::trend_svg(&c.series, false)))
                     @if c.series.change_points.is_empty() {
-                        p.note { "No change point (steps of at least " (format!("{:.1}%", c.min_change_pct)) " were looked for)." }
+                        p.note { "No change point (steps of at least " (format!("{:.1}%", c.min_change_pct)) " were looked for)."
+                            @if let Some(few) = &c.series.too_few_runs { " " (few.line()) "." } }
                     } @else {
                         table { thead { tr { th.name { "commit" } th.name { "when" } th { "step" } th { "before" } th { "after" } th { "p" } th.name { "machine" } } }
                             tbody { @for p in &c.series.change_points { tr {
@@ -434,6 +454,7 @@ mod tests {
                 case: name.to_string(),
                 runs: vec![point(1.0), point(2.5)],
                 change_points: Vec::new(),
+                too_few_runs: None,
             },
             min_change_pct: 1.0,
         };

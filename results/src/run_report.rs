@@ -410,7 +410,12 @@ impl RunReport<'_> {
         html! {
             div.charts.trend { (PreEscaped(trend_svg(series, true))) }
             p.note { "History: " (series.runs.len()) " runs"
-                @if series.change_points.is_empty() { "; no change point." }
+                @if series.change_points.is_empty() {
+                    @match &series.too_few_runs {
+                        Some(few) => { "; " (few.line()) "." }
+                        None => { "; no change point." }
+                    }
+                }
                 @else { "; change points: "
                     @for (i, c) in series.change_points.iter().enumerate() {
                         @if i > 0 { ", " }

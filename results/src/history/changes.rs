@@ -214,6 +214,79 @@ pub fn find(points: &[Point], options: &Options) -> Vec<ChangePoint> {
         .collect()
 }
 
+/// Where a series shows no change point only because it has too few runs: its best split
+/// steps by at least the floor, but no order of that many runs can make it significant.
+#[derive(Debug, Clone, Serialize)]
+pub struct TooFewRuns {
+    /// The first run of the level the step would start (index in the series).
+    pub index: usize,
+    /// Its commit.
+    pub commit: Option<String>,
+    /// The step, percent.
+    pub change_pct: f64,
+    /// Runs before it and after it.
+    pub before: usize,
+    pub after: usize,
+    /// The smallest p-value any test of this split can reach: 2 of the C(n, k) ways to
+    /// choose its shorter side's k runs (the two sides fully apart, either way round).
+    pub smallest_p: f64,
+    /// Runs the shorter side needs (the longer side as it is) before a step there can
+    /// reach `--max-p`.
+    pub shorter_side_needs: usize,
+}
+
+impl TooFewRuns {
+    /// Said in place of "none".
+    pub fn line(&self) -> String {
+        format!(
+            "none yet: a step of {:+.1}% after run {} cannot be called with {} run{} before it and {} after (p ≥ {:.3} for any order); its shorter side needs {} run{}",
+            self.change_pct,
+            self.index,
+            self.before,
+            if self.before == 1 { "" } else { "s" },
+            self.after,
+            self.smallest_p,
+            self.shorter_side_needs,
+            if self.shorter_side_needs == 1 { "" } else { "s" }
+        )
+    }
+}
+
+/// C(n, k), as a float.
+fn choose(n: usize, k: usize) -> f64 {
+    (0..k.min(n - k)).fold(1.0, |c, i| c * (n - i) as f64 / (i + 1) as f64)
+}
+
+/// Where `points` has no change point for want of runs ([`TooFewRuns`]), or `None`: a
+/// series that has change points, whose best split steps by less than the floor, or
+/// whose runs could have shown it.
+pub fn too_few_runs(points: &[Point], options: &Options) -> Option<TooFewRuns> {
+    let x: Vec<f64> = points.iter().map(|p| p.median).collect();
+    let at = best_split(&x, options.min_runs.max(1))?;
+    let (change_pct, _) = step(&x[..at], &x[at..]);
+    if change_pct.abs() < split_floor_pct(&x, at, options) {
+        return None;
+    }
+    let n = x.len();
+    let (shorter, longer) = (at.min(n - at), at.max(n - at));
+    let smallest_p = 2.0 / choose(n, shorter);
+    if smallest_p <= options.max_p {
+        return None;
+    }
+    let needs = (shorter..=10_000)
+        .find(|&k| 2.0 / choose(longer + k, k.min(longer)) <= options.max_p)
+        .unwrap_or(usize::MAX);
+    Some(TooFewRuns {
+        index: at,
+        commit: points[at].commit.as_deref().map(str::to_string),
+        change_pct,
+        before: at,
+        after: n - at,
+        smallest_p,
+        shorter_side_needs: needs,
+    })
+}
+
 /// The permutation p-value of a split of `z` whose energy statistic is `observed`: the
 /// share of random orders of `z` whose largest statistic over every split (at least `min`
 /// runs a side) reaches it, counting the runs' own order (so never below 1/5000); the
@@ -583,6 +656,31 @@ mod tests {
         );
         // The same runs, the same answer.
         assert_eq!(search_p(&z, 2, observed), (estimate, drawn));
+    }
+
+    #[test]
+    fn a_step_with_too_few_runs_says_how_many_it_needs() {
+        // Two runs before a 6% step and eight after: no order of ten runs makes a split
+        // of 2 and 8 significant at 0.005 (2 of C(10, 2) = 45 at best).
+        let mut m = noisy(2, 1000.0, 0.4, 1);
+        m.extend(noisy(8, 1060.0, 0.4, 2));
+        let p = points(&m);
+        assert!(find(&p, &Options::default()).is_empty());
+        let few = too_few_runs(&p, &Options::default()).unwrap();
+        assert_eq!((few.index, few.before, few.after), (2, 2, 8));
+        assert!((few.smallest_p - 2.0 / 45.0).abs() < 1e-12, "{few:?}");
+        // 3 before: 2/C(11, 3) = 0.012; 4: 2/C(12, 4) = 0.004.
+        assert_eq!(few.shorter_side_needs, 4, "{few:?}");
+        assert!(few.line().contains("needs 4 runs"), "{}", few.line());
+        // Those runs given, the step is called where it is.
+        let mut more = noisy(4, 1000.0, 0.4, 1);
+        more.extend(noisy(8, 1060.0, 0.4, 2));
+        let found = find(&points(&more), &Options::default());
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].index, 4);
+        assert!(too_few_runs(&points(&more), &Options::default()).is_none());
+        // A flat series is not "too few": there is no step to call.
+        assert!(too_few_runs(&points(&noisy(10, 1000.0, 0.4, 3)), &Options::default()).is_none());
     }
 
     /// A standard normal deviate (Box–Muller).

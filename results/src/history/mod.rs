@@ -161,6 +161,35 @@ pub struct History {
     pub warnings: Vec<String>,
 }
 
+impl History {
+    /// The runs made on `branch` (git's name, or the CI's for a detached checkout) alone.
+    pub fn on_branch(&self, branch: &str) -> History {
+        History {
+            runs: self
+                .runs
+                .iter()
+                .filter(|r| r.branch.as_deref() == Some(branch))
+                .cloned()
+                .collect(),
+            warnings: Vec::new(),
+        }
+    }
+
+    /// Each branch its runs were made on, with how many, most first (`(no branch)` for
+    /// runs outside a repository or on a detached checkout).
+    pub fn branches(&self) -> Vec<(String, usize)> {
+        let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+        for r in &self.runs {
+            *counts
+                .entry(r.branch.clone().unwrap_or_else(|| "(no branch)".into()))
+                .or_default() += 1;
+        }
+        let mut all: Vec<(String, usize)> = counts.into_iter().collect();
+        all.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        all
+    }
+}
+
 /// Reads the history at `path`: a line that is not a run (damaged, cut short, of another
 /// schema) is skipped with a warning naming it; a missing file is an error naming it.
 pub fn read(path: &Path) -> Result<History, Error> {
@@ -350,6 +379,9 @@ pub struct Series {
     pub case: String,
     pub runs: Vec<Point>,
     pub change_points: Vec<changes::ChangePoint>,
+    /// Where it has none only for want of runs: the step, and the runs it needs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub too_few_runs: Option<changes::TooFewRuns>,
 }
 
 /// A case in one run.
@@ -458,6 +490,7 @@ pub fn series(
             runs: by_case.remove(&case).unwrap_or_default(),
             case,
             change_points: Vec::new(),
+            too_few_runs: None,
         })
         .collect();
     // Each case's change points on a core of its own share.
@@ -468,6 +501,9 @@ pub fn series(
             scope.spawn(move || {
                 for s in chunk {
                     s.change_points = changes::find(&s.runs, options);
+                    if s.change_points.is_empty() {
+                        s.too_few_runs = changes::too_few_runs(&s.runs, options);
+                    }
                 }
             });
         }
@@ -547,6 +583,45 @@ mod tests {
         assert_eq!(cut.runs.len(), 2);
         assert!(cut.warnings.last().unwrap().contains("line 5: cut short"));
         assert!(read(&dir.path().join("none.jsonl")).is_err());
+    }
+
+    #[test]
+    fn a_branch_is_a_series_of_its_own() {
+        // main flat at 100; a feature branch whose 7th commit makes it 30% slower, its
+        // runs between main's.
+        let mut runs = Vec::new();
+        for i in 0..12u64 {
+            runs.push(run(&format!("m{i}"), 2 * i, 100.0 + (i % 3) as f64 * 0.2));
+            let level = if i >= 6 { 130.0 } else { 100.0 };
+            let mut f = run(&format!("f{i}"), 2 * i + 1, level + (i % 3) as f64 * 0.2);
+            f.branch = Some("feature".into());
+            runs.push(f);
+        }
+        let h = History {
+            runs,
+            warnings: Vec::new(),
+        };
+        assert_eq!(
+            h.branches(),
+            [("feature".to_string(), 12), ("main".to_string(), 12)]
+        );
+        let options = changes::Options::default();
+        for branch in ["main", "feature"] {
+            let on = h.on_branch(branch);
+            assert_eq!(on.runs.len(), 12);
+            assert!(on.runs.iter().all(|r| r.branch.as_deref() == Some(branch)));
+            let s = series(&on, |_| true, &options, Scale::AsMeasured);
+            let at: Vec<Option<&str>> = s[0]
+                .change_points
+                .iter()
+                .map(|c| c.commit.as_deref())
+                .collect();
+            match branch {
+                "main" => assert!(at.is_empty(), "{at:?}"),
+                _ => assert_eq!(at, [Some("f6")]),
+            }
+        }
+        assert!(h.on_branch("gone").runs.is_empty());
     }
 
     #[test]
