@@ -62,6 +62,12 @@ pub struct HistoryArgs {
     /// checkout): runs of several branches in one series make steps of their own.
     #[arg(long, value_name = "NAME")]
     branch: Option<String>,
+    /// Follow this stored metric instead of the median time (`valgrind.instructions`,
+    /// `alloc.count`, `rusage.minflt`, …; each run's line keeps every metric it measured).
+    /// Exact counts (valgrind's, the counting allocator's) are held to steps of 0.1% at
+    /// least, times to 1%.
+    #[arg(long, value_name = "ID")]
+    metric: Option<String>,
 }
 
 /// The JSON document.
@@ -82,6 +88,22 @@ struct Case {
     series: Series,
     /// The smallest step this case's change points had to be, percent.
     min_change_pct: f64,
+    /// What `runs[].median` holds where not the median time: `--metric`'s id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    metric: Option<String>,
+    /// Without `--metric`: the series of each exact count its runs stored
+    /// (`valgrind.instructions`, `alloc.count`, …), with their change points: a count that
+    /// moved at a commit is the strongest evidence there is.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    exact: Vec<ExactSeries>,
+}
+
+/// An exact count's series beside a case's times.
+#[derive(Debug, Serialize)]
+struct ExactSeries {
+    metric: String,
+    #[serde(flatten)]
+    series: Series,
 }
 
 /// Where the history is: `--history-dir`, else CARGO_TARGET_DIR's, else the nearest
@@ -207,8 +229,20 @@ pub fn history(args: &HistoryArgs) -> Result<(), Error> {
         cases: Vec::new(),
         warnings: Vec::new(),
     };
+    let exact_options = changes::Options {
+        min_floor_pct: changes::EXACT_FLOOR_PCT,
+        ..options.clone()
+    };
+    let mut metric_seen = false;
+    let mut metrics_stored: std::collections::BTreeSet<String> = Default::default();
     for (suite, path) in files(&dir, args.suite.as_deref())? {
-        let mut h = history::read_timing(&path).map_err(|e| Error::Input(e.to_string()))?;
+        // Every metric only where one is followed; else the exact counts alone.
+        let read = if args.metric.is_some() {
+            history::read(&path)
+        } else {
+            history::read_timing(&path)
+        };
+        let mut h = read.map_err(|e| Error::Input(e.to_string()))?;
         doc.warnings.extend(h.warnings.iter().cloned());
         if let Some(branch) = &args.branch {
             let on = h.on_branch(branch);
@@ -230,13 +264,77 @@ pub fn history(args: &HistoryArgs) -> Result<(), Error> {
             Some("probe") => history::Scale::PerProbe,
             _ => history::Scale::AsMeasured,
         };
+        if let Some(id) = &args.metric {
+            for r in &h.runs {
+                for c in &r.cases {
+                    metrics_stored.extend(c.metrics.keys().cloned());
+                }
+            }
+            let options = if history::exact_metric(id) {
+                &exact_options
+            } else {
+                &options
+            };
+            for series in history::series_of(&h, keep, options, scale, history::Value::Metric(id)) {
+                metric_seen = true;
+                doc.cases.push(Case {
+                    suite: suite.clone(),
+                    min_change_pct: changes::min_change_pct(&series.runs, options),
+                    series,
+                    metric: Some(id.clone()),
+                    exact: Vec::new(),
+                });
+            }
+            continue;
+        }
+        // The exact counts these runs stored, each a series beside the times.
+        let exact_ids: std::collections::BTreeSet<&str> = h
+            .runs
+            .iter()
+            .flat_map(|r| r.cases.iter().flat_map(|c| c.metrics.keys()))
+            .map(String::as_str)
+            .collect();
+        let mut exact: Vec<(String, Vec<Series>)> = exact_ids
+            .iter()
+            .map(|id| {
+                (
+                    id.to_string(),
+                    history::series_of(&h, keep, &exact_options, scale, history::Value::Metric(id)),
+                )
+            })
+            .collect();
         for series in history::series(&h, keep, &options, scale) {
+            let beside = exact
+                .iter_mut()
+                .filter_map(|(id, all)| {
+                    let at = all.iter().position(|s| s.case == series.case)?;
+                    Some(ExactSeries {
+                        metric: id.clone(),
+                        series: all.swap_remove(at),
+                    })
+                })
+                .collect();
             doc.cases.push(Case {
                 suite: suite.clone(),
                 min_change_pct: changes::min_change_pct(&series.runs, &options),
                 series,
+                metric: None,
+                exact: beside,
             });
         }
+    }
+    if let (Some(id), false) = (&args.metric, metric_seen) {
+        return Err(Error::usage(
+            format!("--metric {id}"),
+            format!(
+                "no run in the history stored it (metrics stored: {})",
+                if metrics_stored.is_empty() {
+                    "none".to_string()
+                } else {
+                    metrics_stored.into_iter().collect::<Vec<_>>().join(", ")
+                }
+            ),
+        ));
     }
     for w in &doc.warnings {
         eprintln!("warning: {w}");
@@ -321,13 +419,43 @@ fn when(unix: u64) -> String {
     s.replace('T', " ")
 }
 
+/// A series' change points as the table says them, or why it has none.
+fn points_text(series: &Series) -> String {
+    let points: Vec<String> = series
+        .change_points
+        .iter()
+        .map(|p| {
+            let at = &series.runs[p.index];
+            format!(
+                "{} {:+.1}% (p {}, {}){}",
+                history::short_commit(p.commit.as_deref(), at.dirty),
+                p.change_pct,
+                changes::p_text(p.p_value),
+                when(p.time),
+                if p.machine_change.is_empty() {
+                    String::new()
+                } else {
+                    format!(" at a machine change: {}", p.machine_change.join("; "))
+                }
+            )
+        })
+        .collect();
+    match (&series.too_few_runs, points.is_empty()) {
+        (Some(few), true) => few.line(),
+        (None, true) => "none".to_string(),
+        _ => points.join(", "),
+    }
+}
+
 fn table(doc: &Document) -> String {
     use std::fmt::Write;
     let mut out = String::new();
     let width = doc
         .cases
         .iter()
-        .map(|c| c.series.case.len())
+        .flat_map(|c| {
+            std::iter::once(c.series.case.len()).chain(c.exact.iter().map(|e| e.metric.len() + 2))
+        })
         .max()
         .unwrap_or(4)
         .max(4);
@@ -341,39 +469,31 @@ fn table(doc: &Document) -> String {
         let (Some(first), Some(last)) = (runs.first(), runs.last()) else {
             continue;
         };
-        let points: Vec<String> = c
-            .series
-            .change_points
-            .iter()
-            .map(|p| {
-                let at = &runs[p.index];
-                format!(
-                    "{} {:+.1}% (p {}, {}){}",
-                    history::short_commit(p.commit.as_deref(), at.dirty),
-                    p.change_pct,
-                    changes::p_text(p.p_value),
-                    when(p.time),
-                    if p.machine_change.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" at a machine change: {}", p.machine_change.join("; "))
-                    }
-                )
-            })
-            .collect();
+        let value = |v: f64| match &c.metric {
+            None => sparkles_results::units::format_ns(v),
+            Some(_) if v.abs() >= 100.0 => format!("{v:.0}"),
+            Some(_) => format!("{v:.4}"),
+        };
         let _ = writeln!(
             out,
             "{:<width$}  {:>5}  {:>10}  {:>10}  {}",
             c.series.case,
             runs.len(),
-            sparkles_results::units::format_ns(first.median),
-            sparkles_results::units::format_ns(last.median),
-            match (&c.series.too_few_runs, points.is_empty()) {
-                (Some(few), true) => few.line(),
-                (None, true) => "none".to_string(),
-                _ => points.join(", "),
-            }
+            value(first.median),
+            value(last.median),
+            points_text(&c.series)
         );
+        for e in &c.exact {
+            let _ = writeln!(
+                out,
+                "{:<width$}  {:>5}  {:>10}  {:>10}  {}",
+                format!("  {}", e.metric),
+                e.series.runs.len(),
+                e.series.runs.first().map_or(0.0, |p| p.median).round(),
+                e.series.runs.last().map_or(0.0, |p| p.median).round(),
+                points_text(&e.series)
+            );
+        }
     }
     let _ = writeln!(
         out,
@@ -421,6 +541,9 @@ p.note { color: #555; }
                                 td { (changes::p_text(p.p_value)) }
                                 td.name { (p.machine_change.join("; ")) }
                             } } } }
+                    }
+                    @for e in &c.exact {
+                        p.note { code { (e.metric) } " (exact, " (e.series.runs.len()) " runs): change points " (points_text(&e.series)) "." }
                     }
                 }
             }

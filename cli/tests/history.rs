@@ -483,3 +483,105 @@ fn the_exports_are_read_by_the_tools_they_are_for() {
         );
     }
 }
+
+/// A history of twelve runs written as the harness writes it, one a commit, whose times
+/// do not move while the 7th commit adds 1% to the instructions callgrind counted: the
+/// table shows the count's change point beside the times' none; `--metric` follows it
+/// (and says which metrics there are where asked for one no run stored); `--branch` reads
+/// one branch's runs and says which branches there are where it has none.
+#[test]
+fn an_exact_count_has_change_points_of_its_own_beside_the_times() {
+    use sparkles_results::history::{self, CaseRun, Run};
+    let dir = tempfile::tempdir().unwrap();
+    let path = history::path(dir.path(), "counts");
+    let commit = |i: u64| format!("{:040x}", 0xc0ffee_u64 + i);
+    for i in 0..12u64 {
+        let mut environment = sparkles_results::environment::Environment::current("counts");
+        environment.unix_time = 1_800_000_000 + i * 60;
+        let metrics = [
+            (
+                "valgrind.instructions".to_string(),
+                if i >= 6 { 1_010_000.0 } else { 1_000_000.0 } + (i % 3) as f64,
+            ),
+            ("rusage.minflt".to_string(), 3.0),
+        ]
+        .into_iter()
+        .collect();
+        let median = 1000.0 * (1.0 + 0.01 * ((i * 7) % 5) as f64);
+        let run = Run {
+            schema: "sparkles.history-run/1".to_string(),
+            suite: "counts".to_string(),
+            commit: Some(commit(i)),
+            dirty: Some(false),
+            branch: Some("main".to_string()),
+            time: environment.unix_time,
+            environment,
+            cases: vec![CaseRun {
+                case: "work".to_string(),
+                median,
+                ci_low: Some(median * 0.99),
+                ci_high: Some(median * 1.01),
+                samples: 32,
+                null_pct: None,
+                metrics,
+            }],
+        };
+        history::append(&path, &run).unwrap();
+    }
+    let d = dir.path().to_str().unwrap();
+    let out = sparkles(&["history", "--history-dir", d]);
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{table}");
+    let line = |start: &str| {
+        table
+            .lines()
+            .find(|l| l.starts_with(start))
+            .unwrap_or_else(|| panic!("no {start} line: {table}"))
+            .to_string()
+    };
+    // The times: nothing. The exact count: its step, at the 7th commit.
+    assert!(line("work ").ends_with("none"), "{table}");
+    let exact = line("  valgrind.instructions");
+    assert!(exact.contains(&commit(6)[..10]), "{table}");
+    assert!(exact.contains("+1.0%"), "{table}");
+    assert!(!table.contains("rusage.minflt"), "{table}");
+
+    let out = sparkles(&[
+        "history",
+        "--history-dir",
+        d,
+        "--metric",
+        "valgrind.instructions",
+        "--format",
+        "json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let case = &doc["cases"][0];
+    assert_eq!(case["metric"], "valgrind.instructions");
+    assert_eq!(case["runs"].as_array().unwrap().len(), 12);
+    let points = case["change_points"].as_array().unwrap();
+    assert_eq!(points.len(), 1, "{points:?}");
+    assert_eq!(points[0]["commit"].as_str(), Some(commit(6).as_str()));
+
+    let out = sparkles(&["history", "--history-dir", d, "--metric", "no.such"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--metric no.such") && err.contains("rusage.minflt, valgrind.instructions"),
+        "{err}"
+    );
+
+    let out = sparkles(&["history", "--history-dir", d, "--branch", "main"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("work "));
+    let out = sparkles(&["history", "--history-dir", d, "--branch", "other"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no run on branch other (its runs' branches: main 12)"),
+        "{err}"
+    );
+}

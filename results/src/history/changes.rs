@@ -29,7 +29,14 @@ pub struct Options {
     pub min_change_pct: Option<f64>,
     /// The fewest runs on each side of a change point.
     pub min_runs: usize,
+    /// The smallest step whatever the scatter, percent: 1 for times; [`EXACT_FLOOR_PCT`]
+    /// for exact counts, whose runs do not scatter.
+    pub min_floor_pct: f64,
 }
+
+/// The smallest step of an exact count's series (callgrind's instructions, the counting
+/// allocator's allocations): a 1% step in instructions is a real change of work.
+pub const EXACT_FLOOR_PCT: f64 = 0.1;
 
 /// The default largest p-value: a clean step between six runs and six (2 of the 924
 /// orders of twelve runs separate them so) is called, and pure noise makes a false
@@ -56,6 +63,7 @@ impl Default for Options {
             max_p: MAX_P,
             min_change_pct: None,
             min_runs: 2,
+            min_floor_pct: 1.0,
         }
     }
 }
@@ -131,13 +139,13 @@ pub fn min_change_pct(points: &[Point], options: &Options) -> f64 {
         let medians: Vec<f64> = points.iter().map(|p| p.median).collect();
         scatter_pct(&medians)
             .map_or(0.0, |s| scatter_floor_pct(s, medians.len()))
-            .max(1.0)
+            .max(options.min_floor_pct)
     })
 }
 
 /// The smallest step at the split of `z` at `at`: `--min-change` where given, else
 /// [`scatter_floor_pct`] of the successive differences within each side (the one across
-/// the split left out), at least 1%.
+/// the split left out), at least `min_floor_pct`.
 fn split_floor_pct(z: &[f64], at: usize, options: &Options) -> f64 {
     options.min_change_pct.unwrap_or_else(|| {
         let mut d: Vec<f64> = z[..at]
@@ -147,10 +155,10 @@ fn split_floor_pct(z: &[f64], at: usize, options: &Options) -> f64 {
             .map(|w| (w[1] / w[0]).ln().abs())
             .collect();
         if d.len() < 2 {
-            return 1.0;
+            return options.min_floor_pct;
         }
         let scatter = median(&mut d) / 0.954 * 100.0;
-        scatter_floor_pct(scatter, z.len()).max(1.0)
+        scatter_floor_pct(scatter, z.len()).max(options.min_floor_pct)
     })
 }
 

@@ -197,8 +197,8 @@ pub fn read(path: &Path) -> Result<History, Error> {
     Ok(parse(&bytes, &path.display().to_string()))
 }
 
-/// [`read`] without the cases' metrics (what the series and their change points need:
-/// a long history reads in half the time).
+/// [`read`] without the cases' metrics but the exact counts (what the series and their
+/// change points need: a long history reads in half the time).
 pub fn read_timing(path: &Path) -> Result<History, Error> {
     let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
     Ok(parse_as(&bytes, &path.display().to_string(), Lines::Timing))
@@ -233,6 +233,35 @@ struct TimingCase {
     samples: usize,
     #[serde(default)]
     null_pct: Option<f64>,
+    /// The exact counts alone (the other metrics are skipped unread).
+    #[serde(default, deserialize_with = "exact_only")]
+    metrics: BTreeMap<String, f64>,
+}
+
+/// The exact counts ([`exact_metric`]) among a case's metrics, the rest skipped unread.
+fn exact_only<'de, D: serde::Deserializer<'de>>(d: D) -> Result<BTreeMap<String, f64>, D::Error> {
+    struct Exact;
+    impl<'de> serde::de::Visitor<'de> for Exact {
+        type Value = BTreeMap<String, f64>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a map of metric ids to values")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut map: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut out = BTreeMap::new();
+            while let Some(id) = map.next_key::<String>()? {
+                if exact_metric(&id) {
+                    out.insert(id, map.next_value::<f64>()?);
+                } else {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+            }
+            Ok(out)
+        }
+    }
+    d.deserialize_map(Exact)
 }
 
 impl From<TimingRun> for Run {
@@ -255,7 +284,7 @@ impl From<TimingRun> for Run {
                     ci_high: c.ci_high,
                     samples: c.samples,
                     null_pct: c.null_pct,
-                    metrics: BTreeMap::new(),
+                    metrics: c.metrics,
                 })
                 .collect(),
         }
@@ -419,6 +448,22 @@ pub enum Scale {
     PerProbe,
 }
 
+/// What a series follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Value<'a> {
+    /// Each run's median time (scaled as [`Scale`] says).
+    Median,
+    /// A metric each run stored (`sparkles history --metric ID`); runs without it are
+    /// left out of the case's series.
+    Metric(&'a str),
+}
+
+/// Whether the metric `id` is an exact count (callgrind's, the counting allocator's):
+/// the same code gives the same count, so a step of a fraction of a percent is real.
+pub fn exact_metric(id: &str) -> bool {
+    id.starts_with("valgrind.") || id.starts_with("alloc.")
+}
+
 /// Each case's series (those `keep` keeps, in the order they first ran), with its
 /// change points.
 pub fn series(
@@ -426,6 +471,17 @@ pub fn series(
     keep: impl Fn(&str) -> bool,
     options: &changes::Options,
     scale: Scale,
+) -> Vec<Series> {
+    series_of(history, keep, options, scale, Value::Median)
+}
+
+/// [`series`] of `value`.
+pub fn series_of(
+    history: &History,
+    keep: impl Fn(&str) -> bool,
+    options: &changes::Options,
+    scale: Scale,
+    value: Value<'_>,
 ) -> Vec<Series> {
     let probes: Vec<f64> = history
         .runs
@@ -464,6 +520,17 @@ pub fn series(
         let commit: Option<Arc<str>> = run.commit.as_deref().map(Arc::from);
         let branch: Option<Arc<str>> = run.branch.as_deref().map(Arc::from);
         for c in run.cases.iter().filter(|c| keep(&c.case)) {
+            let (median, ci_low, ci_high) = match value {
+                Value::Median => (
+                    c.median * factor,
+                    c.ci_low.map(|v| v * factor),
+                    c.ci_high.map(|v| v * factor),
+                ),
+                Value::Metric(id) => match c.metrics.get(id) {
+                    Some(&v) => (v, None, None),
+                    None => continue,
+                },
+            };
             if !by_case.contains_key(c.case.as_str()) {
                 order.push(c.case.clone());
                 by_case.insert(c.case.clone(), Vec::new());
@@ -476,9 +543,9 @@ pub fn series(
                 dirty: run.dirty,
                 branch: branch.clone(),
                 time: run.time,
-                median: c.median * factor,
-                ci_low: c.ci_low.map(|v| v * factor),
-                ci_high: c.ci_high.map(|v| v * factor),
+                median,
+                ci_low,
+                ci_high,
                 machine_change: machine_change.clone(),
                 probe,
             });
@@ -583,6 +650,77 @@ mod tests {
         assert_eq!(cut.runs.len(), 2);
         assert!(cut.warnings.last().unwrap().contains("line 5: cut short"));
         assert!(read(&dir.path().join("none.jsonl")).is_err());
+    }
+
+    #[test]
+    fn an_exact_count_that_stepped_1pct_is_found_where_the_times_show_nothing() {
+        // Twelve runs, one a commit: the times scatter by 3% and do not move; the 7th
+        // commit adds 1% to the instructions (valgrind's counts differ by a few
+        // instructions between runs); a 13th run lacks the count.
+        let mut rng = fastrand::Rng::with_seed(4);
+        let mut runs = Vec::new();
+        for i in 0..13u64 {
+            let mut r = run(
+                &format!("c{i}"),
+                i,
+                1000.0 * (1.0 + 0.03 * (rng.f64() - 0.5)),
+            );
+            let base = if i >= 6 { 1_010_000.0 } else { 1_000_000.0 };
+            if i != 12 {
+                r.cases[0]
+                    .metrics
+                    .insert("valgrind.instructions".into(), base + rng.f64() * 20.0);
+            }
+            r.cases[0].metrics.insert("rusage.minflt".into(), 7.0);
+            runs.push(r);
+        }
+        let h = History {
+            runs,
+            warnings: Vec::new(),
+        };
+        let times = series(
+            &h,
+            |_| true,
+            &changes::Options::default(),
+            Scale::AsMeasured,
+        );
+        assert!(
+            times[0].change_points.is_empty(),
+            "{:?}",
+            times[0].change_points
+        );
+        let exact = changes::Options {
+            min_floor_pct: changes::EXACT_FLOOR_PCT,
+            ..changes::Options::default()
+        };
+        let counts = series_of(
+            &h,
+            |_| true,
+            &exact,
+            Scale::AsMeasured,
+            Value::Metric("valgrind.instructions"),
+        );
+        assert_eq!(counts[0].runs.len(), 12);
+        let at: Vec<Option<&str>> = counts[0]
+            .change_points
+            .iter()
+            .map(|c| c.commit.as_deref())
+            .collect();
+        assert_eq!(at, [Some("c6")]);
+        assert!((counts[0].change_points[0].change_pct - 1.0).abs() < 0.01);
+        assert!(exact_metric("valgrind.instructions") && exact_metric("alloc.count"));
+        assert!(!exact_metric("rusage.minflt"));
+        // The history read for timing keeps the exact counts and skips the others.
+        let mut text = Vec::new();
+        for r in &h.runs {
+            text.extend(serde_json::to_vec(r).unwrap());
+            text.push(b'\n');
+        }
+        let timing = parse_as(&text, "h", Lines::Timing);
+        assert_eq!(timing.runs.len(), 13);
+        let kept: Vec<&String> = timing.runs[0].cases[0].metrics.keys().collect();
+        assert_eq!(kept, ["valgrind.instructions"]);
+        assert!(timing.runs[12].cases[0].metrics.is_empty());
     }
 
     #[test]
