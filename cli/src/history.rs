@@ -580,6 +580,8 @@ mod tests {
                 too_few_runs: None,
             },
             min_change_pct: 1.0,
+            metric: None,
+            exact: Vec::new(),
         };
         for n in [0, 1, 2, 3, 7] {
             let doc = Document {
