@@ -74,6 +74,7 @@ fn main() {
                         ci_high: Some(median * 1.02),
                         samples: 32,
                         null_pct: None,
+                        side_by_side: None,
                         metrics,
                     }
                 })
@@ -87,6 +88,7 @@ fn main() {
                 time: environment.unix_time,
                 environment: environment.clone(),
                 cases,
+                source: None,
             };
             text.extend(serde_json::to_vec(&run).unwrap_or_default());
             text.push(b'\n');

@@ -47,7 +47,7 @@ pub struct HistoryArgs {
     /// (six runs against six reach about 0.003).
     #[arg(long, value_name = "P", default_value_t = sparkles_results::history::changes::MAX_P)]
     max_p: f64,
-    /// The smallest step called a change point, percent; default: 3.5 times how far the
+    /// The smallest step called a change point, percent; default: 4 times how far the
     /// runs scatter from one another (successive runs' differences; more for a short
     /// series), at least 1%.
     #[arg(long, value_name = "PCT")]
@@ -419,6 +419,31 @@ fn when(unix: u64) -> String {
     s.replace('T', " ")
 }
 
+/// The case's comparisons measured side by side, said in one line: how many, and the
+/// latest's change, interval, verdict and noise; `None` where it has none.
+fn side_by_side_text(series: &Series) -> Option<String> {
+    let latest = series.side_by_side.last()?;
+    let f = &latest.found;
+    let by = |what: &str| series.side_by_side.iter().filter(|p| p.by == what).count();
+    Some(format!(
+        "{} measured side by side ({} by compare, {} by a paired --baseline); the latest, {} {}: {:+.1}%{} {}{}",
+        series.side_by_side.len(),
+        by("compare"),
+        by("baseline"),
+        history::short_commit(latest.commit.as_deref(), latest.dirty),
+        when(latest.time),
+        f.change_pct,
+        match (f.ci_low_pct, f.ci_high_pct) {
+            (Some(l), Some(h)) => format!(" [{l:+.1}, {h:+.1}]"),
+            _ => String::new(),
+        },
+        f.verdict.label(),
+        f.noise_pct
+            .map(|n| format!(" (noise ±{n:.1}%)"))
+            .unwrap_or_default()
+    ))
+}
+
 /// A series' change points as the table says them, or why it has none.
 fn points_text(series: &Series) -> String {
     let points: Vec<String> = series
@@ -466,7 +491,11 @@ fn table(doc: &Document) -> String {
     );
     for c in &doc.cases {
         let runs = &c.series.runs;
+        let side_by_side = side_by_side_text(&c.series);
         let (Some(first), Some(last)) = (runs.first(), runs.last()) else {
+            if let Some(line) = side_by_side {
+                let _ = writeln!(out, "{:<width$}  {:>5}  {line}", c.series.case, 0);
+            }
             continue;
         };
         let value = |v: f64| match &c.metric {
@@ -483,6 +512,9 @@ fn table(doc: &Document) -> String {
             value(last.median),
             points_text(&c.series)
         );
+        if let Some(line) = side_by_side {
+            let _ = writeln!(out, "{:<width$}  {line}", "  side by side");
+        }
         for e in &c.exact {
             let _ = writeln!(
                 out,
@@ -578,6 +610,7 @@ mod tests {
                 runs: vec![point(1.0), point(2.5)],
                 change_points: Vec::new(),
                 too_few_runs: None,
+                side_by_side: Vec::new(),
             },
             min_change_pct: 1.0,
             metric: None,

@@ -215,6 +215,33 @@ fn compare_finds_the_planted_change_with_the_null_beside_it() {
         "{table}"
     );
 
+    // The suite's history got a line of compare's: each case's side-by-side result, shown
+    // by `sparkles history` as measured side by side (its minima are no point of the
+    // times).
+    let history_file = target.join("sparkles/history/planted.jsonl");
+    let text = std::fs::read_to_string(&history_file).unwrap();
+    let last: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    assert_eq!(last["source"], "compare", "{last}");
+    let planted_line = last["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["case"] == "spin/planted")
+        .unwrap();
+    assert_eq!(
+        planted_line["side_by_side"]["verdict"], "regression",
+        "{last}"
+    );
+    let shown = Command::new(env!("CARGO_BIN_EXE_sparkles"))
+        .args(["history", "--history-dir"])
+        .arg(target.join("sparkles/history"))
+        .args(["--suite", "planted", "spin/planted"])
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(shown.contains("measured side by side"), "{shown}");
+    assert!(shown.contains("regression"), "{shown}");
+
     // The run report: both sides of every case, the null beside each verdict.
     let report = target.join("sparkles/compare/planted/report/index.html");
     let html = std::fs::read_to_string(&report).unwrap();

@@ -523,8 +523,10 @@ fn an_exact_count_has_change_points_of_its_own_beside_the_times() {
                 ci_high: Some(median * 1.01),
                 samples: 32,
                 null_pct: None,
+                side_by_side: None,
                 metrics,
             }],
+            source: None,
         };
         history::append(&path, &run).unwrap();
     }

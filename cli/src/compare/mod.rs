@@ -88,6 +88,11 @@ pub struct CompareArgs {
     /// Write no run report page (`target/sparkles/compare/<bench>/report/index.html`).
     #[arg(long)]
     no_report: bool,
+    /// Append nothing to the suites' history (`target/sparkles/history/<bench>.jsonl`, a
+    /// line marked `"source": "compare"` with each case's change, interval and noise,
+    /// which `sparkles history` shows as measured side by side).
+    #[arg(long)]
+    no_history: bool,
     /// Only cases whose names contain one of these (the harness's filters).
     filters: Vec<String>,
     /// Flags for the bench processes, after `--`.
@@ -218,6 +223,9 @@ pub fn compare(args: &CompareArgs) -> Result<(), Error> {
     if !args.no_report {
         write_reports(&all, &rows, &base, &variant, &target);
     }
+    if !args.no_history {
+        append_history(&all, &rows, &variant, &target);
+    }
     let tally = sparkles_results::comparison::Tally::of(
         all.iter().filter_map(|c| c.result.map(|r| r.verdict)),
     );
@@ -225,6 +233,42 @@ pub fn compare(args: &CompareArgs) -> Result<(), Error> {
     match args.fail_on {
         Some(on) if tally.fails(on) => Err(Error::CommandFailed(1)),
         _ => Ok(()),
+    }
+}
+
+/// Appends each bench's variant rows to its suite's history, as a line of `source`
+/// `compare` (its medians per-round minima; its cases' side-by-side results kept). A line
+/// that cannot be appended is said; the comparison stands.
+fn append_history(all: &[Compared], rows: &[(BenchRow, BenchRow)], variant: &Side, target: &Path) {
+    let dir = target.join("sparkles").join("history");
+    let mut benches: Vec<&str> = all.iter().map(|c| c.bench.as_str()).collect();
+    benches.dedup();
+    for bench in benches {
+        let variant_rows: Vec<BenchRow> = all
+            .iter()
+            .zip(rows)
+            .filter(|(c, _)| c.bench == bench)
+            .map(|(_, (_, v))| v.clone())
+            .collect();
+        let mut environment = sparkles_results::environment::Environment::current(bench);
+        environment.git_commit = Some(variant.commit.clone());
+        environment.git_dirty = Some(variant.dirty);
+        let mut run = sparkles_results::history::Run::of(bench, &variant_rows, &environment);
+        run.source = Some("compare".to_string());
+        let path = sparkles_results::history::path(&dir, bench);
+        let appended = std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("{}: {e}", dir.display()))
+            .and_then(|()| {
+                sparkles_results::history::append(&path, &run).map_err(|e| e.to_string())
+            });
+        match appended {
+            Ok(_) => eprintln!(
+                "compare: {} cases appended to the history {} (measured side by side)",
+                run.cases.len(),
+                path.display()
+            ),
+            Err(e) => eprintln!("compare: history not appended: {e}"),
+        }
     }
 }
 

@@ -55,6 +55,29 @@ pub struct Run {
     pub environment: Environment,
     /// Each case that was timed.
     pub cases: Vec<CaseRun>,
+    /// `compare` for a line `sparkles compare` appended: its cases' medians are per-round
+    /// minima of the variant's processes, not a timing pass's, so the series of times
+    /// leave it out and keep its side-by-side results; absent for a bench run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+}
+
+/// A case compared side by side in one run (a paired `--baseline`, `sparkles compare`):
+/// its change against the base measured beside it, and the noise it had to clear.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SideBySide {
+    /// The base's commit (`sparkles compare`'s), where known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_rev: Option<String>,
+    /// The variant's processes against the base's, percent.
+    pub change_pct: f64,
+    /// Its 95% interval.
+    pub ci_low_pct: Option<f64>,
+    pub ci_high_pct: Option<f64>,
+    /// The size a change had to exceed (the larger null whatever its sign, or the floor).
+    pub noise_pct: Option<f64>,
+    /// The verdict.
+    pub verdict: crate::stats::Verdict,
 }
 
 /// One case in one run: its timing's median and interval, and its metrics.
@@ -74,6 +97,9 @@ pub struct CaseRun {
     /// floor from these ([`crate::baseline::learned_floor`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub null_pct: Option<f64>,
+    /// Where the run compared the case side by side: what it found.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub side_by_side: Option<SideBySide>,
     /// Every metric the row has a value of, by id.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub metrics: BTreeMap<String, f64>,
@@ -102,6 +128,16 @@ impl Run {
                                 .abs()
                                 .max(p.variant_null_change_pct.map_or(0.0, f64::abs))
                         }),
+                    side_by_side: r.comparison.as_ref().and_then(|c| {
+                        (c.method == Some(crate::comparison::Method::Paired)).then(|| SideBySide {
+                            base_rev: c.base_rev.clone(),
+                            change_pct: c.delta_pct,
+                            ci_low_pct: c.ci_low_pct,
+                            ci_high_pct: c.ci_high_pct,
+                            noise_pct: c.paired.as_ref().and_then(|p| p.noise_pct),
+                            verdict: c.verdict,
+                        })
+                    }),
                     metrics: r
                         .metrics
                         .iter()
@@ -120,6 +156,7 @@ impl Run {
             time: environment.unix_time,
             environment: environment.clone(),
             cases,
+            source: None,
         }
     }
 }
@@ -222,6 +259,8 @@ struct TimingRun {
     time: u64,
     environment: Environment,
     cases: Vec<TimingCase>,
+    #[serde(default)]
+    source: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -233,6 +272,8 @@ struct TimingCase {
     samples: usize,
     #[serde(default)]
     null_pct: Option<f64>,
+    #[serde(default)]
+    side_by_side: Option<SideBySide>,
     /// The exact counts alone (the other metrics are skipped unread).
     #[serde(default, deserialize_with = "exact_only")]
     metrics: BTreeMap<String, f64>,
@@ -251,17 +292,40 @@ fn exact_only<'de, D: serde::Deserializer<'de>>(d: D) -> Result<BTreeMap<String,
             mut map: A,
         ) -> Result<Self::Value, A::Error> {
             let mut out = BTreeMap::new();
-            while let Some(id) = map.next_key::<String>()? {
-                if exact_metric(&id) {
-                    out.insert(id, map.next_value::<f64>()?);
-                } else {
-                    map.next_value::<serde::de::IgnoredAny>()?;
+            while let Some(ExactId(id)) = map.next_key::<ExactId>()? {
+                match id {
+                    Some(id) => {
+                        out.insert(id, map.next_value::<f64>()?);
+                    }
+                    None => {
+                        map.next_value::<serde::de::IgnoredAny>()?;
+                    }
                 }
             }
             Ok(out)
         }
     }
     d.deserialize_map(Exact)
+}
+
+/// A metric id read where it is exact, and only looked at (not copied) where not: a long
+/// history has millions of them.
+struct ExactId(Option<String>);
+
+impl<'de> Deserialize<'de> for ExactId {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<ExactId, D::Error> {
+        struct Id;
+        impl serde::de::Visitor<'_> for Id {
+            type Value = ExactId;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a metric id")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<ExactId, E> {
+                Ok(ExactId(exact_metric(v).then(|| v.to_string())))
+            }
+        }
+        d.deserialize_str(Id)
+    }
 }
 
 impl From<TimingRun> for Run {
@@ -284,9 +348,11 @@ impl From<TimingRun> for Run {
                     ci_high: c.ci_high,
                     samples: c.samples,
                     null_pct: c.null_pct,
+                    side_by_side: c.side_by_side,
                     metrics: c.metrics,
                 })
                 .collect(),
+            source: r.source,
         }
     }
 }
@@ -411,6 +477,23 @@ pub struct Series {
     /// Where it has none only for want of runs: the step, and the runs it needs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub too_few_runs: Option<changes::TooFewRuns>,
+    /// Its comparisons measured side by side (paired `--baseline` runs, `sparkles
+    /// compare`), in time order: what each found against the base beside it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub side_by_side: Vec<SideBySidePoint>,
+}
+
+/// A side-by-side comparison in a case's series.
+#[derive(Debug, Clone, Serialize)]
+pub struct SideBySidePoint {
+    /// The variant's commit.
+    pub commit: Option<Arc<str>>,
+    pub dirty: Option<bool>,
+    pub time: u64,
+    /// `compare` (`sparkles compare`) or `baseline` (a paired `--baseline` run).
+    pub by: &'static str,
+    #[serde(flatten)]
+    pub found: SideBySide,
 }
 
 /// A case in one run.
@@ -496,8 +579,35 @@ pub fn series_of(
     };
     let mut order: Vec<String> = Vec::new();
     let mut by_case: BTreeMap<String, Vec<Point>> = BTreeMap::new();
+    let mut side_by_side: BTreeMap<String, Vec<SideBySidePoint>> = BTreeMap::new();
     let mut previous: Option<&Environment> = None;
     for run in &history.runs {
+        let compare = run.source.as_deref() == Some("compare");
+        if value == Value::Median {
+            for c in run.cases.iter().filter(|c| keep(&c.case)) {
+                if let Some(found) = &c.side_by_side {
+                    if !by_case.contains_key(c.case.as_str()) {
+                        order.push(c.case.clone());
+                        by_case.insert(c.case.clone(), Vec::new());
+                    }
+                    side_by_side
+                        .entry(c.case.clone())
+                        .or_default()
+                        .push(SideBySidePoint {
+                            commit: run.commit.as_deref().map(Arc::from),
+                            dirty: run.dirty,
+                            time: run.time,
+                            by: if compare { "compare" } else { "baseline" },
+                            found: found.clone(),
+                        });
+                }
+            }
+        }
+        // compare's medians are per-round minima of its processes: no point of the
+        // times (nor of a machine change).
+        if compare {
+            continue;
+        }
         let machine_change: Vec<String> = previous
             .map(|then| {
                 then.differences(&run.environment)
@@ -555,6 +665,7 @@ pub fn series_of(
         .into_iter()
         .map(|case| Series {
             runs: by_case.remove(&case).unwrap_or_default(),
+            side_by_side: side_by_side.remove(&case).unwrap_or_default(),
             case,
             change_points: Vec::new(),
             too_few_runs: None,
@@ -583,6 +694,7 @@ mod tests {
     #![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
 
     use super::*;
+    use crate::stats::Verdict;
 
     fn run(commit: &str, time: u64, median: f64) -> Run {
         let mut environment = Environment::current("s");
@@ -602,8 +714,10 @@ mod tests {
                 ci_high: Some(median * 1.01),
                 samples: 32,
                 null_pct: None,
+                side_by_side: None,
                 metrics: BTreeMap::new(),
             }],
+            source: None,
         }
     }
 
@@ -721,6 +835,65 @@ mod tests {
         let kept: Vec<&String> = timing.runs[0].cases[0].metrics.keys().collect();
         assert_eq!(kept, ["valgrind.instructions"]);
         assert!(timing.runs[12].cases[0].metrics.is_empty());
+    }
+
+    #[test]
+    fn comparisons_side_by_side_are_kept_and_compares_minima_are_no_times() {
+        let found = |change_pct: f64, verdict| SideBySide {
+            base_rev: Some("b".repeat(40)),
+            change_pct,
+            ci_low_pct: Some(change_pct - 0.1),
+            ci_high_pct: Some(change_pct + 0.1),
+            noise_pct: Some(0.5),
+            verdict,
+        };
+        let mut runs = vec![run("c0", 0, 100.0), run("c1", 1, 100.2)];
+        // A paired --baseline run: its time is a point, its comparison kept.
+        let mut paired = run("c2", 2, 100.1);
+        paired.cases[0].side_by_side = Some(found(0.1, Verdict::InsideTheNoise));
+        runs.push(paired);
+        // compare's line: a per-round minimum far below the runs' medians, no point.
+        let mut compared = run("c3", 3, 60.0);
+        compared.source = Some("compare".into());
+        compared.cases[0].side_by_side = Some(found(2.0, Verdict::Regression));
+        runs.push(compared);
+        let h = History {
+            runs,
+            warnings: Vec::new(),
+        };
+        let s = series(
+            &h,
+            |_| true,
+            &changes::Options::default(),
+            Scale::AsMeasured,
+        );
+        let medians: Vec<f64> = s[0].runs.iter().map(|p| p.median).collect();
+        assert_eq!(medians, [100.0, 100.2, 100.1]);
+        let kept: Vec<(&str, f64, Verdict)> = s[0]
+            .side_by_side
+            .iter()
+            .map(|p| (p.by, p.found.change_pct, p.found.verdict))
+            .collect();
+        assert_eq!(
+            kept,
+            [
+                ("baseline", 0.1, Verdict::InsideTheNoise),
+                ("compare", 2.0, Verdict::Regression)
+            ]
+        );
+        assert_eq!(s[0].side_by_side[1].commit.as_deref(), Some("c3"));
+        // Through a history file and back, as the timing read keeps them.
+        let mut text = Vec::new();
+        for r in &h.runs {
+            text.extend(serde_json::to_vec(r).unwrap());
+            text.push(b'\n');
+        }
+        let read = parse_as(&text, "h", Lines::Timing);
+        assert_eq!(read.runs[3].source.as_deref(), Some("compare"));
+        assert_eq!(
+            read.runs[3].cases[0].side_by_side,
+            h.runs[3].cases[0].side_by_side
+        );
     }
 
     #[test]
