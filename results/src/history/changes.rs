@@ -285,9 +285,15 @@ fn choose(n: usize, k: usize) -> f64 {
 /// series that has change points, whose best split steps by less than the floor, or
 /// whose runs could have shown it.
 pub fn too_few_runs(points: &[Point], options: &Options) -> Option<TooFewRuns> {
+    let n = points.len();
+    let min = options.min_runs.max(1);
+    // Where even the most lopsided split allowed can reach max_p, no split is short of
+    // runs: a long series is never read for it.
+    if n < 2 * min || 2.0 / choose(n, min) <= options.max_p {
+        return None;
+    }
     let x: Vec<f64> = points.iter().map(|p| p.median).collect();
-    let at = best_split(&x, options.min_runs.max(1))?;
-    let n = x.len();
+    let at = best_split(&x, min)?;
     let (shorter, longer) = (at.min(n - at), at.max(n - at));
     let smallest_p = 2.0 / choose(n, shorter);
     if smallest_p <= options.max_p {
