@@ -81,6 +81,14 @@ pub struct HarnessArgs {
     #[arg(long)]
     pub skip: Vec<String>,
 
+    /// Run one share of the cases, as nextest spells it: `count:K/N` takes every Nth case
+    /// the filters leave, from the Kth (suite order); `hash:K/N` the cases whose name
+    /// hashes to K of N (a case keeps its share as cases are added). N machines, each
+    /// given one K, run the whole suite between them; each share's rows, baseline and
+    /// history are complete on their own.
+    #[arg(long, value_name = "count:K/N|hash:K/N", value_parser = Partition::parse)]
+    pub partition: Option<Partition>,
+
     /// Run only ignored cases (sparkles has none, so this runs nothing).
     #[arg(long)]
     pub ignored: bool,
@@ -413,6 +421,56 @@ fn parse_bytes(text: &str) -> Result<u64, String> {
 #[cfg(test)]
 mod tests {
     #[test]
+    fn partitions_share_the_cases_between_them_exactly_once() {
+        use super::Partition;
+        let names: Vec<String> = (0..50).map(|i| format!("group{}/case{i}", i % 7)).collect();
+        for how in ["count", "hash"] {
+            let shares: Vec<Partition> = (1..=3)
+                .map(|k| Partition::parse(&format!("{how}:{k}/3")).unwrap())
+                .collect();
+            let mut taken = vec![0; names.len()];
+            for p in &shares {
+                let mine: Vec<usize> = (0..names.len())
+                    .filter(|&i| p.takes(i, &names[i]))
+                    .collect();
+                // Each share a fair part: none empty, none with most of them.
+                assert!(
+                    (8..=26).contains(&mine.len()),
+                    "{how} {p:?}: {}",
+                    mine.len()
+                );
+                for i in mine {
+                    taken[i] += 1;
+                }
+            }
+            assert!(taken.iter().all(|&t| t == 1), "{how}: {taken:?}");
+        }
+        // By hash a case keeps its share when others are added before it.
+        let p = Partition::parse("hash:2/3").unwrap();
+        let kept: Vec<bool> = names.iter().map(|n| p.takes(0, n)).collect();
+        let again: Vec<bool> = names.iter().map(|n| p.takes(99, n)).collect();
+        assert_eq!(kept, again);
+        assert_eq!(
+            Partition::parse("count:1/1"),
+            Ok(Partition {
+                by_hash: false,
+                k: 1,
+                n: 1
+            })
+        );
+        for bad in [
+            "1/3",
+            "count:0/3",
+            "count:4/3",
+            "hash:1/0",
+            "mod:1/2",
+            "count:a/b",
+        ] {
+            assert!(Partition::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
     fn byte_counts_take_binary_suffixes_and_refuse_nonsense() {
         assert_eq!(super::parse_bytes("512KiB"), Ok(512 * 1024));
         assert_eq!(super::parse_bytes("64k"), Ok(65536));
@@ -488,5 +546,52 @@ mod tests {
         assert!(e.contains("--samples"), "{e}");
         let e = parse(&["--no-such-flag"]).unwrap_err().to_string();
         assert!(e.contains("--no-such-flag"), "{e}");
+    }
+}
+
+/// `--partition`: which share of the cases this run takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Partition {
+    /// Hash the names (`hash:`) rather than count the cases (`count:`).
+    pub by_hash: bool,
+    /// The share, 1-based.
+    pub k: u64,
+    /// Of how many.
+    pub n: u64,
+}
+
+impl Partition {
+    /// `count:K/N` or `hash:K/N`, 1 ≤ K ≤ N.
+    pub fn parse(text: &str) -> Result<Partition, String> {
+        let (how, share) = text
+            .split_once(':')
+            .ok_or_else(|| format!("'{text}': expected count:K/N or hash:K/N"))?;
+        let by_hash = match how {
+            "count" => false,
+            "hash" => true,
+            other => return Err(format!("'{other}': expected count or hash before the ':'")),
+        };
+        let (k, n) = share
+            .split_once('/')
+            .and_then(|(k, n)| Some((k.parse::<u64>().ok()?, n.parse::<u64>().ok()?)))
+            .ok_or_else(|| format!("'{share}': expected K/N, two whole numbers"))?;
+        if n == 0 || k == 0 || k > n {
+            return Err(format!("'{share}': K must be 1 to N, and N at least 1"));
+        }
+        Ok(Partition { by_hash, k, n })
+    }
+
+    /// Whether the `index`th case (0-based, among those the filters leave) called `name`
+    /// is in this share.
+    pub fn takes(&self, index: usize, name: &str) -> bool {
+        let slot = if self.by_hash {
+            // FNV-1a of the name: the same share on every machine and in every version.
+            name.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+                (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+            })
+        } else {
+            index as u64
+        };
+        slot % self.n == self.k - 1
     }
 }

@@ -258,6 +258,12 @@ fn run_as(suite: Suite, args: &HarnessArgs, bench_main: bool) -> Result<Outcome,
                 .iter()
                 .chain(&args.skip)
                 .map(|f| format!("'{f}'"))
+                .chain(args.partition.map(|p| format!(
+                    "--partition {}:{}/{}",
+                    if p.by_hash { "hash" } else { "count" },
+                    p.k,
+                    p.n
+                )))
                 .collect::<Vec<_>>()
                 .join(", ")
         );
@@ -679,6 +685,9 @@ fn chosen_cases(all: Vec<suite::Case>, args: &HarnessArgs) -> (Vec<suite::Case>,
             args.filters.is_empty() || args.filters.iter().any(|f| matches(&c.name, f, args.exact))
         })
         .filter(|c| !args.skip.iter().any(|s| matches(&c.name, s, args.exact)))
+        .enumerate()
+        .filter(|(i, c)| args.partition.is_none_or(|p| p.takes(*i, &c.name)))
+        .map(|(_, c)| c)
         .collect();
     let filtered_out = total - cases.len();
     (cases, filtered_out)
@@ -862,14 +871,37 @@ impl RunFiles {
         }
         if let Some((format, to)) = &self.export {
             let text = export::render(*format, rows);
+            // Bencher keeps machines apart by testbed: this machine's, beside the file.
+            let testbed = (*format == export::BenchFormat::Bmf).then(|| {
+                export::testbed(
+                    &self.environment,
+                    std::thread::available_parallelism().map_or(1, |n| n.get()),
+                )
+            });
             match to {
-                Some(path) => output::write_atomically(path, text.as_bytes())?,
+                Some(path) => {
+                    output::write_atomically(path, text.as_bytes())?;
+                    if let Some(testbed) = &testbed {
+                        let mut name = path.as_os_str().to_owned();
+                        name.push(".testbed");
+                        let beside = PathBuf::from(name);
+                        output::write_atomically(&beside, format!("{testbed}\n").as_bytes())?;
+                        console.line(format_args!(
+                            "bmf: testbed {testbed} (in {}; bencher run --testbed \"$(cat {})\")",
+                            beside.display(),
+                            beside.display()
+                        ))?;
+                    }
+                }
                 None => {
                     let mut stdout = std::io::stdout().lock();
                     stdout
                         .write_all(text.as_bytes())
                         .and_then(|()| stdout.flush())
                         .map_err(console::write_error)?;
+                    if let Some(testbed) = &testbed {
+                        eprintln!("bmf: testbed {testbed} (bencher run --testbed {testbed})");
+                    }
                 }
             }
         }

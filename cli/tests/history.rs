@@ -385,6 +385,28 @@ fn the_exports_are_read_by_the_tools_they_are_for() {
     // BMF: each case's latency in ns with its interval around it; each metric its own
     // measure (Bencher's rules: a name of at most 64 bytes, no padding; finite numbers).
     let bmf: Value = serde_json::from_str(&read(0)).unwrap();
+    // The testbed beside it: this machine's, a slug Bencher takes (`--testbed`), the
+    // same for every run here; none beside the other formats.
+    let mut beside = files[0].1.clone().into_os_string();
+    beside.push(".testbed");
+    let testbed = std::fs::read_to_string(&beside).unwrap();
+    let testbed = testbed.trim_end();
+    assert!(
+        !testbed.is_empty()
+            && testbed
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'),
+        "{testbed}"
+    );
+    assert!(testbed.contains(&format!(
+        "-{}c-",
+        std::thread::available_parallelism().unwrap()
+    )));
+    for (_, path) in &files[1..] {
+        let mut other = path.clone().into_os_string();
+        other.push(".testbed");
+        assert!(!PathBuf::from(other).exists());
+    }
     for (case, median) in ["steady", "regressed"].into_iter().zip(medians(0)) {
         let latency = &bmf[case]["latency"];
         assert_eq!(latency["value"].as_f64(), Some(median));

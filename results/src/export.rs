@@ -52,6 +52,17 @@ pub fn measure_slug(id: &str) -> String {
     slug.trim_matches('-').to_string()
 }
 
+/// The Bencher testbed this machine is: its CPU model, its cores and its host name, as a
+/// slug (`amd-epyc-7b13-2c-ci-runner-4`), the same every run on this machine, so that
+/// Bencher's testbeds and thresholds keep machines apart (`bencher run --testbed NAME`).
+pub fn testbed(environment: &crate::environment::Environment, cores: usize) -> String {
+    measure_slug(&format!(
+        "{}-{cores}c-{}",
+        environment.cpu_model.as_deref().unwrap_or("unknown-cpu"),
+        environment.hostname.as_deref().unwrap_or("unknown-host")
+    ))
+}
+
 /// Bencher Metric Format: `{CASE: {"latency": {"value", "lower_value", "upper_value"},
 /// "throughput": {"value"}, METRIC: {"value"}}}`, latency in ns per iteration with the
 /// median's 95% interval, throughput in elements or bytes a second where the case
@@ -195,6 +206,19 @@ mod tests {
     #![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
 
     use super::*;
+
+    #[test]
+    fn a_testbed_is_the_machine_as_a_slug() {
+        let mut e = crate::environment::Environment::current("s");
+        e.cpu_model = Some("AMD EPYC 7B13 64-Core Processor".into());
+        e.hostname = Some("CI_Runner.4".into());
+        assert_eq!(
+            super::testbed(&e, 2),
+            "amd-epyc-7b13-64-core-processor-2c-ci-runner-4"
+        );
+        e.cpu_model = None;
+        assert_eq!(super::testbed(&e, 16), "unknown-cpu-16c-ci-runner-4");
+    }
 
     #[test]
     fn slugs_and_separators() {
