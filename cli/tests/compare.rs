@@ -393,13 +393,12 @@ fn a_second_compare_against_the_same_base_compiles_only_what_changed() {
     };
 
     let _first = run("first compare");
+    let base_commit = planted_repo::git(repo.path(), &["rev-parse", "HEAD~1"]);
+    let base_line = |err: &str| built_line(err, &base_commit[..10]).to_string();
 
     // Nothing changed: neither side compiles anything.
     let err = run("second compare, nothing changed");
-    let base = built_line(
-        &err,
-        &planted_repo::git(repo.path(), &["rev-parse", "HEAD~1"])[..10],
-    );
+    let base = base_line(&err);
     assert!(base.contains(": nothing compiled,"), "{base}");
     let variant = built_line(&err, "the working tree");
     assert!(variant.contains(": nothing compiled,"), "{variant}");
@@ -412,10 +411,7 @@ fn a_second_compare_against_the_same_base_compiles_only_what_changed() {
     )
     .unwrap();
     let err = run("third compare, c5 edited");
-    let base = built_line(
-        &err,
-        &planted_repo::git(repo.path(), &["rev-parse", "HEAD~1"])[..10],
-    );
+    let base = base_line(&err);
     assert!(base.contains(": nothing compiled,"), "{base}");
     let variant = built_line(&err, "the working tree");
     assert!(variant.contains("(c5, planted"), "{variant}");
