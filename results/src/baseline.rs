@@ -433,7 +433,14 @@ pub fn hold_to_between_run_noise(rows: &mut [BenchRow], history: Option<&crate::
         if matches!(c.verdict, Verdict::Regression | Verdict::Improvement)
             && c.delta_pct.abs() <= noise.pct
         {
+            // Inside the noise: no cause, whatever the one run's spread suggested.
             c.verdict = Verdict::InsideTheNoise;
+            let mut e = crate::explain::explain(c, None, &[], None);
+            e.text.push_str(&format!(
+                "; inside the between-run noise (±{:.1}%, {})",
+                noise.pct, noise.source
+            ));
+            c.explanation = Some(e);
         }
         c.method = Some(crate::comparison::Method::Unpaired);
         c.between_run_noise = Some(noise);
@@ -525,6 +532,17 @@ mod tests {
         let c = |i: usize| rows[i].comparison.clone().unwrap();
         assert_eq!(c(0).verdict, Verdict::InsideTheNoise, "{:?}", c(0));
         assert_eq!(c(1).verdict, Verdict::Regression, "{:?}", c(1));
+        // A verdict held back explains nothing, and says what held it.
+        let held = c(0).explanation.unwrap();
+        assert_eq!(held.kind, crate::explain::Cause::None, "{}", held.text);
+        assert!(
+            held.text.starts_with("inside the noise +2.0%")
+                && held
+                    .text
+                    .contains("nothing to explain; inside the between-run noise (±"),
+            "{}",
+            held.text
+        );
         let noise = c(0).between_run_noise.unwrap();
         assert!((5.0..15.0).contains(&noise.pct), "{noise:?}");
         assert!(noise.source.starts_with("history: 4 moves"), "{noise:?}");
