@@ -423,6 +423,7 @@ impl OffCpuBuilder {
         let mut syscalls: FxHashMap<String, u64> = FxHashMap::default();
         // By function: its waited ns, and per line.
         let mut functions: FxHashMap<String, Charged<'_>> = FxHashMap::default();
+        let mut preempted_lines: FxHashMap<&str, FxHashMap<u32, u64>> = FxHashMap::default();
         for w in &self.waits {
             *reasons.entry(w.reason).or_default() += w.ns;
             let frames = w.stack.as_deref().map_or(&[][..], |s| s.frames.as_slice());
@@ -440,7 +441,18 @@ impl OffCpuBuilder {
                 .or_insert((f, 0, FxHashMap::default()));
             e.1 += w.ns;
             if let Some(line) = f.and_then(|f| f.line) {
-                *e.2.entry(line).or_default() += w.ns;
+                // The line a function waited at is where it blocked: a preemption (on a
+                // busy machine, inside any call, a futex wake's included) is charged to
+                // the function but names its line only where it never blocked.
+                if w.reason == "preempted" {
+                    *preempted_lines
+                        .entry(e.0.and_then(|f| f.function.as_deref()).unwrap_or(""))
+                        .or_default()
+                        .entry(line)
+                        .or_default() += w.ns;
+                } else {
+                    *e.2.entry(line).or_default() += w.ns;
+                }
             }
         }
         let reasons: Vec<ReasonRow> = longest_first(reasons)
@@ -462,13 +474,21 @@ impl OffCpuBuilder {
         let mut functions: Vec<WaitFunction> = functions
             .into_iter()
             .map(|(name, (f, ns, lines))| WaitFunction {
-                name,
                 module: f.and_then(|f| f.module.as_deref().map(str::to_string)),
                 file: f.and_then(|f| f.file.as_deref().map(str::to_string)),
-                line: lines
-                    .iter()
-                    .max_by_key(|(line, ns)| (**ns, std::cmp::Reverse(**line)))
-                    .map(|(l, _)| *l),
+                line: if lines.is_empty() {
+                    f.and_then(|f| f.function.as_deref())
+                        .and_then(|raw| preempted_lines.get(raw))
+                } else {
+                    Some(&lines)
+                }
+                .and_then(|lines| {
+                    lines
+                        .iter()
+                        .max_by_key(|(line, ns)| (**ns, std::cmp::Reverse(**line)))
+                        .map(|(l, _)| *l)
+                }),
+                name,
                 seconds: secs(ns),
                 share: ns as f64 / all,
             })
@@ -699,5 +719,50 @@ mod tests {
         assert_eq!(s.waits, 3);
         // Each sample of thread 7 is half its 1800 ns on CPU.
         assert_eq!(b.on_cpu_ns(&b.on_samples[0]), 900);
+    }
+
+    #[test]
+    fn a_function_waits_at_the_line_it_blocked_at_not_where_it_was_preempted() {
+        let mut names = crate::names::Names::default();
+        let mut frame = |function: &str, line: u32| NamedFrame {
+            addr: 0,
+            function: Some(names.intern(function)),
+            module: Some(names.intern("/tmp/waits")),
+            file: Some(names.intern("waits.c")),
+            line: Some(line),
+            inlined: false,
+            symbol: None,
+            symbol_offset: None,
+            missing: None,
+        };
+        let stack = |f: NamedFrame| {
+            Some(Rc::new(NamedStack {
+                frames: vec![f],
+                truncated: None,
+            }))
+        };
+        let wait = |ns: u64, reason: &'static str, f: NamedFrame| Wait {
+            time: 0,
+            ns,
+            reason,
+            stack: stack(f),
+            last_on_cpu: false,
+        };
+        let mut b = OffCpuBuilder::new(SOURCE_SWITCH_RECORDS);
+        // take_lock blocked at its lock (line 39) for 10 µs; a busy machine preempted it
+        // at its unlock's futex wake (line 41) for longer.
+        b.waits
+            .push(wait(10_000, "blocked", frame("take_lock", 39)));
+        b.waits
+            .push(wait(30_000, "preempted", frame("take_lock", 41)));
+        // spin_us never blocked: its preemptions name its line.
+        b.waits.push(wait(5_000, "preempted", frame("spin_us", 24)));
+        let s = b.finish();
+        let line = |name: &str| s.functions.iter().find(|f| f.name == name).unwrap().line;
+        assert_eq!(line("take_lock"), Some(39), "{s:?}");
+        assert_eq!(line("spin_us"), Some(24), "{s:?}");
+        // The function is charged every wait, preempted or not.
+        let take = s.functions.iter().find(|f| f.name == "take_lock").unwrap();
+        assert_eq!((take.seconds * 1e9).round() as u64, 40_000);
     }
 }
