@@ -254,7 +254,7 @@ fn append_history(all: &[Compared], rows: &[(BenchRow, BenchRow)], variant: &Sid
         environment.git_commit = Some(variant.commit.clone());
         environment.git_dirty = Some(variant.dirty);
         let mut run = sparkles_results::history::Run::of(bench, &variant_rows, &environment);
-        run.source = Some("compare".to_string());
+        run.source = Some(sparkles_results::history::COMPARE_SOURCE.to_string());
         let path = sparkles_results::history::path(&dir, bench);
         let appended = std::fs::create_dir_all(&dir)
             .map_err(|e| format!("{}: {e}", dir.display()))

@@ -121,8 +121,12 @@ pub fn p_text(p: f64) -> String {
 /// normal runs of that standard deviation). A step moves one difference only, so the
 /// steps do not inflate it. `None` with fewer than two differences.
 pub fn scatter_pct(medians: &[f64]) -> Option<f64> {
-    let mut d: Vec<f64> = medians
-        .windows(2)
+    scatter_of(medians.windows(2))
+}
+
+/// [`scatter_pct`] of the successive pairs `pairs` (each a window of two runs).
+fn scatter_of<'a>(pairs: impl Iterator<Item = &'a [f64]>) -> Option<f64> {
+    let mut d: Vec<f64> = pairs
         .filter(|w| w[0] > 0.0 && w[1] > 0.0)
         .map(|w| (w[1] / w[0]).ln().abs())
         .collect();
@@ -156,17 +160,9 @@ pub fn min_change_pct(points: &[Point], options: &Options) -> f64 {
 /// the split left out), at least `min_floor_pct`.
 fn split_floor_pct(z: &[f64], at: usize, options: &Options) -> f64 {
     options.min_change_pct.unwrap_or_else(|| {
-        let mut d: Vec<f64> = z[..at]
-            .windows(2)
-            .chain(z[at..].windows(2))
-            .filter(|w| w[0] > 0.0 && w[1] > 0.0)
-            .map(|w| (w[1] / w[0]).ln().abs())
-            .collect();
-        if d.len() < 2 {
-            return options.min_floor_pct;
-        }
-        let scatter = median(&mut d) / 0.954 * 100.0;
-        scatter_floor_pct(scatter, z.len()).max(options.min_floor_pct)
+        scatter_of(z[..at].windows(2).chain(z[at..].windows(2)))
+            .map_or(0.0, |s| scatter_floor_pct(s, z.len()))
+            .max(options.min_floor_pct)
     })
 }
 
@@ -177,7 +173,7 @@ pub fn find(points: &[Point], options: &Options) -> Vec<ChangePoint> {
     // A step of at least the floor at `at` within `z`, at p ≤ max_p: its p-value and
     // permutations. The cheap size first: most splits of a flat series end there.
     let accept = |z: &[f64], at: usize| -> Option<(f64, usize)> {
-        let (change, _) = step(&z[..at], &z[at..]);
+        let (_, _, change) = step(&z[..at], &z[at..]);
         if change.abs() < split_floor_pct(z, at, options) {
             return None;
         }
@@ -221,7 +217,7 @@ pub fn find(points: &[Point], options: &Options) -> Vec<ChangePoint> {
         .map(|(i, &(at, p_value, permutations))| {
             let from = if i == 0 { 0 } else { kept[i - 1].0 };
             let to = kept.get(i + 1).map_or(x.len(), |k| k.0);
-            let (change_pct, p_value_fixed_split) = step(&x[from..at], &x[at..to]);
+            let (before, after, change_pct) = step(&x[from..at], &x[at..to]);
             ChangePoint {
                 index: at,
                 commit: points[at].commit.as_deref().map(str::to_string),
@@ -229,9 +225,9 @@ pub fn find(points: &[Point], options: &Options) -> Vec<ChangePoint> {
                 change_pct,
                 p_value,
                 permutations,
-                p_value_fixed_split,
-                before: median(&mut x[from..at].to_vec()),
-                after: median(&mut x[at..to].to_vec()),
+                p_value_fixed_split: mann_whitney_p(&x[from..at], &x[at..to]),
+                before,
+                after,
                 machine_change: points[at].machine_change.clone(),
             }
         })
@@ -299,7 +295,7 @@ pub fn too_few_runs(points: &[Point], options: &Options) -> Option<TooFewRuns> {
     if smallest_p <= options.max_p {
         return None;
     }
-    let (change_pct, _) = step(&x[..at], &x[at..]);
+    let (_, _, change_pct) = step(&x[..at], &x[at..]);
     if change_pct.abs() < split_floor_pct(&x, at, options) {
         return None;
     }
@@ -344,11 +340,11 @@ fn search_p(z: &[f64], min: usize, observed: f64) -> (f64, usize) {
     ((hits + 1) as f64 / (PERMUTATIONS + 1) as f64, PERMUTATIONS)
 }
 
-/// The step from `before` to `after`: the change of their medians in percent, and the
-/// Mann–Whitney two-sided p.
-fn step(before: &[f64], after: &[f64]) -> (f64, f64) {
+/// The step from `before` to `after`: their medians, and the change between them in
+/// percent.
+fn step(before: &[f64], after: &[f64]) -> (f64, f64, f64) {
     let (b, a) = (median(&mut before.to_vec()), median(&mut after.to_vec()));
-    ((a / b - 1.0) * 100.0, mann_whitney_p(before, after))
+    (b, a, (a / b - 1.0) * 100.0)
 }
 
 fn median(x: &mut [f64]) -> f64 {

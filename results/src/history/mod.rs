@@ -55,12 +55,15 @@ pub struct Run {
     pub environment: Environment,
     /// Each case that was timed.
     pub cases: Vec<CaseRun>,
-    /// `compare` for a line `sparkles compare` appended: its cases' medians are per-round
+    /// [`COMPARE_SOURCE`] for a line `sparkles compare` appended: its cases' medians are per-round
     /// minima of the variant's processes, not a timing pass's, so the series of times
     /// leave it out and keep its side-by-side results; absent for a bench run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
 }
+
+/// [`Run::source`] of a line `sparkles compare` appended.
+pub const COMPARE_SOURCE: &str = "compare";
 
 /// A case compared side by side in one run (a paired `--baseline`, `sparkles compare`):
 /// its change against the base measured beside it, and the noise it had to clear.
@@ -531,6 +534,20 @@ pub enum Scale {
     PerProbe,
 }
 
+/// `case`'s points, its place in `order` taken where it is seen for the first time (its
+/// name copied then alone: a long history names each case hundreds of thousands of times).
+fn first_seen<'m>(
+    order: &mut Vec<String>,
+    by_case: &'m mut BTreeMap<String, Vec<Point>>,
+    case: &str,
+) -> Option<&'m mut Vec<Point>> {
+    if !by_case.contains_key(case) {
+        order.push(case.to_string());
+        by_case.insert(case.to_string(), Vec::new());
+    }
+    by_case.get_mut(case)
+}
+
 /// What a series follows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Value<'a> {
@@ -582,14 +599,11 @@ pub fn series_of(
     let mut side_by_side: BTreeMap<String, Vec<SideBySidePoint>> = BTreeMap::new();
     let mut previous: Option<&Environment> = None;
     for run in &history.runs {
-        let compare = run.source.as_deref() == Some("compare");
+        let compare = run.source.as_deref() == Some(COMPARE_SOURCE);
         if value == Value::Median {
             for c in run.cases.iter().filter(|c| keep(&c.case)) {
                 if let Some(found) = &c.side_by_side {
-                    if !by_case.contains_key(c.case.as_str()) {
-                        order.push(c.case.clone());
-                        by_case.insert(c.case.clone(), Vec::new());
-                    }
+                    first_seen(&mut order, &mut by_case, &c.case);
                     side_by_side
                         .entry(c.case.clone())
                         .or_default()
@@ -597,7 +611,7 @@ pub fn series_of(
                             commit: run.commit.as_deref().map(Arc::from),
                             dirty: run.dirty,
                             time: run.time,
-                            by: if compare { "compare" } else { "baseline" },
+                            by: if compare { COMPARE_SOURCE } else { "baseline" },
                             found: found.clone(),
                         });
                 }
@@ -641,11 +655,7 @@ pub fn series_of(
                     None => continue,
                 },
             };
-            if !by_case.contains_key(c.case.as_str()) {
-                order.push(c.case.clone());
-                by_case.insert(c.case.clone(), Vec::new());
-            }
-            let Some(points) = by_case.get_mut(c.case.as_str()) else {
+            let Some(points) = first_seen(&mut order, &mut by_case, &c.case) else {
                 continue;
             };
             points.push(Point {
