@@ -83,8 +83,12 @@ pub(crate) enum Reply {
     Ready { throughput: Option<Throughput> },
     /// The body ran once.
     Smoked,
-    /// A timed sample.
-    Sampled { elapsed: Duration },
+    /// A timed sample, and how long the case's thread waited on a run queue for a CPU
+    /// inside it (where the kernel says).
+    Sampled {
+        elapsed: Duration,
+        wait: Option<Duration>,
+    },
     /// Per-iteration values of the counting pass, and how the perf_event tiers counted.
     Counted {
         values: Vec<MetricValue>,
@@ -134,6 +138,8 @@ struct Meter {
     /// The counting allocator, armed between resume and pause (inside the other tiers:
     /// their own reads allocate nothing it counts).
     alloc: Option<crate::tiers::alloc::AllocMeter>,
+    /// A timed sample's run-queue wait (outermost: its reads of /proc are no tier's).
+    wait: Option<crate::busy::WaitTally>,
 }
 
 impl Meter {
@@ -144,6 +150,15 @@ impl Meter {
             syscalls: None,
             valgrind: false,
             alloc: None,
+            wait: None,
+        }
+    }
+
+    /// A timed sample's: its timed regions' run-queue wait, where `clock` reads it.
+    fn timing(clock: Option<crate::busy::WaitClock>) -> Meter {
+        Meter {
+            wait: clock.map(crate::busy::WaitTally::new),
+            ..Meter::idle()
         }
     }
 
@@ -154,11 +169,15 @@ impl Meter {
             syscalls: plan.syscalls.as_ref().map(Tier::open),
             valgrind: plan.valgrind.is_some(),
             alloc: plan.alloc.then(crate::tiers::alloc::AllocMeter::open),
+            wait: None,
         }
     }
 
     #[inline]
     fn resume(&mut self) {
+        if let Some(w) = &mut self.wait {
+            w.resume();
+        }
         if self.valgrind {
             crate::tiers::valgrind::toggle_collect();
         }
@@ -192,6 +211,9 @@ impl Meter {
         }
         if self.valgrind {
             crate::tiers::valgrind::toggle_collect();
+        }
+        if let Some(w) = &mut self.wait {
+            w.pause();
         }
     }
 
@@ -393,17 +415,27 @@ impl Bencher {
         {
             return;
         }
+        // This thread's run-queue wait, read around each timed sample's regions.
+        let mut wait_clock = crate::busy::WaitClock::open();
         while let Ok(command) = self.commands.recv() {
             let reply = match command {
                 Command::Smoke => match routine.run(1, &mut Meter::idle()) {
                     Ok(_) => Reply::Smoked,
                     Err(e) => Reply::BodyFailed(e),
                 },
-                Command::Sample { iterations } => match routine.run(iterations, &mut Meter::idle())
-                {
-                    Ok(elapsed) => Reply::Sampled { elapsed },
-                    Err(e) => Reply::BodyFailed(e),
-                },
+                Command::Sample { iterations } => {
+                    let mut meter = Meter::timing(wait_clock.take());
+                    let ran = routine.run(iterations, &mut meter);
+                    let wait = meter.wait.take().and_then(|tally| {
+                        let (wait, clock) = tally.finish();
+                        wait_clock = Some(clock);
+                        wait
+                    });
+                    match ran {
+                        Ok(elapsed) => Reply::Sampled { elapsed, wait },
+                        Err(e) => Reply::BodyFailed(e),
+                    }
+                }
                 Command::Count {
                     iterations,
                     brackets,

@@ -56,6 +56,75 @@ impl ThreadUsage {
     }
 }
 
+/// The calling thread's run-queue wait, read again and again between a case's timed
+/// regions: its /proc/thread-self/schedstat kept open (a read from offset 0 is the
+/// kernel's figure at that moment; a few microseconds, never inside a timed region).
+pub(crate) struct WaitClock {
+    file: std::fs::File,
+    buffer: Vec<u8>,
+}
+
+impl WaitClock {
+    /// The calling thread's, where the kernel says (Linux's schedstat); readings are
+    /// this thread's wherever they are taken.
+    pub(crate) fn open() -> Option<WaitClock> {
+        let mut clock = WaitClock {
+            file: std::fs::File::open("/proc/thread-self/schedstat").ok()?,
+            buffer: Vec::with_capacity(64),
+        };
+        clock.read()?;
+        Some(clock)
+    }
+
+    /// The thread's time waiting on a run queue so far.
+    pub(crate) fn read(&mut self) -> Option<Duration> {
+        use std::io::{Read, Seek, SeekFrom};
+        self.file.seek(SeekFrom::Start(0)).ok()?;
+        self.buffer.clear();
+        self.file.read_to_end(&mut self.buffer).ok()?;
+        Some(parse_schedstat(std::str::from_utf8(&self.buffer).ok()?)?.wait)
+    }
+}
+
+/// A sample's run-queue wait: the wait clock read as each timed region starts and ends,
+/// the waits inside them summed (what [`WaitClock`] says of the time between them, a
+/// batched body's set-up, is left out).
+pub(crate) struct WaitTally {
+    clock: WaitClock,
+    started: Option<Duration>,
+    /// `None` once a reading failed: the sample's wait is unknown.
+    total: Option<Duration>,
+}
+
+impl WaitTally {
+    pub(crate) fn new(clock: WaitClock) -> WaitTally {
+        WaitTally {
+            clock,
+            started: None,
+            total: Some(Duration::ZERO),
+        }
+    }
+
+    #[inline]
+    pub(crate) fn resume(&mut self) {
+        self.started = self.clock.read();
+    }
+
+    #[inline]
+    pub(crate) fn pause(&mut self) {
+        let now = self.clock.read();
+        self.total = match (self.total, self.started.take(), now) {
+            (Some(total), Some(start), Some(now)) => Some(total + now.saturating_sub(start)),
+            _ => None,
+        };
+    }
+
+    /// The waits summed, and the clock back for the next sample.
+    pub(crate) fn finish(self) -> (Option<Duration>, WaitClock) {
+        (self.total, self.clock)
+    }
+}
+
 /// `RUN_NS WAIT_NS SLICES`.
 fn parse_schedstat(text: &str) -> Option<ThreadUsage> {
     let mut f = text.split_whitespace().map(str::parse::<u64>);
@@ -240,5 +309,56 @@ mod tests {
         } else {
             assert_eq!(c.probe, None);
         }
+    }
+
+    #[test]
+    fn a_samples_wait_beside_busy_loops_is_the_waits_inside_its_timed_regions() {
+        // Two timed regions of a thread beside two busy loops a CPU, with untimed spinning
+        // between them: its wait is counted in the regions alone.
+        let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let until = Instant::now() + Duration::from_millis(900);
+        let spin_until = move |end: Instant| {
+            let mut x = 1u64;
+            while Instant::now() < end {
+                for i in 0..10_000u64 {
+                    x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(i));
+                }
+            }
+            x
+        };
+        let hogs: Vec<_> = (0..2 * cpus)
+            .map(|_| std::thread::spawn(move || spin_until(until)))
+            .collect();
+        let measured = std::thread::spawn(move || {
+            let mut tally = WaitTally::new(WaitClock::open()?);
+            let mut timed = Duration::ZERO;
+            let mut untimed_wait = Duration::ZERO;
+            for _ in 0..2 {
+                tally.resume();
+                let start = Instant::now();
+                spin_until(start + Duration::from_millis(200));
+                timed += start.elapsed();
+                tally.pause();
+                let before = ThreadUsage::now()?;
+                spin_until(Instant::now() + Duration::from_millis(100));
+                untimed_wait += ThreadUsage::now()?.since(before).wait;
+            }
+            let (wait, _) = tally.finish();
+            Some((wait?, timed, untimed_wait))
+        })
+        .join()
+        .unwrap();
+        for h in hogs {
+            let _ = h.join();
+        }
+        if !cfg!(target_os = "linux") {
+            assert_eq!(measured, None);
+            return;
+        }
+        let (wait, timed, untimed_wait) = measured.unwrap();
+        // Beside two busy loops a CPU a thread waits about half its time.
+        assert!(wait >= timed / 5 && wait < timed, "{wait:?} of {timed:?}");
+        // The spinning between the regions waited too, and is not in the sample's wait.
+        assert!(untimed_wait >= Duration::from_millis(20), "{untimed_wait:?}");
     }
 }

@@ -393,7 +393,7 @@ fn write_run_report(
                 .last()
                 .and_then(|r| r.branch.as_deref())
                 .map(|b| h.on_branch(b));
-            history::series(
+            history::trends(
                 on_branch.as_ref().unwrap_or(h),
                 |_| true,
                 &history::changes::Options::default(),
@@ -1085,7 +1085,11 @@ fn row_of(report: &CaseReport, selection: &Selection) -> BenchRow {
     let timing = report
         .ok
         .then(|| Timing::from_samples(report.samples.clone()))
-        .flatten();
+        .flatten()
+        .map(|t| Timing {
+            run_queue_wait: report.waits.clone(),
+            ..t
+        });
     let median = timing.as_ref().map_or(f64::NAN, |t| t.summary.median);
     let client = throughput::values(report.throughput, median);
     let metrics: std::collections::BTreeMap<String, Option<f64>> = selection

@@ -91,6 +91,7 @@ impl Running {
                 error: None,
                 iterations: 0,
                 samples: Vec::new(),
+                waits: Some(Vec::new()),
                 throughput: None,
                 counted: Vec::new(),
                 counted_brackets: Vec::new(),
@@ -161,8 +162,14 @@ impl Running {
 
     /// The elapsed time of one timed sample of `iterations`.
     pub fn sample(&mut self, iterations: u64) -> Option<Duration> {
+        self.sample_and_wait(iterations).map(|(elapsed, _)| elapsed)
+    }
+
+    /// The elapsed time of one timed sample of `iterations`, and how long the case's
+    /// thread waited for a CPU inside it, where the kernel says.
+    pub fn sample_and_wait(&mut self, iterations: u64) -> Option<(Duration, Option<Duration>)> {
         match self.request(Command::Sample { iterations })? {
-            Reply::Sampled { elapsed } => Some(elapsed),
+            Reply::Sampled { elapsed, wait } => Some((elapsed, wait)),
             _ => {
                 self.fail("case thread answered out of turn".to_string());
                 None
@@ -189,10 +196,8 @@ impl Running {
         if iterations == 0 {
             return;
         }
-        if let Some(elapsed) = self.sample(iterations) {
-            self.report
-                .samples
-                .push(elapsed.as_nanos() as f64 / iterations as f64);
+        if let Some((elapsed, wait)) = self.sample_and_wait(iterations) {
+            self.report.keep_sample(iterations, elapsed, wait);
         }
     }
 

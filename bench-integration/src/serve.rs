@@ -269,14 +269,12 @@ impl<'a> Server<'a> {
             }
             Op::Sample { case, iterations } => {
                 let elapsed = self.cases.with_running("sample", &case, |r| {
-                    let elapsed = r.sample(iterations);
+                    let sampled = r.sample_and_wait(iterations);
                     // Kept as the timing pass keeps them: the count reply's throughput.
-                    if let Some(e) = elapsed {
-                        r.report
-                            .samples
-                            .push(e.as_nanos() as f64 / iterations as f64);
+                    if let Some((elapsed, wait)) = sampled {
+                        r.report.keep_sample(iterations, elapsed, wait);
                     }
-                    elapsed
+                    sampled.map(|(elapsed, _)| elapsed)
                 })?;
                 Answer::Sample(Sampled {
                     ns: nanos(elapsed.ok_or_else(|| no_answer("sample"))?),

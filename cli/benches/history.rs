@@ -73,6 +73,12 @@ fn main() {
                         ci_low: Some(median * 0.98),
                         ci_high: Some(median * 1.02),
                         samples: 32,
+                        less_wait: Some(history::LessWait {
+                            p10: median * 0.98,
+                            ci_low: None,
+                            ci_high: None,
+                            median: median * 0.99,
+                        }),
                         null_pct: None,
                         side_by_side: None,
                         metrics,

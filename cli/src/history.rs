@@ -95,16 +95,9 @@ struct Case {
     /// (`valgrind.instructions`, `alloc.count`, …), with their change points: a count that
     /// moved at a commit is the strongest evidence there is.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    exact: Vec<ExactSeries>,
+    exact: Vec<history::ExactSeries>,
 }
 
-/// An exact count's series beside a case's times.
-#[derive(Debug, Serialize)]
-struct ExactSeries {
-    metric: String,
-    #[serde(flatten)]
-    series: Series,
-}
 
 /// Where the history is: `--history-dir`, else CARGO_TARGET_DIR's, else the nearest
 /// `target/sparkles/history` at or above the current directory.
@@ -287,39 +280,13 @@ pub fn history(args: &HistoryArgs) -> Result<(), Error> {
             }
             continue;
         }
-        // The exact counts these runs stored, each a series beside the times.
-        let exact_ids: std::collections::BTreeSet<&str> = h
-            .runs
-            .iter()
-            .flat_map(|r| r.cases.iter().flat_map(|c| c.metrics.keys()))
-            .map(String::as_str)
-            .collect();
-        let mut exact: Vec<(String, Vec<Series>)> = exact_ids
-            .iter()
-            .map(|id| {
-                (
-                    id.to_string(),
-                    history::series_of(&h, keep, &exact_options, scale, history::Value::Metric(id)),
-                )
-            })
-            .collect();
-        for series in history::series(&h, keep, &options, scale) {
-            let beside = exact
-                .iter_mut()
-                .filter_map(|(id, all)| {
-                    let at = all.iter().position(|s| s.case == series.case)?;
-                    Some(ExactSeries {
-                        metric: id.clone(),
-                        series: all.swap_remove(at),
-                    })
-                })
-                .collect();
+        for trend in history::trends(&h, keep, &options, scale) {
             doc.cases.push(Case {
                 suite: suite.clone(),
-                min_change_pct: changes::min_change_pct(&series.runs, &options),
-                series,
+                min_change_pct: changes::min_change_pct(&trend.series.runs, &options),
+                series: trend.series,
                 metric: None,
-                exact: beside,
+                exact: trend.exact,
             });
         }
     }
@@ -411,67 +378,6 @@ mod erased {
     }
 }
 
-/// A time as UTC, to the minute.
-fn when(unix: u64) -> String {
-    let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(unix);
-    let mut s = humantime::format_rfc3339_seconds(t).to_string();
-    s.truncate(16);
-    s.replace('T', " ")
-}
-
-/// The case's comparisons measured side by side, said in one line: how many, and the
-/// latest's change, interval, verdict and noise; `None` where it has none.
-fn side_by_side_text(series: &Series) -> Option<String> {
-    let latest = series.side_by_side.last()?;
-    let f = &latest.found;
-    let by = |what: &str| series.side_by_side.iter().filter(|p| p.by == what).count();
-    Some(format!(
-        "{} measured side by side ({} by compare, {} by a paired --baseline); the latest, {} {}: {:+.1}%{} {}{}",
-        series.side_by_side.len(),
-        by("compare"),
-        by("baseline"),
-        history::short_commit(latest.commit.as_deref(), latest.dirty),
-        when(latest.time),
-        f.change_pct,
-        match (f.ci_low_pct, f.ci_high_pct) {
-            (Some(l), Some(h)) => format!(" [{l:+.1}, {h:+.1}]"),
-            _ => String::new(),
-        },
-        f.verdict.label(),
-        f.noise_pct
-            .map(|n| format!(" (noise ±{n:.1}%)"))
-            .unwrap_or_default()
-    ))
-}
-
-/// A series' change points as the table says them, or why it has none.
-fn points_text(series: &Series) -> String {
-    let points: Vec<String> = series
-        .change_points
-        .iter()
-        .map(|p| {
-            let at = &series.runs[p.index];
-            format!(
-                "{} {:+.1}% (p {}, {}){}",
-                history::short_commit(p.commit.as_deref(), at.dirty),
-                p.change_pct,
-                changes::p_text(p.p_value),
-                when(p.time),
-                if p.machine_change.is_empty() {
-                    String::new()
-                } else {
-                    format!(" at a machine change: {}", p.machine_change.join("; "))
-                }
-            )
-        })
-        .collect();
-    match (&series.too_few_runs, points.is_empty()) {
-        (Some(few), true) => few.line(),
-        (None, true) => "none".to_string(),
-        _ => points.join(", "),
-    }
-}
-
 fn table(doc: &Document) -> String {
     use std::fmt::Write;
     let mut out = String::new();
@@ -491,7 +397,7 @@ fn table(doc: &Document) -> String {
     );
     for c in &doc.cases {
         let runs = &c.series.runs;
-        let side_by_side = side_by_side_text(&c.series);
+        let side_by_side = c.series.side_by_side_line();
         let (Some(first), Some(last)) = (runs.first(), runs.last()) else {
             if let Some(line) = side_by_side {
                 let _ = writeln!(out, "{:<width$}  {:>5}  {line}", c.series.case, 0);
@@ -510,7 +416,7 @@ fn table(doc: &Document) -> String {
             runs.len(),
             value(first.median),
             value(last.median),
-            points_text(&c.series)
+            c.series.change_points_line()
         );
         if let Some(line) = side_by_side {
             let _ = writeln!(out, "{:<width$}  {line}", "  side by side");
@@ -523,9 +429,30 @@ fn table(doc: &Document) -> String {
                 e.series.runs.len(),
                 e.series.runs.first().map_or(0.0, |p| p.median).round(),
                 e.series.runs.last().map_or(0.0, |p| p.median).round(),
-                points_text(&e.series)
+                e.series.change_points_line()
             );
         }
+    }
+    let measured: Vec<&str> = doc
+        .cases
+        .iter()
+        .filter(|c| c.metric.is_none() && c.series.statistic == history::MEDIAN)
+        .map(|c| c.series.case.as_str())
+        .collect();
+    if doc.cases.iter().any(|c| c.metric.is_none()) {
+        const LESS_WAIT: &str = "each run's fastest tenth (10th percentile) of its samples, each less its run-queue wait (the time the case's thread was held off a CPU by other work)";
+        let _ = match measured.len() {
+            0 => writeln!(out, "\ntimes: {LESS_WAIT}"),
+            n if n == doc.cases.len() => writeln!(
+                out,
+                "\ntimes: each run's median as measured (a run did not know its run-queue waits: not Linux, or made before they were kept)"
+            ),
+            _ => writeln!(
+                out,
+                "\ntimes: {LESS_WAIT}; as measured for {} (a run of each did not know its waits)",
+                measured.join(", ")
+            ),
+        };
     }
     let _ = writeln!(
         out,
@@ -557,7 +484,7 @@ p.note { color: #555; }
                 p.note { (doc.files.join(", ")) "; change points by e-divisive means, each with its permutation test (the largest energy statistic over every split of the runs in random order)." }
                 @for w in &doc.warnings { p.note { "warning: " (w) } }
                 @for c in &doc.cases {
-                    h2 { (c.series.case) " " span.note { "(" (c.suite) ", " (c.series.runs.len()) " runs)" } }
+                    h2 { (c.series.case) " " span.note { "(" (c.suite) ", " (c.series.runs.len()) " runs, " (c.series.statistic) ")" } }
                     (PreEscaped(sparkles_results::run_report::trend_svg(&c.series, false)))
                     @if c.series.change_points.is_empty() {
                         p.note { "No change point (steps of at least " (format!("{:.1}%", c.min_change_pct)) " were looked for)."
@@ -566,7 +493,7 @@ p.note { color: #555; }
                         table { thead { tr { th.name { "commit" } th.name { "when" } th { "step" } th { "before" } th { "after" } th { "p" } th.name { "machine" } } }
                             tbody { @for p in &c.series.change_points { tr {
                                 td.name { code { (history::short_commit(p.commit.as_deref(), c.series.runs[p.index].dirty)) } }
-                                td.name { (when(p.time)) }
+                                td.name { (history::when(p.time)) }
                                 td { (format!("{:+.1}%", p.change_pct)) }
                                 td { (sparkles_results::units::format_ns(p.before)) }
                                 td { (sparkles_results::units::format_ns(p.after)) }
@@ -575,7 +502,7 @@ p.note { color: #555; }
                             } } } }
                     }
                     @for e in &c.exact {
-                        p.note { code { (e.metric) } " (exact, " (e.series.runs.len()) " runs): change points " (points_text(&e.series)) "." }
+                        p.note { code { (e.metric) } " (exact, " (e.series.runs.len()) " runs): change points " (e.series.change_points_line()) "." }
                     }
                 }
             }
@@ -600,6 +527,7 @@ mod tests {
             median: m,
             ci_low: Some(m - 1.0),
             ci_high: None,
+            as_measured: None,
             machine_change: vec!["kernel: 'a' → 'b'".to_string()],
             probe: Some(2.0),
         };
@@ -607,6 +535,7 @@ mod tests {
             suite: "s".to_string(),
             series: Series {
                 case: name.to_string(),
+                statistic: history::LOW_LESS_WAIT.to_string(),
                 runs: vec![point(1.0), point(2.5)],
                 change_points: Vec::new(),
                 too_few_runs: None,

@@ -78,6 +78,12 @@ pub struct Timing {
     /// What each sample is (rows written before it was said hold sample means).
     #[serde(default)]
     pub statistic: TimingStatistic,
+    /// Each sample's run-queue wait per iteration, ns, in the same order: how long the
+    /// case's thread was ready to run but waited for a CPU inside the sample's timed
+    /// regions (Linux's schedstat), the time a busy machine's other work took from it.
+    /// Absent where the kernel did not say for every sample.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_queue_wait: Option<Vec<f64>>,
 }
 
 /// What a row's timing samples are (`timing.statistic`).
@@ -101,6 +107,21 @@ impl Timing {
             summary: Summary::of(&samples)?,
             samples,
             statistic: TimingStatistic::SampleMean,
+            run_queue_wait: None,
+        })
+    }
+
+    /// Each sample's time less its run-queue wait, in the order taken: the time the case
+    /// took where no other work held it off a CPU; `None` where the waits are not known
+    /// for every sample.
+    pub fn samples_less_wait(&self) -> Option<Vec<f64>> {
+        let waits = self.run_queue_wait.as_ref()?;
+        (waits.len() == self.samples.len()).then(|| {
+            self.samples
+                .iter()
+                .zip(waits)
+                .map(|(s, w)| (s - w).max(0.0))
+                .collect()
         })
     }
 }

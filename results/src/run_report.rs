@@ -95,7 +95,7 @@ pub struct RunReport<'a> {
     pub kept: &'a [KeptCase],
     /// Each case's series over the suite's history (this run its last point), with its
     /// change points.
-    pub trends: &'a [crate::history::Series],
+    pub trends: &'a [crate::history::Trend],
     /// Whether the build that ran read its captures (the harness's `profile` feature):
     /// only then are the flamegraphs, lines and diffs beside a capture this run's.
     pub profiles_read: bool,
@@ -400,31 +400,36 @@ impl RunReport<'_> {
     /// The case's trend over the history, where it has run before: the plot, and each
     /// change point in words (its commit, step and p-value, and a machine change there).
     fn trend(&self, case: &str) -> Markup {
-        let Some(series) = self
-            .trends
-            .iter()
-            .find(|s| s.case == case && s.runs.len() >= 2)
-        else {
+        let Some(trend) = self.trends.iter().find(|t| t.series.case == case) else {
             return html! {};
         };
+        let series = &trend.series;
         html! {
-            div.charts.trend { (PreEscaped(trend_svg(series, true))) }
-            p.note { "History: " (series.runs.len()) " runs"
-                @if series.change_points.is_empty() {
-                    @match &series.too_few_runs {
-                        Some(few) => { "; " (few.line()) "." }
-                        None => { "; no change point." }
+            @if series.runs.len() >= 2 {
+                div.charts.trend { (PreEscaped(trend_svg(series, true))) }
+                p.note { "History: " (series.runs.len()) " runs"
+                    @if series.change_points.is_empty() {
+                        @match &series.too_few_runs {
+                            Some(few) => { "; " (few.line()) "." }
+                            None => { "; no change point." }
+                        }
                     }
-                }
-                @else { "; change points: "
-                    @for (i, c) in series.change_points.iter().enumerate() {
-                        @if i > 0 { ", " }
-                        code { (crate::history::short_commit(c.commit.as_deref(), series.runs[c.index].dirty)) } " " (format!("{:+.1}%", c.change_pct)) " (p " (crate::history::changes::p_text(c.p_value)) ")"
-                        @if !c.machine_change.is_empty() { " at a machine change (" (c.machine_change.join("; ")) ")" }
+                    @else { "; change points: "
+                        @for (i, c) in series.change_points.iter().enumerate() {
+                            @if i > 0 { ", " }
+                            code { (crate::history::short_commit(c.commit.as_deref(), series.runs[c.index].dirty)) } " " (format!("{:+.1}%", c.change_pct)) " (p " (crate::history::changes::p_text(c.p_value)) ")"
+                            @if !c.machine_change.is_empty() { " at a machine change (" (c.machine_change.join("; ")) ")" }
+                        }
+                        "."
                     }
-                    "."
-                }
-                " " code { "sparkles history" } " shows every run." }
+                    " " code { "sparkles history" } " shows every run." }
+            }
+            @for e in trend.exact.iter().filter(|e| e.series.runs.len() >= 2) {
+                p.note { "Exact count " code { (e.metric) } " over " (e.series.runs.len()) " runs: change points " (e.series.change_points_line()) "." }
+            }
+            @if let Some(line) = series.side_by_side_line() {
+                p.note { "Side by side: " (line) "." }
+            }
         }
     }
 
@@ -805,7 +810,8 @@ pub fn trend_svg(series: &crate::history::Series, last_is_this_run: bool) -> Str
         let mut chart = ChartBuilder::on(&root)
             .caption(
                 format!(
-                    "median per run, the last {} (change points in orange)",
+                    "{} per run, the last {} (change points in orange)",
+                    series.statistic,
                     runs.len()
                 ),
                 ("sans-serif", 14),

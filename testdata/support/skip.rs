@@ -12,7 +12,7 @@
 use std::io::Write;
 
 /// What a test can lack, as `SPARKLES_TEST_REQUIRE` names it.
-pub const NEEDS: [&str; 25] = [
+pub const NEEDS: [&str; 26] = [
     // perf_event_open allowed at all (not refused by paranoid 3, seccomp, or the build).
     "perf_event",
     // hardware counters and sampling (a CPU PMU).
@@ -63,6 +63,8 @@ pub const NEEDS: [&str; 25] = [
     "npm",
     // the running libc's separate debug file (Debian's libc6-dbg).
     "libc_dbg",
+    // a thread's run-queue wait readable (/proc/thread-self/schedstat).
+    "schedstat",
 ];
 
 /// Whether `SPARKLES_TEST_REQUIRE` lists `need`.

@@ -583,6 +583,7 @@ mod tests {
                 median: m,
                 ci_low: Some(m * 0.995),
                 ci_high: Some(m * 1.005),
+                as_measured: None,
                 machine_change: Vec::new(),
                 probe: None,
             })
