@@ -359,6 +359,9 @@ mod tests {
         // Beside two busy loops a CPU a thread waits about half its time.
         assert!(wait >= timed / 5 && wait < timed, "{wait:?} of {timed:?}");
         // The spinning between the regions waited too, and is not in the sample's wait.
-        assert!(untimed_wait >= Duration::from_millis(20), "{untimed_wait:?}");
+        assert!(
+            untimed_wait >= Duration::from_millis(20),
+            "{untimed_wait:?}"
+        );
     }
 }

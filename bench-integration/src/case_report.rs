@@ -79,9 +79,17 @@ mod tests {
     #[test]
     fn each_samples_wait_is_kept_per_iteration_and_all_are_forgotten_once_one_is_unknown() {
         let mut r = report();
-        r.keep_sample(4, Duration::from_nanos(400), Some(Duration::from_nanos(100)));
+        r.keep_sample(
+            4,
+            Duration::from_nanos(400),
+            Some(Duration::from_nanos(100)),
+        );
         // A wait longer than its sample (clocks read apart) is held to the sample.
-        r.keep_sample(4, Duration::from_nanos(800), Some(Duration::from_nanos(900)));
+        r.keep_sample(
+            4,
+            Duration::from_nanos(800),
+            Some(Duration::from_nanos(900)),
+        );
         assert_eq!(r.samples, [100.0, 200.0]);
         assert_eq!(r.waits, Some(vec![25.0, 200.0]));
         r.keep_sample(4, Duration::from_nanos(400), None);

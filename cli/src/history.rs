@@ -98,7 +98,6 @@ struct Case {
     exact: Vec<history::ExactSeries>,
 }
 
-
 /// Where the history is: `--history-dir`, else CARGO_TARGET_DIR's, else the nearest
 /// `target/sparkles/history` at or above the current directory.
 fn history_dir(explicit: Option<&Path>) -> Result<PathBuf, Error> {

@@ -1044,6 +1044,103 @@ mod tests {
     }
 
     #[test]
+    fn a_cases_trend_says_its_exact_counts_change_points_and_its_side_by_side_results() {
+        use crate::history::{changes, ExactSeries, Point, Series, SideBySide, SideBySidePoint};
+        let point = |i: usize, v: f64| Point {
+            commit: Some(format!("{i:02}").repeat(20).into()),
+            dirty: Some(false),
+            branch: None,
+            time: 1_800_000_000 + i as u64 * 60,
+            median: v,
+            ci_low: None,
+            ci_high: None,
+            as_measured: None,
+            machine_change: Vec::new(),
+            probe: None,
+        };
+        let series = |statistic: &str, runs: Vec<Point>| {
+            let change_points = changes::find(
+                &runs,
+                &changes::Options {
+                    min_floor_pct: changes::EXACT_FLOOR_PCT,
+                    ..changes::Options::default()
+                },
+            );
+            Series {
+                case: "c".to_string(),
+                statistic: statistic.to_string(),
+                runs,
+                change_points,
+                too_few_runs: None,
+                side_by_side: Vec::new(),
+            }
+        };
+        // The times flat, the instructions 1% more from the 7th run on.
+        let times = (0..12).map(|i| point(i, 100.0 + (i % 3) as f64)).collect();
+        let counts = (0..12)
+            .map(|i| point(i, if i >= 6 { 1_010_000.0 } else { 1_000_000.0 } + i as f64))
+            .collect();
+        let mut trend = crate::history::Trend {
+            series: series(crate::history::LOW_LESS_WAIT, times),
+            exact: vec![ExactSeries {
+                metric: "valgrind.instructions".to_string(),
+                series: series("valgrind.instructions", counts),
+            }],
+        };
+        trend.series.side_by_side.push(SideBySidePoint {
+            commit: Some("ab".repeat(20).into()),
+            dirty: Some(false),
+            time: 1_800_000_000,
+            by: "compare",
+            found: SideBySide {
+                base_rev: None,
+                change_pct: 4.2,
+                ci_low_pct: Some(3.1),
+                ci_high_pct: Some(5.0),
+                noise_pct: Some(1.5),
+                verdict: crate::stats::Verdict::Regression,
+            },
+        });
+        let rows = vec![row("c", vec![100.0, 101.0, 102.0])];
+        let html = RunReport {
+            suite: "s",
+            rows: &rows,
+            baseline: None,
+            baseline_name: None,
+            machine_warning: None,
+            profile_dir: Path::new("/nonexistent"),
+            kept: &[],
+            trends: std::slice::from_ref(&trend),
+            profiles_read: true,
+            annotates: true,
+        }
+        .page()
+        .into_string();
+        assert!(
+            html.contains("History: 12 runs; no change point."),
+            "{html}"
+        );
+        assert!(
+            html.contains("10th percentile less run-queue wait per run, the last 12"),
+            "{html}"
+        );
+        assert!(
+            html.contains(
+                "Exact count <code>valgrind.instructions</code> over 12 runs: change points 0606060606 +1.0% (p "
+            ),
+            "{html}"
+        );
+        assert!(
+            html.contains("Side by side: 1 measured side by side (1 by compare, 0 by a paired --baseline); the latest, abababab"),
+            "{html}"
+        );
+        assert!(
+            html.contains(": +4.2% [+3.1, +5.0] regression (noise ±1.5%)."),
+            "{html}"
+        );
+    }
+
+    #[test]
     fn an_unpaired_comparison_says_so_with_its_between_run_noise() {
         let base = row("c", vec![100.0, 101.0, 102.0, 100.0, 101.0, 102.0]);
         let mut rows = vec![row("c", vec![110.0, 111.0, 112.0, 110.0, 111.0, 112.0])];

@@ -1089,7 +1089,9 @@ mod tests {
         // is 1x, 1.75x or 2.5x the case's time (the share of each sample other work took,
         // as two CPU hogs on 2 cores gave); less their waits, the 7th commit's 30% step
         // stands alone. A second case has one run that did not know its waits.
-        let shares = [1.75, 1.0, 2.5, 1.75, 1.75, 1.75, 1.0, 1.0, 1.75, 1.0, 1.0, 1.0];
+        let shares = [
+            1.75, 1.0, 2.5, 1.75, 1.75, 1.75, 1.0, 1.0, 1.75, 1.0, 1.0, 1.0,
+        ];
         let mut rng = fastrand::Rng::with_seed(7);
         let mut runs = Vec::new();
         for (i, share) in shares.iter().enumerate() {
@@ -1127,7 +1129,11 @@ mod tests {
             assert_eq!((point.ci_low, point.ci_high), (less.ci_low, less.ci_high));
             assert_eq!(point.as_measured, Some(run.cases[0].median));
         }
-        let at: Vec<Option<&str>> = c.change_points.iter().map(|p| p.commit.as_deref()).collect();
+        let at: Vec<Option<&str>> = c
+            .change_points
+            .iter()
+            .map(|p| p.commit.as_deref())
+            .collect();
         assert_eq!(at, [Some("c6")]);
         assert!((c.change_points[0].change_pct - 30.0).abs() < 2.0);
         // One statistic a series: the case with a run that did not know its waits follows
