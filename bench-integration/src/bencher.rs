@@ -568,6 +568,11 @@ fn profile_pass(routine: &mut dyn Routine, plan: &ProfilePlan) -> Result<Profile
     let session = match Session::start(&sampling, Target::CurrentThread, &system) {
         Ok(s) => s,
         Err(e) => {
+            // The capture's file could not be started: an output asked for, not a
+            // capability the machine lacks.
+            if matches!(e, sparkles_sampler::Error::Capture(_)) {
+                summary.not_written.push(e.to_string());
+            }
             summary.error = Some(e.to_string());
             return Ok(summary);
         }
@@ -609,7 +614,10 @@ fn profile_pass(routine: &mut dyn Routine, plan: &ProfilePlan) -> Result<Profile
             summary.record_bytes = written.record_bytes;
             summary.capture = Some(plan.path.display().to_string());
         }
-        Err(e) => summary.error = Some(e.to_string()),
+        Err(e) => {
+            summary.error = Some(e.to_string());
+            summary.not_written.push(e.to_string());
+        }
     }
     // The nodes of the sampled data pages, asked while the body ran: beside the capture,
     // where reports find them. An old table of another run must not be taken for this one.

@@ -95,7 +95,7 @@ where
     };
     match run_as(suite, &args, own_command_line) {
         Ok(outcome) => {
-            if outcome.all_ok() && outcome.failed_gate.is_none() {
+            if outcome.all_ok() && outcome.failed_gate.is_none() && outcome.not_written.is_empty() {
                 0
             } else {
                 1
@@ -130,6 +130,10 @@ pub struct Outcome {
     /// `--fail-on`'s gate, where the run's verdicts failed it: what it says (the exit
     /// status is then 1).
     pub failed_gate: Option<String>,
+    /// Outputs the run was asked for that could not be written (a profile's capture or
+    /// files, the history line, the run report), each `what: PATH: why`, after the run
+    /// wrote what it could: the exit status is then 1.
+    pub not_written: Vec<String>,
 }
 
 impl Outcome {
@@ -334,21 +338,38 @@ fn run_as(suite: Suite, args: &HarnessArgs, bench_main: bool) -> Result<Outcome,
     files.stop_if_interrupted(false)?;
     baseline_profiles.save();
     files.write(&rows, &mut console)?;
-    let history = files.append_history(&suite_name, &rows);
+    let mut not_written: Vec<String> = rows
+        .iter()
+        .filter_map(|r| Some((&r.case, r.profile.as_ref()?)))
+        .flat_map(|(case, p)| {
+            p.not_written
+                .iter()
+                .map(move |f| format!("profile of {case}: {f}"))
+        })
+        .collect();
+    let history = match files.append_history(&suite_name, &rows) {
+        Ok(h) => h,
+        Err(e) => {
+            not_written.push(e);
+            None
+        }
+    };
     if !args.no_report {
         let warnings: Vec<&str> = [machine_message.as_deref(), busy.as_deref()]
             .into_iter()
             .flatten()
             .collect();
         let warnings = warnings.join("\n");
-        write_run_report(
+        if let Err(e) = write_run_report(
             &files,
             &suite_name,
             &rows,
             args,
             Some(warnings.as_str()).filter(|w| !w.is_empty()),
             history.as_ref(),
-        );
+        ) {
+            not_written.push(e);
+        }
     }
     files.stop_if_interrupted(true)?;
     let tally = sparkles_results::comparison::Tally::of(
@@ -366,16 +387,27 @@ fn run_as(suite: Suite, args: &HarnessArgs, bench_main: bool) -> Result<Outcome,
         eprintln!("{said}: exit status 1");
         said
     });
+    if !not_written.is_empty() {
+        eprintln!(
+            "sparkles: {} output{} asked for not written, exit status 1:",
+            not_written.len(),
+            if not_written.len() == 1 { "" } else { "s" }
+        );
+        for line in &not_written {
+            eprintln!("  {line}");
+        }
+    }
     Ok(Outcome {
         rows,
         saved_baseline: files.save_path,
         failed_gate,
+        not_written,
     })
 }
 
 /// The run report (target/sparkles/report/index.html): the rows, the baseline's, the
-/// profiles beside the captures and each case's trend over the suite's history. A page
-/// that cannot be written is said; the run's files are written already.
+/// profiles beside the captures and each case's trend over the suite's history; a page
+/// that cannot be written, `report: PATH: why` (the run's files are written already).
 fn write_run_report(
     files: &RunFiles,
     suite_name: &str,
@@ -383,7 +415,7 @@ fn write_run_report(
     args: &HarnessArgs,
     machine_message: Option<&str>,
     history: Option<&history::History>,
-) {
+) -> Result<(), String> {
     // The trend of the branch this run was made on (the latest run's), where it has one:
     // runs of other branches are other code.
     let trends = history
@@ -415,8 +447,14 @@ fn write_run_report(
         annotates: cfg!(feature = "annotate"),
     };
     match page.write(&path) {
-        Ok(()) => eprintln!("report: {}", path.display()),
-        Err(e) => eprintln!("report: not written: {e}"),
+        Ok(()) => {
+            eprintln!("report: {}", path.display());
+            Ok(())
+        }
+        Err(e) => {
+            eprintln!("report: not written: {e}");
+            Err(format!("run report: {e}"))
+        }
     }
 }
 
@@ -909,28 +947,35 @@ impl RunFiles {
     }
 
     /// Appends the run to the suite's history; the history read back (for the run
-    /// report's trends), where there is one. What fails is said, never fatal: the run's
-    /// other files are written.
-    fn append_history(&self, suite: &str, rows: &[BenchRow]) -> Option<history::History> {
-        let path = self.history.as_ref()?;
+    /// report's trends), where there is one. A line that could not be appended is said
+    /// and returned (`history: PATH: why`: the run fails once its other files are
+    /// written); a history that cannot be read back is said alone.
+    fn append_history(
+        &self,
+        suite: &str,
+        rows: &[BenchRow],
+    ) -> Result<Option<history::History>, String> {
+        let Some(path) = self.history.as_ref() else {
+            return Ok(None);
+        };
         let run = history::Run::of(suite, rows, &self.environment);
         if run.cases.is_empty() {
-            return None;
+            return Ok(None);
         }
         if let Err(e) = history::append(path, &run) {
             eprintln!("history: not appended: {e}");
-            return None;
+            return Err(format!("history line: {e}"));
         }
         match history::read_timing(path) {
             Ok(h) => {
                 for w in &h.warnings {
                     eprintln!("history: {w}");
                 }
-                Some(h)
+                Ok(Some(h))
             }
             Err(e) => {
                 eprintln!("history: {e}");
-                None
+                Ok(None)
             }
         }
     }
@@ -1189,6 +1234,7 @@ fn smoke(cases: Vec<suite::Case>, args: &HarnessArgs, filtered_out: usize) -> Ou
         rows,
         saved_baseline: None,
         failed_gate: None,
+        not_written: Vec::new(),
     }
 }
 

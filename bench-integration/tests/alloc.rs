@@ -22,14 +22,21 @@ use support::{run, SERIAL};
 #[global_allocator]
 static A: sparkles_bench::alloc::Counting = sparkles_bench::alloc::Counting::system();
 
-/// Which build the suite is: 2 plants one more allocation in `planted`.
+/// Which build the suite is: 2 plants 32 more allocations in `planted`.
 static BUILD: AtomicU32 = AtomicU32::new(1);
+
+/// Allocations build 2 adds to `planted`: enough that its time certainly moves (each
+/// costs what the one before did, on any machine's noise).
+const PLANTED: usize = 32;
 
 #[inline(never)]
 fn planted(extra: bool) -> usize {
     let a = black_box(vec![1u8; 64]);
-    let b = extra.then(|| black_box(vec![2u8; 64]));
-    a.len() + b.map_or(0, |b| b.len())
+    let more = if extra { PLANTED } else { 0 };
+    a.len()
+        + (0..more)
+            .map(|i| black_box(vec![i as u8; 64]).len())
+            .sum::<usize>()
 }
 
 fn suite() -> Suite {
@@ -92,24 +99,30 @@ fn counts_are_exact_per_iteration_and_a_planted_allocation_is_the_cause() {
     let second = run(suite(), &flags("--baseline"));
     assert!(second.all_ok());
     let row = second.rows.iter().find(|r| r.case == "planted").unwrap();
-    assert_eq!(row.metrics["alloc.count"], Some(2.0));
+    assert_eq!(row.metrics["alloc.count"], Some(1.0 + PLANTED as f64));
     let c = row.comparison.as_ref().unwrap();
     let count = c.metrics.iter().find(|m| m.id == "alloc.count").unwrap();
     assert_eq!(count.verdict, MetricVerdict::Higher, "{count:?}");
     let e = c.explanation.as_ref().unwrap();
-    // Where the time moved, the extra allocation is named as its cause.
-    if c.verdict == sparkles_bench::stats::Verdict::Regression {
-        assert!(
-            matches!(e.kind, Cause::MoreAllocations | Cause::Mixed),
-            "{}",
-            e.text
-        );
-        assert!(
-            e.text.contains("alloc.count allocations/iter"),
-            "{}",
-            e.text
-        );
-    }
+    // The time moved (33 allocations where there was one), and the extra allocations are
+    // named as its cause.
+    assert_eq!(
+        c.verdict,
+        sparkles_bench::stats::Verdict::Regression,
+        "{:+.1}% {}",
+        c.delta_pct,
+        e.text
+    );
+    assert!(
+        matches!(e.kind, Cause::MoreAllocations | Cause::Mixed),
+        "{}",
+        e.text
+    );
+    assert!(
+        e.text.contains("alloc.count allocations/iter"),
+        "{}",
+        e.text
+    );
     // The unchanged cases count the same.
     let same = second.rows.iter().find(|r| r.case == "push1000").unwrap();
     let c = same.comparison.as_ref().unwrap();

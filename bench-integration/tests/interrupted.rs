@@ -222,6 +222,65 @@ fn a_full_disk_is_an_error_naming_the_file_and_the_old_baseline_stays() {
     );
 }
 
+/// Outputs asked for that land on a full disk (the case's profile folder and the report
+/// folder linked there, the history kept there): the run writes what it can (its rows,
+/// its baseline), names each file it could not write with the error, and exits 1.
+#[test]
+fn outputs_that_cannot_be_written_fail_the_run_after_the_rest_is_written() {
+    let Some(fs) = tmpfs::Tmpfs::mount("1m") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path();
+    for (link, target) in [("profile/spins", "capture"), ("report", "report")] {
+        std::fs::create_dir_all(fs.path().join(target)).unwrap();
+        let link = out.join(link);
+        std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(fs.path().join(target), link).unwrap();
+    }
+    let history = fs.path().join("history");
+    std::fs::create_dir_all(&history).unwrap();
+    fs.fill();
+    let flags = [
+        "--samples",
+        "3",
+        "--count-brackets",
+        "1",
+        "--profile",
+        "--profile-time",
+        "100ms",
+        "--history-dir",
+        history.to_str().unwrap(),
+    ];
+    let (status, stderr) = Watched::start(&mut child(out, &flags)).finish();
+    if stderr.contains("no capture:") && !stderr.contains("No space left") {
+        skip::skip("perf_event", format!("sampling refused here: {stderr}"));
+        return;
+    }
+    assert_eq!(status.code(), Some(1), "{status:?}\n{stderr}");
+    let said: Vec<&str> = stderr
+        .lines()
+        .skip_while(|l| !l.contains("asked for not written, exit status 1"))
+        .collect();
+    assert!(said[0].starts_with("sparkles: 3 outputs"), "{stderr}");
+    for (what, file) in [
+        ("profile of spins: ", "capture.perf.data"),
+        ("history line: ", "history"),
+        ("run report: ", "index.html"),
+    ] {
+        assert!(
+            said.iter().any(|l| l.trim_start().starts_with(what)
+                && l.contains(file)
+                && l.contains("No space left")),
+            "{what}{file}: {stderr}"
+        );
+    }
+    // What could be written was: the rows and the baseline, whole.
+    let baseline = std::fs::read_to_string(out.join("baselines/b/interrupted.jsonl")).unwrap();
+    assert!(baseline.contains("\"case\":\"spins\""), "{baseline}");
+    assert_eq!(temporaries_under(out), Vec::<std::path::PathBuf>::new());
+}
+
 /// A read-only output folder: an error naming the file, status 2, the old files intact.
 #[test]
 fn a_read_only_out_dir_is_an_error_naming_the_file() {

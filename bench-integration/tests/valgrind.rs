@@ -155,49 +155,53 @@ fn a_one_percent_change_is_higher_exactly_and_the_same_code_counts_the_same() {
     let width = planted.ci_high_pct.unwrap() - planted.ci_low_pct.unwrap();
     assert!(width < 0.2, "{planted:?}");
 
-    // The instruction profiles' exact diff ranks the function the work was planted in
-    // first: 200 more steps of its loop an iteration.
-    let account = row(&second, "planted").counting.unwrap().valgrind.unwrap();
-    let first = account
-        .movers
-        .first()
-        .unwrap_or_else(|| panic!("{account:?}"));
-    assert!(first.name.ends_with("spin"), "{account:?}");
-    assert!(first.new > first.base, "{account:?}");
-    let pct = first.delta_pct.unwrap();
-    assert!((0.99..=1.01).contains(&pct), "{account:?}");
-    assert!(
-        account.top.iter().any(|h| h.name.ends_with("spin")),
-        "{account:?}"
-    );
-    let case_dir = dir.path().join("profile").join("planted");
-    for file in [
-        "profile-instructions.json",
-        "flamegraph-instructions.svg",
-        "diff-instructions.json",
-        "callgraph-instructions.json",
-    ] {
-        assert!(case_dir.join(file).is_file(), "{file}");
+    // The instruction profiles (read back with the harness's `profile` feature alone).
+    #[cfg(feature = "profile")]
+    {
+        // The instruction profiles' exact diff ranks the function the work was planted in
+        // first: 200 more steps of its loop an iteration.
+        let account = row(&second, "planted").counting.unwrap().valgrind.unwrap();
+        let first = account
+            .movers
+            .first()
+            .unwrap_or_else(|| panic!("{account:?}"));
+        assert!(first.name.ends_with("spin"), "{account:?}");
+        assert!(first.new > first.base, "{account:?}");
+        let pct = first.delta_pct.unwrap();
+        assert!((0.99..=1.01).contains(&pct), "{account:?}");
+        assert!(
+            account.top.iter().any(|h| h.name.ends_with("spin")),
+            "{account:?}"
+        );
+        let case_dir = dir.path().join("profile").join("planted");
+        for file in [
+            "profile-instructions.json",
+            "flamegraph-instructions.svg",
+            "diff-instructions.json",
+            "callgraph-instructions.json",
+        ] {
+            assert!(case_dir.join(file).is_file(), "{file}");
+        }
+        let svg = std::fs::read_to_string(case_dir.join("flamegraph-instructions.svg")).unwrap();
+        assert!(svg.contains("spin"));
+        // The call graph has the edge into the planted function, its cost per iteration.
+        let calls: Vec<serde_json::Value> = serde_json::from_str(
+            &std::fs::read_to_string(case_dir.join("callgraph-instructions.json")).unwrap(),
+        )
+        .unwrap();
+        let into = calls
+            .iter()
+            .find(|e| e["callee"].as_str().unwrap().ends_with("spin"))
+            .unwrap_or_else(|| panic!("{calls:?}"));
+        let per = into["instructions"].as_f64().unwrap();
+        assert!(
+            (first.new..first.new * 1.01).contains(&per),
+            "{into} {first:?}"
+        );
+        // The unchanged case: no function moved.
+        let same = row(&second, "same").counting.unwrap().valgrind.unwrap();
+        assert!(same.movers.is_empty(), "{same:?}");
     }
-    let svg = std::fs::read_to_string(case_dir.join("flamegraph-instructions.svg")).unwrap();
-    assert!(svg.contains("spin"));
-    // The call graph has the edge into the planted function, its cost per iteration.
-    let calls: Vec<serde_json::Value> = serde_json::from_str(
-        &std::fs::read_to_string(case_dir.join("callgraph-instructions.json")).unwrap(),
-    )
-    .unwrap();
-    let into = calls
-        .iter()
-        .find(|e| e["callee"].as_str().unwrap().ends_with("spin"))
-        .unwrap_or_else(|| panic!("{calls:?}"));
-    let per = into["instructions"].as_f64().unwrap();
-    assert!(
-        (first.new..first.new * 1.01).contains(&per),
-        "{into} {first:?}"
-    );
-    // The unchanged case: no function moved.
-    let same = row(&second, "same").counting.unwrap().valgrind.unwrap();
-    assert!(same.movers.is_empty(), "{same:?}");
 
     // A case that kills its child: absent with why; the next case was counted.
     let aborts = row(&second, "aborts_under_valgrind");

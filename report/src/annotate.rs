@@ -159,7 +159,10 @@ pub struct Line {
     pub change: Option<f64>,
     /// How far apart two captures of the same code put the line (about two binomial
     /// standard errors of the change, in points): a change within it is not told apart
-    /// from sampling noise.
+    /// from sampling noise. Per line, not corrected for the function's number of lines
+    /// (of 100 unchanged lines about 5 fall outside it), and binomial, so a lower bound
+    /// where samples come in runs: the diff's test (blocks, Bonferroni) says which
+    /// functions moved.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub noise: Option<f64>,
 }
@@ -861,7 +864,7 @@ pub fn text(a: &Annotation) -> String {
         if let Some(b) = &f.base {
             let _ = writeln!(
                 out,
-                "  baseline: {} samples, {:.1}% of all; change in points of the function's samples, (~) within noise",
+                "  baseline: {} samples, {:.1}% of all; change in points of the function's samples, (~) within noise (two binomial standard errors, each line on its own: not corrected for the function's many lines, so some of them are ~-less by chance)",
                 b.samples, b.share
             );
         }
@@ -980,7 +983,7 @@ pub fn sections(a: &Annotation, heading: u8) -> Markup {
             @if a.precise { "A precise event: a sample names the instruction that caused it." }
             @else { "Not a precise event: a sample lands on the instruction after the one that cost (skid)." }
             @if let Some(b) = &a.baseline {
-                " Against " code { (b.source) } " (" (b.samples) " samples of " (b.event) "): each line's change in points of its function's samples; greyed where within its noise (two binomial standard errors)."
+                " Against " code { (b.source) } " (" (b.samples) " samples of " (b.event) "): each line's change in points of its function's samples; greyed where within its noise (two binomial standard errors, each line on its own: not corrected for the function's many lines, so among many lines some stand out by chance; the hot-symbol diff's test, corrected, says which functions moved)."
             } }
         @for n in &a.notes { p.note { (n) } }
         @for (i, f) in a.functions.iter().enumerate() {

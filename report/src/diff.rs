@@ -14,9 +14,10 @@
 //! row's `blocks`), and the variance of the share is that of its per-block shares over
 //! the number of blocks, never less than the binomial variance. Base and new are
 //! compared by Welch's t-test on the two shares with those variances (Welch–
-//! Satterthwaite degrees of freedom), two-sided, Bonferroni-corrected over the functions
-//! compared at a family-wise 0.1%; a mover must also change by at least 0.5 percentage
-//! points. A profile without block counts (too short a capture, or saved by an older
+//! Satterthwaite degrees of freedom), two-sided, Bonferroni-corrected over every test
+//! run (each name in each view that has it: a name in both views is tested twice and
+//! keeps the larger |t|) at a family-wise 0.1%; a mover must also change by at least 0.5
+//! percentage points. A profile without block counts (too short a capture, or saved by an older
 //! sparkles) falls back to the binomial variance, and the diff says so.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -303,7 +304,18 @@ pub fn diff(case: &str, base: &Profile, new: &Profile) -> Diff {
         .iter()
         .flat_map(|(b, n)| b.keys().chain(n.keys()))
         .collect();
-    let threshold = ALPHA / names.len().max(1) as f64;
+    // Bonferroni over every test run: each name once in each view that has it (the
+    // larger |t| of two views is kept, so both count).
+    let tests: usize = names
+        .iter()
+        .map(|name| {
+            views
+                .iter()
+                .filter(|(b, n)| b.contains_key(*name) || n.contains_key(*name))
+                .count()
+        })
+        .sum();
+    let threshold = ALPHA / tests.max(1) as f64;
     let pct = |c: u64, total: u64| 100.0 * c as f64 / total.max(1) as f64;
     let mut movers: Vec<Mover> = names
         .into_iter()
@@ -612,5 +624,40 @@ mod tests {
         // 50% against 60% of 1000, binomial: about 4.5 standard errors.
         let (t, _, pv) = welch(share(&a, 500, &[]), share(&b, 600, &[]));
         assert!((t - 4.5).abs() < 0.1 && pv < 1e-4, "{t} {pv}");
+    }
+
+    #[test]
+    fn the_correction_counts_each_name_in_each_view_it_is_tested_in() {
+        let entry = |name: &str, samples: u64| Entry {
+            name: name.to_string(),
+            module: None,
+            file: None,
+            line: None,
+            self_: samples,
+            total: samples,
+            self_pct: 0.0,
+            total_pct: 0.0,
+            self_samples: samples,
+            blocks: Vec::new(),
+            kind: crate::profile::Kind::User,
+            inlined_into: None,
+        };
+        let profile = |functions: Vec<Entry>, symbols: Vec<Entry>| Profile {
+            samples: 1000,
+            functions,
+            symbols,
+            ..crate::profile::Builder::new()
+                .finish("x", "cycles", 0, crate::profile::Unwinding::default())
+                .0
+        };
+        // Three names: `main` and `work` in both views, `helper` (inlined into `work`)
+        // in the functions view alone: five tests, each held to 0.1% / 5.
+        let base = profile(
+            vec![entry("main", 500), entry("work", 300), entry("helper", 200)],
+            vec![entry("main", 500), entry("work", 500)],
+        );
+        let d = diff("c", &base, &base);
+        assert!((d.threshold - ALPHA / 5.0).abs() < 1e-15, "{}", d.threshold);
+        assert_eq!(d.findings().count(), 0);
     }
 }

@@ -151,7 +151,9 @@ fn round_sig(v: f64) -> String {
 
 /// libtest's bench lines, as `cargo bench` prints them for `#[bench]` (library/test's
 /// `fmt_bench_samples`): `test NAME ... bench: N ns/iter (+/- M)`, the names padded to
-/// the longest, N the median and M the range of the samples (libtest's max − min), in ns
+/// the longest, N the median and M the range of the samples after libtest's 5%
+/// winsorizing (`stats::winsorize(samples, 5.0)`, then max − min: the 95th percentile
+/// less the 5th, both interpolated as libtest's `percentile_of_sorted` does), in ns
 /// with two decimals and thousands separators; `test NAME ... FAILED` for a case that
 /// failed; then libtest's result line.
 pub fn libtest(rows: &[BenchRow]) -> String {
@@ -167,7 +169,7 @@ pub fn libtest(rows: &[BenchRow]) -> String {
                     "test {:<width$} ... bench: {:>14} ns/iter (+/- {})",
                     r.case,
                     thousands(t.summary.median),
-                    thousands(t.summary.max - t.summary.min)
+                    thousands(winsorized_range(&t.samples))
                 );
             }
             None => {
@@ -183,6 +185,18 @@ pub fn libtest(rows: &[BenchRow]) -> String {
         rows.len() - failed
     );
     out
+}
+
+/// max − min of `samples` after libtest's 5% winsorizing: each sample clamped to the
+/// 5th and 95th percentiles (linear between the order statistics, libtest's
+/// `percentile_of_sorted`), so the range is the 95th less the 5th.
+fn winsorized_range(samples: &[f64]) -> f64 {
+    if samples.is_empty() {
+        return 0.0;
+    }
+    let mut sorted = samples.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    crate::stats::quantile_sorted(&sorted, 0.95) - crate::stats::quantile_sorted(&sorted, 0.05)
 }
 
 /// Two decimals with `,` every three digits of the whole part, as libtest's
@@ -206,6 +220,20 @@ mod tests {
     #![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
 
     use super::*;
+
+    #[test]
+    fn libtests_plus_minus_is_its_range_after_winsorizing_five_percent() {
+        // libtest clamps to the 5th and 95th percentiles (h = 19 * 0.05 = 0.95: 1.95;
+        // h = 18.05: 19.05), then takes max - min: 17.1, where the raw range is 19.
+        let x: Vec<f64> = (1..=20).map(f64::from).collect();
+        assert!((winsorized_range(&x) - 17.1).abs() < 1e-9);
+        // One slow sample moves it by a twentieth of its excess (19 + 0.05 * 981).
+        let mut y = x.clone();
+        y[19] = 1000.0;
+        assert!((winsorized_range(&y) - (68.05 - 1.95)).abs() < 1e-9);
+        assert_eq!(winsorized_range(&[]), 0.0);
+        assert_eq!(winsorized_range(&[5.0]), 0.0);
+    }
 
     #[test]
     fn a_testbed_is_the_machine_as_a_slug() {

@@ -123,6 +123,11 @@ pub struct ProfileSummary {
     pub notes: Vec<String>,
     /// Why no capture was made.
     pub error: Option<String>,
+    /// Files of the profile the run was asked for that could not be written (the capture,
+    /// its tables, the viewer files), each `PATH: why`: the run then fails, after writing
+    /// what it could (a capability the machine lacks is an `error` and no failure).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_written: Vec<String>,
     /// How the capture's stacks unwound (absent when it could not be read).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unwind: Option<sparkles_report::stacks::UnwindSummary>,

@@ -199,6 +199,9 @@ pub(crate) fn print_notes(rows: &[BenchRow]) {
         for note in p.notes.iter().filter(|n| !common.contains(n)) {
             eprintln!("profile: {}: {note}", row.case);
         }
+        for file in &p.not_written {
+            eprintln!("profile: {}: not written: {file}", row.case);
+        }
         #[cfg(feature = "profile")]
         if let Some(u) = &p.unwind {
             eprintln!("profile: {}: {}", row.case, u.describe());

@@ -349,14 +349,12 @@ pub(crate) fn read_capture(
         written = written.and_then(|()| write_artifacts(dir, w, wf, Kind::Wall));
     }
     if let Err(e) = written {
-        summary
-            .notes
-            .push(format!("profile artifacts not written: {e}"));
+        summary.not_written.push(format!("profile artifacts: {e}"));
     }
     if let Err(e) = write_viewer_files(capture, case, &options, &args.profile_format, "") {
         summary
-            .notes
-            .push(format!("--profile-format files not written: {e}"));
+            .not_written
+            .push(format!("--profile-format files: {e}"));
     }
     Some(((p, folded), wall))
 }
