@@ -87,16 +87,38 @@ fn annotate_agrees_with_perf_annotate_on_the_hot_loop() {
     };
     let perf = perf_shares(&theirs);
     assert!(!perf.is_empty(), "{theirs}");
-    for i in instructions {
-        let addr = u64::from_str_radix(i["address"].as_str().unwrap().trim_start_matches("0x"), 16)
-            .unwrap();
-        let ours = i["share"].as_f64().unwrap();
-        let theirs_pct = perf.get(&addr).copied().unwrap_or(0.0);
+    // Every instruction either tool lists: the same share to within 0.1 point (perf prints
+    // two decimals of the same counts).
+    let ours: HashMap<u64, f64> = instructions
+        .iter()
+        .map(|i| {
+            let addr = i["address"].as_str().unwrap().trim_start_matches("0x");
+            (
+                u64::from_str_radix(addr, 16).unwrap(),
+                i["share"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    let mut worst = (0u64, 0.0f64);
+    for addr in ours.keys().chain(perf.keys()) {
+        let (a, b) = (
+            ours.get(addr).copied().unwrap_or(0.0),
+            perf.get(addr).copied().unwrap_or(0.0),
+        );
+        if (a - b).abs() > worst.1 {
+            worst = (*addr, (a - b).abs());
+        }
         assert!(
-            (ours - theirs_pct).abs() <= 1.0,
-            "{addr:#x}: sparkles {ours:.2}% against perf annotate {theirs_pct:.2}%"
+            (a - b).abs() <= 0.1,
+            "{addr:#x}: sparkles {a:.2}% against perf annotate {b:.2}%\n{theirs}"
         );
     }
+    eprintln!(
+        "annotate: {} instructions, the largest difference from perf {:.3} point at {:#x}",
+        ours.len(),
+        worst.1,
+        worst.0
+    );
     // The text view says the event and whether it was precise.
     let text = sparkles(&["annotate", data, "--top", "2"]);
     assert!(text.status.success());
