@@ -32,6 +32,24 @@ pub(crate) struct CaseReport {
 }
 
 impl CaseReport {
+    /// A case's report before anything was measured.
+    pub(crate) fn new(name: String) -> CaseReport {
+        CaseReport {
+            slug: crate::suite::slug(&name),
+            name,
+            ok: true,
+            error: None,
+            iterations: 0,
+            samples: Vec::new(),
+            waits: Some(Vec::new()),
+            throughput: None,
+            counted: Vec::new(),
+            counted_brackets: Vec::new(),
+            counting: None,
+            profile: None,
+        }
+    }
+
     /// Keeps a timed sample of `iterations`: its time and its run-queue wait per
     /// iteration (the waits forgotten, all of them, where one is unknown).
     pub(crate) fn keep_sample(
@@ -61,18 +79,8 @@ mod tests {
 
     fn report() -> CaseReport {
         CaseReport {
-            name: "c".to_string(),
-            slug: "c".to_string(),
-            ok: true,
-            error: None,
             iterations: 4,
-            samples: Vec::new(),
-            waits: Some(Vec::new()),
-            throughput: None,
-            counted: Vec::new(),
-            counted_brackets: Vec::new(),
-            counting: None,
-            profile: None,
+            ..CaseReport::new("c".to_string())
         }
     }
 

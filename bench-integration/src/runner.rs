@@ -84,20 +84,7 @@ impl Running {
             let _ = ended.send(Reply::Ended(result));
         });
         let mut running = Running {
-            report: CaseReport {
-                slug: slug(&name),
-                name,
-                ok: true,
-                error: None,
-                iterations: 0,
-                samples: Vec::new(),
-                waits: Some(Vec::new()),
-                throughput: None,
-                counted: Vec::new(),
-                counted_brackets: Vec::new(),
-                counting: None,
-                profile: None,
-            },
+            report: CaseReport::new(name),
             commands: command_tx,
             replies: reply_rx,
             thread: None,
