@@ -253,7 +253,15 @@ fn outputs_that_cannot_be_written_fail_the_run_after_the_rest_is_written() {
         history.to_str().unwrap(),
     ];
     let (status, stderr) = Watched::start(&mut child(out, &flags)).finish();
-    if stderr.contains("no capture:") && !stderr.contains("No space left") {
+    // A build that samples (the kernel edge, on Linux) asked for a capture too; one that
+    // does not says why and is no failure of its own.
+    let samples = cfg!(all(feature = "perf", target_os = "linux"));
+    if !samples {
+        skip::skip(
+            "kernel_edge",
+            "this build samples nothing: the capture's part is not tested",
+        );
+    } else if stderr.contains("no capture:") && !stderr.contains("No space left") {
         skip::skip("perf_event", format!("sampling refused here: {stderr}"));
         return;
     }
@@ -262,12 +270,19 @@ fn outputs_that_cannot_be_written_fail_the_run_after_the_rest_is_written() {
         .lines()
         .skip_while(|l| !l.contains("asked for not written, exit status 1"))
         .collect();
-    assert!(said[0].starts_with("sparkles: 3 outputs"), "{stderr}");
+    let outputs = if samples { 3 } else { 2 };
+    assert!(
+        said[0].starts_with(&format!("sparkles: {outputs} outputs")),
+        "{stderr}"
+    );
+    let capture = ("profile of spins: ", "capture.perf.data");
     for (what, file) in [
-        ("profile of spins: ", "capture.perf.data"),
         ("history line: ", "history"),
         ("run report: ", "index.html"),
-    ] {
+    ]
+    .into_iter()
+    .chain(samples.then_some(capture))
+    {
         assert!(
             said.iter().any(|l| l.trim_start().starts_with(what)
                 && l.contains(file)
