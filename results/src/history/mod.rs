@@ -120,8 +120,11 @@ pub struct CaseRun {
 pub struct LessWait {
     /// The 10th percentile, ns per iteration.
     pub p10: f64,
-    /// Its distribution-free 95% interval (`stats::quantile_ci`): none below 36 samples.
+    /// Its distribution-free 95% interval (`stats::quantile_ci`): none below 36 samples
+    /// (left out of the line then: 30 bytes a case a run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ci_low: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ci_high: Option<f64>,
     /// The median, ns per iteration.
     pub median: f64,
