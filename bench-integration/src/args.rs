@@ -445,6 +445,10 @@ mod tests {
             }
             assert!(taken.iter().all(|&t| t == 1), "{how}: {taken:?}");
         }
+        // Said as it is spelled.
+        for text in ["count:2/3", "hash:1/4"] {
+            assert_eq!(Partition::parse(text).unwrap().to_string(), text);
+        }
         // By hash a case keeps its share when others are added before it.
         let p = Partition::parse("hash:2/3").unwrap();
         let kept: Vec<bool> = names.iter().map(|n| p.takes(0, n)).collect();
@@ -593,5 +597,13 @@ impl Partition {
             index as u64
         };
         slot % self.n == self.k - 1
+    }
+}
+
+impl std::fmt::Display for Partition {
+    /// `count:K/N` or `hash:K/N`, as [`Partition::parse`] reads it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let how = if self.by_hash { "hash" } else { "count" };
+        write!(f, "{how}:{}/{}", self.k, self.n)
     }
 }

@@ -262,12 +262,7 @@ fn run_as(suite: Suite, args: &HarnessArgs, bench_main: bool) -> Result<Outcome,
                 .iter()
                 .chain(&args.skip)
                 .map(|f| format!("'{f}'"))
-                .chain(args.partition.map(|p| format!(
-                    "--partition {}:{}/{}",
-                    if p.by_hash { "hash" } else { "count" },
-                    p.k,
-                    p.n
-                )))
+                .chain(args.partition.map(|p| format!("--partition {p}")))
                 .collect::<Vec<_>>()
                 .join(", ")
         );

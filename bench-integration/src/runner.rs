@@ -154,7 +154,7 @@ impl Running {
 
     /// The elapsed time of one timed sample of `iterations`, and how long the case's
     /// thread waited for a CPU inside it, where the kernel says.
-    pub fn sample_and_wait(&mut self, iterations: u64) -> Option<(Duration, Option<Duration>)> {
+    fn sample_and_wait(&mut self, iterations: u64) -> Option<(Duration, Option<Duration>)> {
         match self.request(Command::Sample { iterations })? {
             Reply::Sampled { elapsed, wait } => Some((elapsed, wait)),
             _ => {
@@ -178,13 +178,18 @@ impl Running {
         None
     }
 
+    /// One timed sample of `iterations`, kept in the report (its time and its wait per
+    /// iteration); its elapsed time.
+    pub fn sample_kept(&mut self, iterations: u64) -> Option<Duration> {
+        let (elapsed, wait) = self.sample_and_wait(iterations)?;
+        self.report.keep_sample(iterations, elapsed, wait);
+        Some(elapsed)
+    }
+
     fn take_sample(&mut self) {
         let iterations = self.report.iterations;
-        if iterations == 0 {
-            return;
-        }
-        if let Some((elapsed, wait)) = self.sample_and_wait(iterations) {
-            self.report.keep_sample(iterations, elapsed, wait);
+        if iterations != 0 {
+            self.sample_kept(iterations);
         }
     }
 

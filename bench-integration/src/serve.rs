@@ -268,14 +268,10 @@ impl<'a> Server<'a> {
                 })
             }
             Op::Sample { case, iterations } => {
-                let elapsed = self.cases.with_running("sample", &case, |r| {
-                    let sampled = r.sample_and_wait(iterations);
-                    // Kept as the timing pass keeps them: the count reply's throughput.
-                    if let Some((elapsed, wait)) = sampled {
-                        r.report.keep_sample(iterations, elapsed, wait);
-                    }
-                    sampled.map(|(elapsed, _)| elapsed)
-                })?;
+                // Kept as the timing pass keeps them: the count reply's throughput.
+                let elapsed = self
+                    .cases
+                    .with_running("sample", &case, |r| r.sample_kept(iterations))?;
                 Answer::Sample(Sampled {
                     ns: nanos(elapsed.ok_or_else(|| no_answer("sample"))?),
                 })

@@ -221,10 +221,7 @@ pub fn history(args: &HistoryArgs) -> Result<(), Error> {
         cases: Vec::new(),
         warnings: Vec::new(),
     };
-    let exact_options = changes::Options {
-        min_floor_pct: changes::EXACT_FLOOR_PCT,
-        ..options.clone()
-    };
+    let exact_options = options.for_exact_counts();
     let mut metric_seen = false;
     let mut metrics_stored: std::collections::BTreeSet<String> = Default::default();
     for (suite, path) in files(&dir, args.suite.as_deref())? {

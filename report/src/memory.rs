@@ -741,6 +741,7 @@ pub fn table(m: &Memory, n: usize) -> String {
 mod tests {
     use super::*;
     use crate::names::Names;
+    use crate::stacks::test_frame as frame;
 
     #[test]
     fn p90_is_the_nearest_rank() {
@@ -752,20 +753,6 @@ mod tests {
         assert_eq!(p90(&w), 10);
         let w: Vec<u64> = (1..=100).collect();
         assert_eq!(p90(&w), 90);
-    }
-
-    fn frame(names: &mut Names, function: &str, line: u32) -> NamedFrame {
-        NamedFrame {
-            addr: 0x1000,
-            function: Some(names.intern(function)),
-            module: Some(names.intern("/bin/app")),
-            file: Some(names.intern("app.rs")),
-            line: Some(line),
-            inlined: false,
-            symbol: None,
-            symbol_offset: None,
-            missing: None,
-        }
     }
 
     #[test]

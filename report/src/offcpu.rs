@@ -235,8 +235,15 @@ pub struct OnSample {
     pub period: u64,
 }
 
-/// What a function was charged: its frame, waited ns, and ns per line.
-type Charged<'a> = (Option<&'a NamedFrame>, u64, FxHashMap<u32, u64>);
+/// What a function was charged: its frame (the first wait's), waited ns, and ns per line
+/// where it blocked and where it was preempted.
+#[derive(Default)]
+struct Charged<'a> {
+    frame: Option<&'a NamedFrame>,
+    ns: u64,
+    blocked: FxHashMap<u32, u64>,
+    preempted: FxHashMap<u32, u64>,
+}
 
 /// Accumulates threads' switches, waits and on-CPU samples in time order.
 #[derive(Debug)]
@@ -423,7 +430,6 @@ impl OffCpuBuilder {
         let mut syscalls: FxHashMap<String, u64> = FxHashMap::default();
         // By function: its waited ns, and per line.
         let mut functions: FxHashMap<String, Charged<'_>> = FxHashMap::default();
-        let mut preempted_lines: FxHashMap<&str, FxHashMap<u32, u64>> = FxHashMap::default();
         for w in &self.waits {
             *reasons.entry(w.reason).or_default() += w.ns;
             let frames = w.stack.as_deref().map_or(&[][..], |s| s.frames.as_slice());
@@ -436,23 +442,21 @@ impl OffCpuBuilder {
             let name = f
                 .and_then(|f| f.function.as_deref())
                 .map_or_else(|| "[unknown]".to_string(), crate::names::normalize);
-            let e = functions
-                .entry(name)
-                .or_insert((f, 0, FxHashMap::default()));
-            e.1 += w.ns;
+            let e = functions.entry(name).or_insert_with(|| Charged {
+                frame: f,
+                ..Charged::default()
+            });
+            e.ns += w.ns;
             if let Some(line) = f.and_then(|f| f.line) {
                 // The line a function waited at is where it blocked: a preemption (on a
                 // busy machine, inside any call, a futex wake's included) is charged to
                 // the function but names its line only where it never blocked.
-                if w.reason == "preempted" {
-                    *preempted_lines
-                        .entry(e.0.and_then(|f| f.function.as_deref()).unwrap_or(""))
-                        .or_default()
-                        .entry(line)
-                        .or_default() += w.ns;
+                let lines = if w.reason == "preempted" {
+                    &mut e.preempted
                 } else {
-                    *e.2.entry(line).or_default() += w.ns;
-                }
+                    &mut e.blocked
+                };
+                *lines.entry(line).or_default() += w.ns;
             }
         }
         let reasons: Vec<ReasonRow> = longest_first(reasons)
@@ -473,24 +477,22 @@ impl OffCpuBuilder {
             .collect();
         let mut functions: Vec<WaitFunction> = functions
             .into_iter()
-            .map(|(name, (f, ns, lines))| WaitFunction {
-                module: f.and_then(|f| f.module.as_deref().map(str::to_string)),
-                file: f.and_then(|f| f.file.as_deref().map(str::to_string)),
-                line: if lines.is_empty() {
-                    f.and_then(|f| f.function.as_deref())
-                        .and_then(|raw| preempted_lines.get(raw))
+            .map(|(name, c)| WaitFunction {
+                module: c
+                    .frame
+                    .and_then(|f| f.module.as_deref().map(str::to_string)),
+                file: c.frame.and_then(|f| f.file.as_deref().map(str::to_string)),
+                line: if c.blocked.is_empty() {
+                    &c.preempted
                 } else {
-                    Some(&lines)
+                    &c.blocked
                 }
-                .and_then(|lines| {
-                    lines
-                        .iter()
-                        .max_by_key(|(line, ns)| (**ns, std::cmp::Reverse(**line)))
-                        .map(|(l, _)| *l)
-                }),
+                .iter()
+                .max_by_key(|(line, ns)| (**ns, std::cmp::Reverse(**line)))
+                .map(|(l, _)| *l),
                 name,
-                seconds: secs(ns),
-                share: ns as f64 / all,
+                seconds: secs(c.ns),
+                share: c.ns as f64 / all,
             })
             .collect();
         functions.sort_by(|a, b| b.seconds.total_cmp(&a.seconds).then(a.name.cmp(&b.name)));
@@ -724,17 +726,8 @@ mod tests {
     #[test]
     fn a_function_waits_at_the_line_it_blocked_at_not_where_it_was_preempted() {
         let mut names = crate::names::Names::default();
-        let mut frame = |function: &str, line: u32| NamedFrame {
-            addr: 0,
-            function: Some(names.intern(function)),
-            module: Some(names.intern("/tmp/waits")),
-            file: Some(names.intern("waits.c")),
-            line: Some(line),
-            inlined: false,
-            symbol: None,
-            symbol_offset: None,
-            missing: None,
-        };
+        let mut frame =
+            |function: &str, line: u32| crate::stacks::test_frame(&mut names, function, line);
         let stack = |f: NamedFrame| {
             Some(Rc::new(NamedStack {
                 frames: vec![f],

@@ -810,6 +810,22 @@ impl UnwindSummary {
     }
 }
 
+/// A frame of `function` at `line` in `/bin/app`'s `app.rs`, for tests that build stacks.
+#[cfg(test)]
+pub(crate) fn test_frame(names: &mut crate::names::Names, function: &str, line: u32) -> NamedFrame {
+    NamedFrame {
+        addr: 0x1000,
+        function: Some(names.intern(function)),
+        module: Some(names.intern("/bin/app")),
+        file: Some(names.intern("app.rs")),
+        line: Some(line),
+        inlined: false,
+        symbol: None,
+        symbol_offset: None,
+        missing: None,
+    }
+}
+
 #[cfg(test)]
 mod allocator_frame_tests {
     use super::is_allocator_frame;

@@ -1059,13 +1059,8 @@ mod tests {
             probe: None,
         };
         let series = |statistic: &str, runs: Vec<Point>| {
-            let change_points = changes::find(
-                &runs,
-                &changes::Options {
-                    min_floor_pct: changes::EXACT_FLOOR_PCT,
-                    ..changes::Options::default()
-                },
-            );
+            let change_points =
+                changes::find(&runs, &changes::Options::default().for_exact_counts());
             Series {
                 case: "c".to_string(),
                 statistic: statistic.to_string(),

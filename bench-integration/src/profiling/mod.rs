@@ -199,7 +199,12 @@ pub(crate) fn print_notes(rows: &[BenchRow]) {
         for note in p.notes.iter().filter(|n| !common.contains(n)) {
             eprintln!("profile: {}: {note}", row.case);
         }
-        for file in &p.not_written {
+        // A capture not written is its error, said above.
+        for file in p
+            .not_written
+            .iter()
+            .filter(|f| p.error.as_ref() != Some(*f))
+        {
             eprintln!("profile: {}: not written: {file}", row.case);
         }
         #[cfg(feature = "profile")]

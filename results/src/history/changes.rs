@@ -34,6 +34,16 @@ pub struct Options {
     pub min_floor_pct: f64,
 }
 
+impl Options {
+    /// These options for an exact count's series: held to [`EXACT_FLOOR_PCT`] at least.
+    pub fn for_exact_counts(&self) -> Options {
+        Options {
+            min_floor_pct: EXACT_FLOOR_PCT,
+            ..self.clone()
+        }
+    }
+}
+
 /// The smallest step of an exact count's series (callgrind's instructions, the counting
 /// allocator's allocations): a 1% step in instructions is a real change of work.
 pub const EXACT_FLOOR_PCT: f64 = 0.1;

@@ -815,10 +815,7 @@ pub fn trends(
     options: &changes::Options,
     scale: Scale,
 ) -> Vec<Trend> {
-    let exact_options = changes::Options {
-        min_floor_pct: changes::EXACT_FLOOR_PCT,
-        ..options.clone()
-    };
+    let exact_options = options.for_exact_counts();
     let exact_ids: std::collections::BTreeSet<&str> = history
         .runs
         .iter()
@@ -1033,10 +1030,7 @@ mod tests {
             "{:?}",
             times[0].change_points
         );
-        let exact = changes::Options {
-            min_floor_pct: changes::EXACT_FLOOR_PCT,
-            ..changes::Options::default()
-        };
+        let exact = changes::Options::default().for_exact_counts();
         let counts = series_of(
             &h,
             |_| true,
