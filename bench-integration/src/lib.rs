@@ -287,7 +287,8 @@ fn run_as(suite: Suite, args: &HarnessArgs, bench_main: bool) -> Result<Outcome,
     let measured = runner::measure(cases, &protocol, &Progress::new());
     let contention = contention.finish(measured.probe_usage);
     let mut reports = measured.reports;
-    files.environment.machine_probe = machine_probe::MachineProbe::of(measured.probe_samples);
+    files.environment.machine_probe = machine_probe::MachineProbe::of(measured.probe_samples)
+        .map(|p| p.with_waits(measured.probe_waits.as_deref()));
     files.stop_if_interrupted(false)?;
     // Every profile is unwound, named and aggregated after all timing (nothing overlaps
     // it).

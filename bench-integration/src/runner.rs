@@ -315,6 +315,8 @@ pub(crate) fn smoke(cases: Vec<Case>, mut on_done: impl FnMut(&CaseReport)) -> V
 pub(crate) struct Measured {
     pub reports: Vec<CaseReport>,
     pub probe_samples: Vec<f64>,
+    /// Each probe sample's run-queue wait, ns an iteration, where the kernel said them.
+    pub probe_waits: Option<Vec<f64>>,
     /// What the probe's thread used while it ran (its involuntary switches say whether
     /// other work ran beside the run), where the kernel says.
     pub probe_usage: Option<crate::busy::ThreadUsage>,
@@ -436,6 +438,7 @@ pub(crate) fn measure(cases: Vec<Case>, protocol: &Protocol, progress: &Progress
     let probe = probe.finish();
     Measured {
         reports,
+        probe_waits: if probe.ok { probe.waits } else { None },
         probe_samples: if probe.ok { probe.samples } else { Vec::new() },
         probe_usage: usage_rx.try_recv().ok(),
     }

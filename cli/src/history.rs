@@ -526,6 +526,7 @@ mod tests {
             as_measured: None,
             machine_change: vec!["kernel: 'a' → 'b'".to_string()],
             probe: Some(2.0),
+            probe_less_wait: Some(1.5),
         };
         let case = |name: &str| Case {
             suite: "s".to_string(),
@@ -534,6 +535,7 @@ mod tests {
                 statistic: history::LOW_LESS_WAIT.to_string(),
                 runs: vec![point(1.0), point(2.5)],
                 change_points: Vec::new(),
+                machine_steps: Vec::new(),
                 too_few_runs: None,
                 side_by_side: Vec::new(),
             },

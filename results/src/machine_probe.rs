@@ -35,6 +35,12 @@ pub struct MachineProbe {
     pub samples_ns: Vec<f64>,
     /// Their median.
     pub median_ns: f64,
+    /// The 10th percentile of the samples each less its run-queue wait, where the kernel
+    /// said the waits (`/proc/thread-self/schedstat`): the machine's speed in the statistic
+    /// the history's times follow, so that a step the probe took too is told as the
+    /// machine's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub less_wait_p10_ns: Option<f64>,
 }
 
 impl MachineProbe {
@@ -44,7 +50,27 @@ impl MachineProbe {
         Some(MachineProbe {
             samples_ns,
             median_ns,
+            less_wait_p10_ns: None,
         })
+    }
+
+    /// This record with [`MachineProbe::less_wait_p10_ns`] from each sample's run-queue
+    /// wait, ns an iteration in the samples' order; left without it where the waits are
+    /// not one a sample.
+    pub fn with_waits(mut self, waits: Option<&[f64]>) -> MachineProbe {
+        self.less_wait_p10_ns = waits
+            .filter(|w| w.len() == self.samples_ns.len())
+            .and_then(|w| {
+                let mut less: Vec<f64> = self
+                    .samples_ns
+                    .iter()
+                    .zip(w)
+                    .map(|(s, w)| (s - w).max(0.0))
+                    .collect();
+                less.sort_by(f64::total_cmp);
+                (!less.is_empty()).then(|| crate::stats::quantile_sorted(&less, 0.1))
+            });
+        self
     }
 }
 

@@ -1057,6 +1057,7 @@ mod tests {
             as_measured: None,
             machine_change: Vec::new(),
             probe: None,
+            probe_less_wait: None,
         };
         let series = |statistic: &str, runs: Vec<Point>| {
             let change_points =
@@ -1066,6 +1067,7 @@ mod tests {
                 statistic: statistic.to_string(),
                 runs,
                 change_points,
+                machine_steps: Vec::new(),
                 too_few_runs: None,
                 side_by_side: Vec::new(),
             }

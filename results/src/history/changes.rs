@@ -114,6 +114,11 @@ pub struct ChangePoint {
     /// the commit's alone.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub machine_change: Vec<String>,
+    /// How far the machine probe stepped over the same runs (the median of its runs
+    /// after over before, in the series' statistic), percent; `None` where fewer than
+    /// `min_runs` runs on a side timed one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub probe_change_pct: Option<f64>,
 }
 
 /// A change point's p-value as the views show it (one below double precision's
@@ -239,9 +244,56 @@ pub fn find(points: &[Point], options: &Options) -> Vec<ChangePoint> {
                 before,
                 after,
                 machine_change: points[at].machine_change.clone(),
+                probe_change_pct: None,
             }
         })
         .collect()
+}
+
+/// `found` (the change points of `points`, in order) told apart by the machine probe:
+/// those whose step is the commit's, and those the probe took with it (`probe`: a run's
+/// probe in the series' statistic). A series' runs are measured one after another, an
+/// afternoon apart or more, and a machine's speed steps between them (a host that moved
+/// the virtual machine, a frequency that settled lower; beside two CPU hogs here a case's
+/// fastest tenth stepped +5% between two runs of one commit and stayed there). The probe
+/// is timed in the same runs, beside the cases: over the change point's runs (back to the
+/// one before it, up to the next) its step is taken out of the case's, and where what is
+/// left, (1 + case) / (1 + probe) − 1, is under the smallest step that split was held to,
+/// the step is the machine's. Each point keeps the probe's step
+/// ([`ChangePoint::probe_change_pct`]); a point with fewer than `min_runs` probes on a
+/// side is the commit's.
+pub fn machine_steps(
+    points: &[Point],
+    found: Vec<ChangePoint>,
+    probe: impl Fn(&Point) -> Option<f64>,
+    options: &Options,
+) -> (Vec<ChangePoint>, Vec<ChangePoint>) {
+    let x: Vec<f64> = points.iter().map(|p| p.median).collect();
+    let bounds: Vec<usize> = found.iter().map(|c| c.index).collect();
+    let min_runs = options.min_runs.max(1);
+    let probes = |range: std::ops::Range<usize>| -> Option<f64> {
+        let mut v: Vec<f64> = points[range].iter().filter_map(&probe).collect();
+        (v.len() >= min_runs).then(|| median(&mut v))
+    };
+    let (mut code, mut machine) = (Vec::new(), Vec::new());
+    for (i, mut point) in found.into_iter().enumerate() {
+        let from = if i == 0 { 0 } else { bounds[i - 1] };
+        let to = bounds.get(i + 1).copied().unwrap_or(points.len());
+        let at = point.index;
+        point.probe_change_pct = probes(from..at)
+            .zip(probes(at..to))
+            .map(|(before, after)| (after / before - 1.0) * 100.0);
+        let left = point
+            .probe_change_pct
+            .map(|p| ((1.0 + point.change_pct / 100.0) / (1.0 + p / 100.0) - 1.0) * 100.0);
+        match left {
+            Some(left) if left.abs() < split_floor_pct(&x[from..to], at - from, options) => {
+                machine.push(point)
+            }
+            _ => code.push(point),
+        }
+    }
+    (code, machine)
 }
 
 /// Where a series shows no change point only because it has too few runs: its best split
@@ -596,6 +648,7 @@ mod tests {
                 as_measured: None,
                 machine_change: Vec::new(),
                 probe: None,
+                probe_less_wait: None,
             })
             .collect()
     }
@@ -851,6 +904,93 @@ mod tests {
             ..Options::default()
         };
         assert_eq!(find(&points(&m), &fine).len(), 1);
+    }
+
+    /// `medians` as points whose probe (in the series' statistic) is `probe`.
+    fn probed(medians: &[f64], probe: &[f64]) -> Vec<Point> {
+        let mut p = points(medians);
+        for (p, &v) in p.iter_mut().zip(probe) {
+            p.probe_less_wait = Some(v);
+        }
+        p
+    }
+
+    #[test]
+    fn a_step_the_machine_probe_took_too_is_the_machines_and_a_commits_is_kept() {
+        let options = Options::default();
+        let probe_of = |p: &Point| p.probe_less_wait;
+        // Both the case and the probe +5% from run 9 on (a second run of one commit):
+        // found as measured, the machine's once the probe's share is out.
+        let mut case = noisy(9, 1000.0, 1.0, 1);
+        case.extend(noisy(15, 1050.0, 1.0, 2));
+        let mut probe = noisy(9, 200.0, 1.0, 3);
+        probe.extend(noisy(15, 210.0, 1.0, 4));
+        let runs = probed(&case, &probe);
+        let found = find(&runs, &options);
+        assert_eq!(found.iter().map(|c| c.index).collect::<Vec<_>>(), [9]);
+        let (code, machine) = machine_steps(&runs, found, probe_of, &options);
+        assert!(code.is_empty(), "{code:?}");
+        assert_eq!(machine.len(), 1);
+        let p = machine[0].probe_change_pct.unwrap();
+        assert!((4.0..6.0).contains(&p), "{p}");
+        // The same machine step, and a commit's +30% at run 16 with the probe flat there:
+        // the commit's kept (the probe's step beside it), the machine's told apart.
+        let mut later = case.clone();
+        for v in &mut later[16..] {
+            *v *= 1.3;
+        }
+        let runs = probed(&later, &probe);
+        let found = find(&runs, &options);
+        assert_eq!(found.iter().map(|c| c.index).collect::<Vec<_>>(), [9, 16]);
+        let (code, machine) = machine_steps(&runs, found, probe_of, &options);
+        assert_eq!(code.iter().map(|c| c.index).collect::<Vec<_>>(), [16]);
+        assert_eq!(machine.iter().map(|c| c.index).collect::<Vec<_>>(), [9]);
+        assert!(code[0].probe_change_pct.unwrap().abs() < 1.0, "{code:?}");
+        // A commit's +30% at the very run the machine stepped +5%: the commit's (what is
+        // left, +24%, is far over the floor).
+        let mut both = noisy(9, 1000.0, 1.0, 1);
+        both.extend(noisy(15, 1365.0, 1.0, 2));
+        let runs = probed(&both, &probe);
+        let (code, machine) = machine_steps(&runs, find(&runs, &options), probe_of, &options);
+        assert_eq!(code.iter().map(|c| c.index).collect::<Vec<_>>(), [9]);
+        assert!(machine.is_empty());
+        // Without probes on a side: the commit's.
+        let mut few = probed(&case, &probe);
+        for p in &mut few[..8] {
+            p.probe_less_wait = None;
+        }
+        let (code, machine) = machine_steps(&few, find(&few, &options), probe_of, &options);
+        assert_eq!(code.len(), 1);
+        assert!(machine.is_empty());
+    }
+
+    #[test]
+    fn a_probe_that_only_scatters_takes_no_real_step_away() {
+        // 200 histories of 24 runs with a step of 10% at a random run, the case and the
+        // probe each scattering by 1% (bursty, AR(1) ρ = 0.5), the probe not stepping:
+        // every step found is kept as the commit's.
+        let mut rng = fastrand::Rng::with_seed(49);
+        let options = Options::default();
+        let (mut found, mut taken) = (0, 0);
+        for _ in 0..200 {
+            let at = rng.usize(4..=20);
+            let case: Vec<f64> = series(24, 1.0, 0.5, &mut rng)
+                .into_iter()
+                .enumerate()
+                .map(|(i, v)| v * if i >= at { 1.1 } else { 1.0 })
+                .collect();
+            let probe: Vec<f64> = series(24, 1.0, 0.5, &mut rng)
+                .into_iter()
+                .map(|v| v / 5.0)
+                .collect();
+            let runs = probed(&case, &probe);
+            let points = find(&runs, &options);
+            found += points.iter().filter(|c| c.index == at).count();
+            let (_, machine) = machine_steps(&runs, points, |p| p.probe_less_wait, &options);
+            taken += machine.iter().filter(|c| c.index == at).count();
+        }
+        assert!(found >= 190, "{found}");
+        assert_eq!(taken, 0);
     }
 
     #[test]

@@ -538,6 +538,11 @@ pub struct Series {
     pub statistic: String,
     pub runs: Vec<Point>,
     pub change_points: Vec<changes::ChangePoint>,
+    /// Steps the machine probe took with it, in the runs' own statistic, so that what
+    /// is left of the step once the probe's share is taken out is under the smallest step
+    /// ([`changes::machine_steps`]): the machine's, not the commit's, and no change point.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub machine_steps: Vec<changes::ChangePoint>,
     /// Where it has none only for want of runs: the step, and the runs it needs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub too_few_runs: Option<changes::TooFewRuns>,
@@ -585,6 +590,10 @@ pub struct Point {
     /// how fast the machine was during the run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub probe: Option<f64>,
+    /// The probe's 10th percentile less its run-queue waits, where the run knew them:
+    /// the machine's speed in the statistic [`LOW_LESS_WAIT`] series follow.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub probe_less_wait: Option<f64>,
 }
 
 /// How a series is read.
@@ -712,6 +721,12 @@ pub fn series_of(
             .as_ref()
             .map(|p| p.median_ns)
             .filter(|p| p.is_finite() && *p > 0.0);
+        let probe_less_wait = run
+            .environment
+            .machine_probe
+            .as_ref()
+            .and_then(|p| p.less_wait_p10_ns)
+            .filter(|p| p.is_finite() && *p > 0.0);
         let factor = match (scale, probe, typical_probe) {
             (Scale::PerProbe, Some(p), Some(t)) => t / p,
             _ => 1.0,
@@ -751,6 +766,7 @@ pub fn series_of(
                 as_measured: measured,
                 machine_change: machine_change.clone(),
                 probe,
+                probe_less_wait,
             });
         }
     }
@@ -766,6 +782,7 @@ pub fn series_of(
             side_by_side: side_by_side.remove(&case).unwrap_or_default(),
             case,
             change_points: Vec::new(),
+            machine_steps: Vec::new(),
             too_few_runs: None,
         })
         .collect();
@@ -776,8 +793,23 @@ pub fn series_of(
         for chunk in all.chunks_mut(per) {
             scope.spawn(move || {
                 for s in chunk {
-                    s.change_points = changes::find(&s.runs, options);
-                    if s.change_points.is_empty() {
+                    let found = changes::find(&s.runs, options);
+                    // The probe's share of a step, in the series' own statistic; a series
+                    // already scaled by the probe has had it taken out, and an exact
+                    // count's does not depend on the machine's speed.
+                    let probe: Option<fn(&Point) -> Option<f64>> = match value {
+                        Value::Metric(_) => None,
+                        Value::Median if scale == Scale::PerProbe => None,
+                        Value::Median if s.statistic == LOW_LESS_WAIT => {
+                            Some(|p| p.probe_less_wait)
+                        }
+                        Value::Median => Some(|p| p.probe),
+                    };
+                    (s.change_points, s.machine_steps) = match probe {
+                        Some(probe) => changes::machine_steps(&s.runs, found, probe, options),
+                        None => (found, Vec::new()),
+                    };
+                    if s.change_points.is_empty() && s.machine_steps.is_empty() {
                         s.too_few_runs = changes::too_few_runs(&s.runs, options);
                     }
                 }
@@ -882,10 +914,31 @@ impl Series {
                 )
             })
             .collect();
-        match (&self.too_few_runs, points.is_empty()) {
+        let found = match (&self.too_few_runs, points.is_empty()) {
             (Some(few), true) => few.line(),
             (None, true) => "none".to_string(),
             _ => points.join(", "),
+        };
+        let machine: Vec<String> = self
+            .machine_steps
+            .iter()
+            .map(|p| {
+                format!(
+                    "{} {:+.1}% with the probe {:+.1}% ({})",
+                    short_commit(p.commit.as_deref(), self.runs[p.index].dirty),
+                    p.change_pct,
+                    p.probe_change_pct.unwrap_or(0.0),
+                    when(p.time)
+                )
+            })
+            .collect();
+        if machine.is_empty() {
+            found
+        } else {
+            format!(
+                "{found}; the machine's, not the commits': {}",
+                machine.join(", ")
+            )
         }
     }
 
