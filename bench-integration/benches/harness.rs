@@ -1,7 +1,9 @@
 //! The harness's own costs, so a user knows what a reported figure includes.
 //!
 //! `harness/empty` is the loop `iter` wraps around a body: what an empty body reports is
-//! the floor of every timing. `harness/batched_empty` is the same for `iter_batched`.
+//! the floor of every timing. `harness/batched_empty` is the same for `iter_batched`,
+//! `harness/async_empty` for `to_async(…).iter` (an empty `async` block awaited, polled
+//! by pollster: the cost of the async loop, not of a runtime).
 //! `harness/tier0/bracket` is one counting-pass bracket of tier 0 (getrusage plus a pread
 //! of /proc/self/io, twice). `harness/compare/32` is the bootstrap comparison of two
 //! 32-sample series that `--baseline` runs per case.
@@ -42,11 +44,21 @@ fn counting(events: &[&str], coverage: Coverage, rdpmc: bool) -> Result<Brackete
     Ok(Bracketed::start(set))
 }
 
+/// The executor of `harness/async_empty`: a future polled on the calling thread.
+struct Pollster;
+
+impl sparkles_bench::AsyncExecutor for Pollster {
+    fn block_on<T>(&self, future: impl std::future::Future<Output = T>) -> T {
+        pollster::block_on(future)
+    }
+}
+
 fn main() {
     let mut suite = Suite::new("harness");
     suite.group("harness", |g| {
         g.case("empty", |b| b.iter(|| ()));
         g.case("batched_empty", |b| b.iter_batched(|| (), |()| (), |()| ()));
+        g.case("async_empty", |b| b.to_async(Pollster).iter(|| async {}));
         g.case("tier0/bracket", |b| {
             let mut tier = Tier0::open();
             b.iter(|| {

@@ -8,6 +8,10 @@
 //! runs once per case however many samples are taken, and the scheduler can interleave
 //! the samples of several cases (round-robin order) while each keeps its state.
 
+mod asynchronous;
+
+pub use asynchronous::{AsyncBencher, AsyncExecutor};
+
 use std::fmt::Display;
 use std::hint::black_box;
 use std::sync::mpsc::{Receiver, Sender};

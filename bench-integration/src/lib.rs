@@ -55,7 +55,7 @@ use std::time::Instant;
 use clap::Parser;
 
 pub use args::HarnessArgs;
-pub use bencher::{BatchSize, Bencher};
+pub use bencher::{AsyncBencher, AsyncExecutor, BatchSize, Bencher};
 pub use error::Error;
 pub use suite::{slug, CaseFailure, CaseOutcome, Group, Suite};
 pub use throughput::Throughput;
@@ -430,6 +430,8 @@ fn write_run_report(
         })
         .unwrap_or_default();
     let path = run_report::path_in(&files.out_dir);
+    let (kept, kept_not_written) =
+        run_report::keep_cases(&run_report::kept_path(&files.out_dir), suite_name, rows);
     let page = run_report::RunReport {
         suite: suite_name,
         rows,
@@ -437,12 +439,12 @@ fn write_run_report(
         baseline_name: args.baseline.as_deref(),
         machine_warning: machine_message,
         profile_dir: &files.out_dir.join("profile"),
-        kept: &run_report::keep_cases(&run_report::kept_path(&files.out_dir), suite_name, rows),
+        kept: &kept,
         trends: &trends,
         profiles_read: cfg!(feature = "profile"),
         annotates: cfg!(feature = "annotate"),
     };
-    match page.write(&path) {
+    let written = match page.write(&path) {
         Ok(()) => {
             eprintln!("report: {}", path.display());
             Ok(())
@@ -451,6 +453,13 @@ fn write_run_report(
             eprintln!("report: not written: {e}");
             Err(format!("run report: {e}"))
         }
+    };
+    // The store of earlier cases is the next page's: not written, that page loses them.
+    match (written, kept_not_written) {
+        (Ok(()), None) => Ok(()),
+        (Ok(()), Some(e)) => Err(format!("run report's store of earlier cases: {e}")),
+        (Err(e), None) => Err(e),
+        (Err(e), Some(k)) => Err(format!("{e}; its store of earlier cases: {k}")),
     }
 }
 

@@ -497,6 +497,9 @@ p.note { color: #555; }
                                 td.name { (p.machine_change.join("; ")) }
                             } } } }
                     }
+                    @if let Some(machine) = c.series.machine_steps_line() {
+                        p.note { "Steps " (machine) "." }
+                    }
                     @for e in &c.exact {
                         p.note { code { (e.metric) } " (exact, " (e.series.runs.len()) " runs): change points " (e.series.change_points_line()) "." }
                     }

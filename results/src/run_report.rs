@@ -26,7 +26,7 @@ pub fn path_in(out_dir: &Path) -> std::path::PathBuf {
 /// A case the page keeps from an earlier run (`report/cases.json`): a run that ran some
 /// cases only (a filter, another bench target) still lists the others, marked with their
 /// run's time.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct KeptCase {
     /// When its run ended (RFC 3339, UTC).
     pub run_at: String,
@@ -43,8 +43,10 @@ pub fn kept_path(out_dir: &Path) -> std::path::PathBuf {
 
 /// Reads the kept cases at `path` (none where there is no store yet; an unreadable store
 /// is said and started afresh: it only lists earlier cases), returns those of earlier
-/// runs that this run did not run, and writes the store anew with this run's rows.
-pub fn keep_cases(path: &Path, suite: &str, rows: &[BenchRow]) -> Vec<KeptCase> {
+/// runs that this run did not run, and writes the store anew with this run's rows; with
+/// them, where the store could not be written, `PATH: why` (an output the run was asked
+/// for, not written).
+pub fn keep_cases(path: &Path, suite: &str, rows: &[BenchRow]) -> (Vec<KeptCase>, Option<String>) {
     let earlier: Vec<KeptCase> = match std::fs::read(path) {
         Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or_else(|e| {
             eprintln!(
@@ -64,15 +66,16 @@ pub fn keep_cases(path: &Path, suite: &str, rows: &[BenchRow]) -> Vec<KeptCase> 
         suite: suite.to_string(),
         row: row.clone(),
     }));
-    match serde_json::to_vec(&store) {
-        Ok(bytes) => {
-            if let Err(e) = sparkles_perf_data::atomic_write::write_atomically(path, &bytes) {
-                eprintln!("report: {}: not written: {e}", path.display());
-            }
-        }
-        Err(e) => eprintln!("report: {}: not written: {e}", path.display()),
-    }
-    kept
+    let written = serde_json::to_vec(&store)
+        .map_err(|e| e.to_string())
+        .and_then(|bytes| {
+            sparkles_perf_data::atomic_write::write_atomically(path, &bytes)
+                .map_err(|e| e.to_string())
+        });
+    (
+        kept,
+        written.err().map(|e| format!("{}: {e}", path.display())),
+    )
 }
 
 /// What the page is made from.
@@ -423,6 +426,9 @@ impl RunReport<'_> {
                         "."
                     }
                     " " code { "sparkles history" } " shows every run." }
+                @if let Some(machine) = series.machine_steps_line() {
+                    p.note { "Steps " (machine) "." }
+                }
             }
             @for e in trend.exact.iter().filter(|e| e.series.runs.len() >= 2) {
                 p.note { "Exact count " code { (e.metric) } " over " (e.series.runs.len()) " runs: change points " (e.series.change_points_line()) "." }
@@ -938,14 +944,18 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = kept_path(dir.path());
         let (a, b) = (row("a", vec![1.0, 2.0]), row("b", vec![3.0, 4.0]));
-        assert!(keep_cases(&store, "s", &[a.clone(), b.clone()]).is_empty());
+        assert_eq!(
+            keep_cases(&store, "s", &[a.clone(), b.clone()]),
+            (vec![], None)
+        );
         // Only `a` runs: `b` is kept from the first run.
-        let kept = keep_cases(&store, "s", std::slice::from_ref(&a));
+        let (kept, not_written) = keep_cases(&store, "s", std::slice::from_ref(&a));
+        assert_eq!(not_written, None);
         assert_eq!(kept.len(), 1);
         assert_eq!(kept[0].row, b);
         assert!(kept[0].run_at.ends_with('Z'), "{}", kept[0].run_at);
         // Another suite's run lists both of the first suite's latest cases.
-        let other = keep_cases(&store, "t", &[row("a", vec![5.0, 6.0])]);
+        let (other, _) = keep_cases(&store, "t", &[row("a", vec![5.0, 6.0])]);
         let names: Vec<_> = other
             .iter()
             .map(|k| (k.suite.as_str(), k.row.case.as_str()))
@@ -957,9 +967,23 @@ mod tests {
         assert!(html.contains("id=\"earlier-s-b\""));
         // A store that cannot be read is started afresh (and said), never an error.
         std::fs::write(&store, b"{not json").unwrap();
-        assert!(keep_cases(&store, "s", &[a]).is_empty());
+        assert_eq!(
+            keep_cases(&store, "s", std::slice::from_ref(&a)),
+            (vec![], None)
+        );
         let again: Vec<KeptCase> = serde_json::from_slice(&std::fs::read(&store).unwrap()).unwrap();
         assert_eq!(again.len(), 1);
+        // A store that cannot be written: said, with its path, for the run to fail on;
+        // the earlier cases still listed.
+        let blocked = dir.path().join("a-file");
+        std::fs::write(&blocked, b"").unwrap();
+        let (kept, not_written) = keep_cases(&blocked.join("cases.json"), "s", &[a]);
+        assert!(kept.is_empty());
+        let why = not_written.unwrap();
+        assert!(
+            why.starts_with(&blocked.join("cases.json").display().to_string()),
+            "{why}"
+        );
     }
 
     #[test]

@@ -256,12 +256,15 @@ pub fn find(points: &[Point], options: &Options) -> Vec<ChangePoint> {
 /// afternoon apart or more, and a machine's speed steps between them (a host that moved
 /// the virtual machine, a frequency that settled lower; beside two CPU hogs here a case's
 /// fastest tenth stepped +5% between two runs of one commit and stayed there). The probe
-/// is timed in the same runs, beside the cases: over the change point's runs (back to the
-/// one before it, up to the next) its step is taken out of the case's, and where what is
-/// left, (1 + case) / (1 + probe) − 1, is under the smallest step that split was held to,
-/// the step is the machine's. Each point keeps the probe's step
-/// ([`ChangePoint::probe_change_pct`]); a point with fewer than `min_runs` probes on a
-/// side is the commit's.
+/// is timed in the same runs, beside the cases. Over the change point's runs (back to the
+/// one before it, up to the next) the step is the machine's where the probe stepped the
+/// same way by at least its own series' smallest step ([`split_floor_pct`] of the probe's
+/// runs: a probe that only scatters takes nothing away), and the case's step is either
+/// under its smallest step once the probe's is taken out, (1 + case) / (1 + probe) − 1,
+/// or at most [`MACHINE_SHARE`] times the probe's (in log terms: one machine step slows
+/// one loop more than another; here a case +9.1% where the probe took +5.5%). Each point
+/// keeps the probe's step ([`ChangePoint::probe_change_pct`]); a point with fewer than
+/// `min_runs` probes on a side is the commit's.
 pub fn machine_steps(
     points: &[Point],
     found: Vec<ChangePoint>,
@@ -271,30 +274,38 @@ pub fn machine_steps(
     let x: Vec<f64> = points.iter().map(|p| p.median).collect();
     let bounds: Vec<usize> = found.iter().map(|c| c.index).collect();
     let min_runs = options.min_runs.max(1);
-    let probes = |range: std::ops::Range<usize>| -> Option<f64> {
-        let mut v: Vec<f64> = points[range].iter().filter_map(&probe).collect();
-        (v.len() >= min_runs).then(|| median(&mut v))
-    };
     let (mut code, mut machine) = (Vec::new(), Vec::new());
     for (i, mut point) in found.into_iter().enumerate() {
         let from = if i == 0 { 0 } else { bounds[i - 1] };
         let to = bounds.get(i + 1).copied().unwrap_or(points.len());
         let at = point.index;
-        point.probe_change_pct = probes(from..at)
-            .zip(probes(at..to))
-            .map(|(before, after)| (after / before - 1.0) * 100.0);
-        let left = point
-            .probe_change_pct
-            .map(|p| ((1.0 + point.change_pct / 100.0) / (1.0 + p / 100.0) - 1.0) * 100.0);
-        match left {
-            Some(left) if left.abs() < split_floor_pct(&x[from..to], at - from, options) => {
-                machine.push(point)
-            }
-            _ => code.push(point),
+        let before: Vec<f64> = points[from..at].iter().filter_map(&probe).collect();
+        let after: Vec<f64> = points[at..to].iter().filter_map(&probe).collect();
+        if before.len() < min_runs || after.len() < min_runs {
+            code.push(point);
+            continue;
+        }
+        let (_, _, p) = step(&before, &after);
+        point.probe_change_pct = Some(p);
+        let probe_runs: Vec<f64> = before.iter().chain(&after).copied().collect();
+        let probe_stepped = p.abs() >= split_floor_pct(&probe_runs, before.len(), options);
+        let c = point.change_pct;
+        let left = ((1.0 + c / 100.0) / (1.0 + p / 100.0) - 1.0) * 100.0;
+        let (lc, lp) = ((1.0 + c / 100.0).ln(), (1.0 + p / 100.0).ln());
+        let explained = left.abs() < split_floor_pct(&x[from..to], at - from, options)
+            || lc.abs() <= MACHINE_SHARE * lp.abs();
+        if probe_stepped && lc * lp > 0.0 && explained {
+            machine.push(point);
+        } else {
+            code.push(point);
         }
     }
     (code, machine)
 }
+
+/// How many times the probe's step (in log terms) a case's step at the same runs may be
+/// and still be the machine's ([`machine_steps`]).
+pub const MACHINE_SHARE: f64 = 2.0;
 
 /// Where a series shows no change point only because it has too few runs: its best split
 /// steps by at least the floor, but no order of that many runs can make it significant.
@@ -954,6 +965,35 @@ mod tests {
         let (code, machine) = machine_steps(&runs, find(&runs, &options), probe_of, &options);
         assert_eq!(code.iter().map(|c| c.index).collect::<Vec<_>>(), [9]);
         assert!(machine.is_empty());
+        // One machine step slows one loop more than another: the case +9% where the probe
+        // took +5.5% is the machine's; +15% (more than twice the probe's, and +9.5% left
+        // once it is out) is the commit's, as is +10% where the probe got faster.
+        for (case_step, probe_step, machine_s) in [
+            (1.09, 1.055, true),
+            (1.15, 1.05, false),
+            (1.10, 0.95, false),
+        ] {
+            let mut case = noisy(9, 1000.0, 1.0, 1);
+            case.extend(noisy(15, 1000.0 * case_step, 1.0, 2));
+            let mut probe = noisy(9, 200.0, 1.0, 3);
+            probe.extend(noisy(15, 200.0 * probe_step, 1.0, 4));
+            let runs = probed(&case, &probe);
+            let found = find(&runs, &options);
+            assert_eq!(found.iter().map(|c| c.index).collect::<Vec<_>>(), [9]);
+            let (code, machine) = machine_steps(&runs, found, probe_of, &options);
+            assert_eq!(
+                (machine.len(), code.len()),
+                if machine_s { (1, 0) } else { (0, 1) },
+                "{case_step} {probe_step}"
+            );
+        }
+        // A probe that scatters by 8% and steps +5% has not stepped by its own floor: a
+        // case's +5% there is the commit's.
+        let mut wild = noisy(9, 200.0, 8.0, 3);
+        wild.extend(noisy(15, 210.0, 8.0, 4));
+        let runs = probed(&case, &wild);
+        let (code, machine) = machine_steps(&runs, find(&runs, &options), probe_of, &options);
+        assert_eq!((code.len(), machine.len()), (1, 0));
         // Without probes on a side: the commit's.
         let mut few = probed(&case, &probe);
         for p in &mut few[..8] {

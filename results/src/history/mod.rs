@@ -919,7 +919,16 @@ impl Series {
             (None, true) => "none".to_string(),
             _ => points.join(", "),
         };
-        let machine: Vec<String> = self
+        match self.machine_steps_line() {
+            Some(machine) => format!("{found}; {machine}"),
+            None => found,
+        }
+    }
+
+    /// Its steps the machine probe took with it ([`Series::machine_steps`]) in a line;
+    /// `None` where it has none.
+    pub fn machine_steps_line(&self) -> Option<String> {
+        let steps: Vec<String> = self
             .machine_steps
             .iter()
             .map(|p| {
@@ -932,14 +941,8 @@ impl Series {
                 )
             })
             .collect();
-        if machine.is_empty() {
-            found
-        } else {
-            format!(
-                "{found}; the machine's, not the commits': {}",
-                machine.join(", ")
-            )
-        }
+        (!steps.is_empty())
+            .then(|| format!("the machine's, not the commits': {}", steps.join(", ")))
     }
 
     /// Its comparisons measured side by side in a line: how many, and the latest's
@@ -1131,6 +1134,73 @@ mod tests {
             .series
             .change_points_line()
             .starts_with("c6 +1.0% (p "));
+    }
+
+    #[test]
+    fn a_step_the_machine_probe_took_too_is_said_as_the_machines() {
+        // 24 runs, two a commit: from the 10th run (the second of its commit) the machine
+        // is 5% slower, its probe and both cases alike; the 13th run's commit makes `b`
+        // 30% slower.
+        let mut rng = fastrand::Rng::with_seed(9);
+        let mut noise = || 1.0 + 0.01 * (rng.f64() - 0.5);
+        let mut runs = Vec::new();
+        for i in 0..24 {
+            let machine = if i >= 9 { 1.05 } else { 1.0 };
+            let mut r = run(&format!("c{}", i / 2), i as u64, 0.0);
+            let probe = 200.0 * machine * noise();
+            r.environment.machine_probe =
+                crate::machine_probe::MachineProbe::of(vec![probe * 1.2; 6])
+                    .map(|p| p.with_waits(Some(&[probe * 0.2; 6])));
+            let b = if i >= 12 { 1.3 } else { 1.0 };
+            r.cases.clear();
+            for (name, level) in [("a", 1000.0), ("b", 1000.0 * b)] {
+                let t = level * machine * noise();
+                r.cases.push(CaseRun {
+                    case: name.to_string(),
+                    median: t * 1.1,
+                    ci_low: None,
+                    ci_high: None,
+                    samples: 16,
+                    less_wait: Some(LessWait {
+                        p10: t,
+                        ci_low: None,
+                        ci_high: None,
+                        median: t * 1.02,
+                    }),
+                    null_pct: None,
+                    side_by_side: None,
+                    metrics: BTreeMap::new(),
+                });
+            }
+            runs.push(r);
+        }
+        let h = History {
+            runs,
+            warnings: Vec::new(),
+        };
+        let options = changes::Options::default();
+        let all = series(&h, |_| true, &options, Scale::AsMeasured);
+        let (a, b) = (&all[0], &all[1]);
+        assert!((a.runs[0].probe_less_wait.unwrap() - 200.0).abs() < 2.0);
+        assert!(a.change_points.is_empty(), "{:?}", a.change_points);
+        assert_eq!(
+            a.machine_steps.iter().map(|c| c.index).collect::<Vec<_>>(),
+            [9]
+        );
+        let line = a.change_points_line();
+        assert!(
+            line.starts_with("none; the machine's, not the commits': c4 +5."),
+            "{line}"
+        );
+        assert!(line.contains("with the probe +5."), "{line}");
+        assert_eq!(
+            b.change_points.iter().map(|c| c.index).collect::<Vec<_>>(),
+            [12]
+        );
+        assert!(b.change_points[0].probe_change_pct.is_some());
+        // Scaled by the probe, its share is out already: nothing is the machine's.
+        let scaled = series(&h, |_| true, &options, Scale::PerProbe);
+        assert!(scaled.iter().all(|s| s.machine_steps.is_empty()));
     }
 
     #[test]
