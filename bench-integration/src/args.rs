@@ -127,13 +127,20 @@ pub struct HarnessArgs {
     pub report_time: bool,
 
     /// Minimum duration of one timing sample; iterations per sample double until one
-    /// sample takes at least this long (e.g. 5ms, 200us, 1s).
-    #[arg(long, value_name = "DURATION", default_value = "5ms", value_parser = sparkles_results::units::parse_duration)]
-    pub bench_min_time: Duration,
+    /// sample takes at least this long (e.g. 5ms, 200us, 1s). Default 5ms, or the case's,
+    /// its group's or the suite's setting; given, it wins over them.
+    #[arg(long, value_name = "DURATION", value_parser = sparkles_results::units::parse_duration)]
+    pub bench_min_time: Option<Duration>,
 
-    /// Timing samples per case (default 32, or the suite's own default).
+    /// Timing samples per case (default 32, or the case's, its group's or the suite's
+    /// setting; given, it wins over them).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub samples: Option<u32>,
+
+    /// How long each case's body runs, untimed, before its iterations are calibrated
+    /// (default none, or the case's, its group's or the suite's setting).
+    #[arg(long, value_name = "DURATION", value_parser = sparkles_results::units::parse_duration)]
+    pub warm_up: Option<Duration>,
 
     /// Order of the timing samples across cases.
     #[arg(long, value_enum, default_value_t = SampleOrder::RoundRobin)]
@@ -291,9 +298,10 @@ pub struct HarnessArgs {
     pub profile_period: Option<u64>,
 
     /// How long each case's body runs under the sampler: a duration (`2s`, `500ms`) or a
-    /// number of seconds, as criterion's `--profile-time` takes it.
-    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = sparkles_results::units::parse_seconds)]
-    pub profile_time: Duration,
+    /// number of seconds, as criterion's `--profile-time` takes it. Default 2s, or the
+    /// case's, its group's or the suite's setting; given, it wins over them.
+    #[arg(long, value_name = "DURATION", value_parser = sparkles_results::units::parse_seconds)]
+    pub profile_time: Option<Duration>,
 
     /// Bytes of user stack copied per sample (for DWARF unwinding); 0 for frame-pointer
     /// callchains only.
@@ -354,6 +362,17 @@ pub enum ColorChoice {
 }
 
 impl HarnessArgs {
+    /// The settings this command line gives (`--samples`, `--bench-min-time`,
+    /// `--warm-up`, `--profile-time`): they win over every case's, group's and suite's.
+    pub fn settings(&self) -> crate::suite::Settings {
+        crate::suite::Settings {
+            samples: self.samples,
+            sample_time: self.bench_min_time,
+            warm_up: self.warm_up,
+            profile_time: self.profile_time,
+        }
+    }
+
     /// The `--profile-*` flags given on this command line (set away from their
     /// defaults): without `--profile` they do nothing in a run, which is said.
     pub fn profile_flags_given(&self) -> Vec<&'static str> {
@@ -362,7 +381,7 @@ impl HarnessArgs {
             ("--profile-event", self.profile_event.is_some()),
             ("--profile-freq", self.profile_freq != defaults.profile_freq),
             ("--profile-period", self.profile_period.is_some()),
-            ("--profile-time", self.profile_time != defaults.profile_time),
+            ("--profile-time", self.profile_time.is_some()),
             (
                 "--profile-stack",
                 self.profile_stack != defaults.profile_stack,
@@ -514,22 +533,22 @@ mod tests {
     #[test]
     fn harness_flags_have_their_defaults_and_parse_units() {
         let a = parse(&[]).unwrap();
-        assert_eq!(a.bench_min_time, Duration::from_millis(5));
+        assert_eq!(a.bench_min_time, None);
         assert_eq!(a.samples, None);
         assert_eq!(a.sample_order, SampleOrder::RoundRobin);
         let a = parse(&["--bench-min-time", "200us", "--sample-order", "blocked"]).unwrap();
-        assert_eq!(a.bench_min_time, Duration::from_micros(200));
+        assert_eq!(a.bench_min_time, Some(Duration::from_micros(200)));
         assert_eq!(a.sample_order, SampleOrder::Blocked);
         let a = parse(&["--metrics", "rusage.*,io.syscr"]).unwrap();
         assert_eq!(a.metrics.unwrap(), ["rusage.*", "io.syscr"]);
         // --profile-time as criterion takes it (seconds), or with a unit.
         assert_eq!(
             parse(&["--profile-time", "2"]).unwrap().profile_time,
-            Duration::from_secs(2)
+            Some(Duration::from_secs(2))
         );
         assert_eq!(
             parse(&["--profile-time", "250ms"]).unwrap().profile_time,
-            Duration::from_millis(250)
+            Some(Duration::from_millis(250))
         );
         let e = parse(&["--profile-time=-1"]).unwrap_err().to_string();
         assert!(e.contains("--profile-time"), "{e}");

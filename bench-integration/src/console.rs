@@ -62,13 +62,22 @@ impl Console {
         suite: &str,
         cases: usize,
         filtered_out: usize,
+        own_settings: usize,
         protocol: &Protocol,
         args: &HarnessArgs,
     ) -> Result<(), Error> {
         self.line(format_args!(
-            "sparkles: suite {suite}, {cases} cases ({filtered_out} filtered out), {} samples of ≥ {:?} ({}){}",
+            "sparkles: suite {suite}, {cases} cases ({filtered_out} filtered out), {} samples of ≥ {:?}{} ({}){}",
             protocol.samples,
-            args.bench_min_time,
+            protocol.min_time,
+            match own_settings {
+                0 => String::new(),
+                n => format!(
+                    " ({n} case{} with settings of {}: `--list` shows them)",
+                    if n == 1 { "" } else { "s" },
+                    if n == 1 { "its own" } else { "their own" }
+                ),
+            },
             match args.sample_order {
                 SampleOrder::RoundRobin => "round-robin",
                 SampleOrder::Blocked => "blocked",

@@ -57,7 +57,7 @@ use clap::Parser;
 pub use args::HarnessArgs;
 pub use bencher::{AsyncBencher, AsyncExecutor, BatchSize, Bencher};
 pub use error::Error;
-pub use suite::{slug, CaseFailure, CaseOutcome, Group, Suite};
+pub use suite::{slug, CaseFailure, CaseOutcome, Group, Settings, Suite};
 pub use throughput::Throughput;
 
 use args::ListFormat;
@@ -239,7 +239,7 @@ fn run_as(suite: Suite, args: &HarnessArgs, bench_main: bool) -> Result<Outcome,
     let selection = catalog.select_with(args.metrics.as_deref(), &asked)?;
     let suite_name = suite.name().to_string();
     let reexec = suite.reexec.clone();
-    let samples = args.samples.or(suite.default_samples).unwrap_or(32);
+    let suite_defaults = suite.defaults;
     let (cases, filtered_out) = chosen_cases(suite.cases, args);
     if args.serve {
         let plan = count_plan(&selection, &catalog);
@@ -247,7 +247,7 @@ fn run_as(suite: Suite, args: &HarnessArgs, bench_main: bool) -> Result<Outcome,
         return Ok(Outcome::default());
     }
     if args.list {
-        list_cases(&cases, args);
+        list_cases(&cases, args, suite_defaults);
         return Ok(Outcome::default());
     }
     if !args.bench {
@@ -277,8 +277,21 @@ fn run_as(suite: Suite, args: &HarnessArgs, bench_main: bool) -> Result<Outcome,
     }) {
         eprintln!("note: {note}");
     }
-    let (protocol, profile_note) = protocol(args, &selection, &catalog, samples, &files)?;
-    console.header(&suite_name, cases.len(), filtered_out, &protocol, args)?;
+    let (protocol, profile_note) = protocol(args, &selection, &catalog, suite_defaults, &files)?;
+    // The cases whose own or group's settings differ from the run's defaults (the flags
+    // given win, so those cases run as the rest).
+    let own_settings = cases
+        .iter()
+        .filter(|c| protocol.for_case(c.settings) != protocol.for_case(suite::Settings::default()))
+        .count();
+    console.header(
+        &suite_name,
+        cases.len(),
+        filtered_out,
+        own_settings,
+        &protocol,
+        args,
+    )?;
 
     // From here a SIGINT or SIGTERM stops the run at the next sample, bracket or case,
     // before anything is saved; once the files are being written they are all written.
@@ -521,11 +534,11 @@ fn compare_with_baseline(
             let plan = side_by_side::Plan {
                 processes: args.paired_processes,
                 time: args.paired_time,
-                sample: args.bench_min_time,
+                sample: args.bench_min_time.unwrap_or(suite::DEFAULT_SAMPLE_TIME),
                 logs: &logs,
                 // CPU profiles only: serve mode's `profile` samples the CPU.
                 profile_null: (args.profile == Some(args::ProfileKind::Cpu))
-                    .then_some(args.profile_time),
+                    .then_some(args.profile_time.unwrap_or(suite::DEFAULT_PROFILE_TIME)),
             };
             match side_by_side::measure(rows, base, &saved, &plan, &floor, &unavailable) {
                 Ok(m) => format!(
@@ -737,13 +750,26 @@ fn chosen_cases(all: Vec<suite::Case>, args: &HarnessArgs) -> (Vec<suite::Case>,
 }
 
 /// `--list`: libtest's listing.
-fn list_cases(cases: &[suite::Case], args: &HarnessArgs) {
+fn list_cases(cases: &[suite::Case], args: &HarnessArgs, suite_defaults: suite::Settings) {
     let kind = if args.bench { "benchmark" } else { "test" };
     for case in cases {
         println!("{}: {kind}", case.name);
     }
     if args.format != Some(ListFormat::Terse) {
         println!("\n{} cases", cases.len());
+        // After libtest's lines (which tools parse): the settings of the cases that have
+        // their own or their group's, and the suite's.
+        if let Some(line) = suite_defaults.describe() {
+            println!("suite: {line}");
+        }
+        for case in cases {
+            if let Some(line) = case.settings.describe() {
+                println!("{}: {line}", case.name);
+            }
+        }
+        if let Some(line) = args.settings().describe() {
+            println!("the command line's, over them all: {line}");
+        }
     }
 }
 
@@ -992,12 +1018,15 @@ fn protocol(
     args: &HarnessArgs,
     selection: &Selection,
     catalog: &Catalog,
-    samples: u32,
+    suite_defaults: suite::Settings,
     files: &RunFiles,
 ) -> Result<(Protocol, String), Error> {
+    let suite_wide = args.settings().over(suite_defaults).resolve();
     let mut protocol = Protocol {
-        min_time: args.bench_min_time,
-        samples,
+        min_time: suite_wide.sample_time,
+        samples: suite_wide.samples,
+        flags: args.settings(),
+        suite_defaults,
         order: args.sample_order,
         count_iterations: args.count_iterations,
         count_brackets: args.count_brackets,
@@ -1028,7 +1057,11 @@ fn protocol(
         if let Some(warning) = profiling::debug_info_warning() {
             eprintln!("warning: {warning}");
         }
-        protocol.profile = Some((sampling, args.profile_time, files.out_dir.join("profile")));
+        protocol.profile = Some((
+            sampling,
+            suite_wide.profile_time,
+            files.out_dir.join("profile"),
+        ));
         profile_note = note;
     }
     Ok((protocol, profile_note))

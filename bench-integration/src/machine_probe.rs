@@ -19,6 +19,7 @@ pub(crate) const NAME: &str = "sparkles/machine_probe";
 pub(crate) fn case(usage: std::sync::mpsc::Sender<crate::busy::ThreadUsage>) -> Case {
     Case {
         name: NAME.to_string(),
+        settings: crate::suite::Settings::default(),
         body: Box::new(move |b| {
             let before = crate::busy::ThreadUsage::now();
             let mut seed = 0u64;

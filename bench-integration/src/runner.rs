@@ -27,8 +27,14 @@ const CASE_STACK: usize = 8 << 20;
 /// How a bench-mode run measures.
 #[derive(Debug, Clone)]
 pub(crate) struct Protocol {
+    /// The suite's shortest sample (the machine probe's, and the header's).
     pub min_time: Duration,
+    /// The suite's samples a case (the header's).
     pub samples: u32,
+    /// The command line's settings, over every case's ([`crate::suite::Settings`]).
+    pub flags: crate::suite::Settings,
+    /// The suite's, under every group's and case's.
+    pub suite_defaults: crate::suite::Settings,
     pub order: SampleOrder,
     pub count_iterations: u64,
     /// Separate runs of the counting pass, each counted on its own.
@@ -41,6 +47,14 @@ pub(crate) struct Protocol {
         Duration,
         std::path::PathBuf,
     )>,
+}
+
+impl Protocol {
+    /// `case`'s settings (its own over its group's) weighed with the command line's and
+    /// the suite's.
+    pub fn for_case(&self, case: crate::suite::Settings) -> crate::suite::Resolved {
+        self.flags.over(case).over(self.suite_defaults).resolve()
+    }
 }
 
 fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
@@ -166,6 +180,24 @@ impl Running {
 
     /// Doubles the iterations per sample until one sample takes at least `min_time`: the
     /// iterations chosen, and the time that sample took (none once the case failed).
+    /// Runs the body, untimed, for at least `duration` (nothing where it is zero): in
+    /// samples of doubling iterations, each at most a tenth of it.
+    pub fn warm_up(&mut self, duration: Duration) {
+        if duration.is_zero() {
+            return;
+        }
+        let start = std::time::Instant::now();
+        let mut iterations = 1u64;
+        while start.elapsed() < duration {
+            let Some(elapsed) = self.sample(iterations) else {
+                return;
+            };
+            if elapsed < duration / 10 {
+                iterations = iterations.saturating_mul(2).min(MAX_ITERATIONS);
+            }
+        }
+    }
+
     pub fn calibrate(&mut self, min_time: Duration) -> Option<(u64, Duration)> {
         let mut iterations = 1u64;
         while let Some(elapsed) = self.sample(iterations) {
@@ -233,8 +265,8 @@ impl Running {
         iterations
     }
 
-    fn profile(&mut self, protocol: &Protocol) {
-        let Some((sampling, duration, dir)) = &protocol.profile else {
+    fn profile(&mut self, protocol: &Protocol, duration: Duration) {
+        let Some((sampling, _, dir)) = &protocol.profile else {
             return;
         };
         let name = match sampling {
@@ -244,7 +276,7 @@ impl Running {
             }
         };
         let path = dir.join(&self.report.slug).join(name);
-        self.profile_with(sampling, *duration, path);
+        self.profile_with(sampling, duration, path);
     }
 
     /// The profile pass: the body under `sampling` for `duration`, its capture streamed to
@@ -340,26 +372,31 @@ pub(crate) fn measure(cases: Vec<Case>, protocol: &Protocol, progress: &Progress
     let reports = match protocol.order {
         SampleOrder::Blocked => {
             let samples = u64::from(protocol.samples);
-            let all_samples = total as u64 * samples;
+            let all_samples: u64 = cases
+                .iter()
+                .map(|c| u64::from(protocol.for_case(c.settings).samples))
+                .sum();
             let mut index = 0u64;
             cases
                 .into_iter()
                 .enumerate()
                 .map(|(i, case)| {
+                    let settings = protocol.for_case(case.settings);
                     let mut r = Running::spawn(case);
                     progress.show(&format!(
                         "[{}/{total}] calibrating {}",
                         i + 1,
                         r.report.name
                     ));
-                    r.calibrate(protocol.min_time);
+                    r.warm_up(settings.warm_up);
+                    r.calibrate(settings.sample_time);
                     progress.pass("timing", Some(&r.report.name));
-                    for s in 0..protocol.samples {
+                    for s in 0..settings.samples {
                         progress.show(&format!(
                             "[{}/{total}] timing {}/{} {}",
                             i + 1,
                             s + 1,
-                            protocol.samples,
+                            settings.samples,
                             r.report.name
                         ));
                         r.take_sample();
@@ -377,12 +414,16 @@ pub(crate) fn measure(cases: Vec<Case>, protocol: &Protocol, progress: &Progress
                         progress.pass("profile", Some(&r.report.name));
                     }
                     progress.show(&format!("[{}/{total}] profiling {}", i + 1, r.report.name));
-                    r.profile(protocol);
+                    r.profile(protocol, settings.profile_time);
                     r.finish()
                 })
                 .collect()
         }
         SampleOrder::RoundRobin => {
+            let settings: Vec<crate::suite::Resolved> = cases
+                .iter()
+                .map(|c| protocol.for_case(c.settings))
+                .collect();
             let mut runs: Vec<Running> = cases
                 .into_iter()
                 .enumerate()
@@ -397,11 +438,19 @@ pub(crate) fn measure(cases: Vec<Case>, protocol: &Protocol, progress: &Progress
                     i + 1,
                     r.report.name
                 ));
-                r.calibrate(protocol.min_time);
+                r.warm_up(settings[i].warm_up);
+                r.calibrate(settings[i].sample_time);
             }
             progress.pass("timing", None);
-            for s in 0..protocol.samples {
-                progress.show(&format!("timing round {}/{}", s + 1, protocol.samples));
+            // As many rounds as the case with the most samples; a case whose samples are
+            // taken sits the rest out.
+            let rounds = settings
+                .iter()
+                .map(|s| s.samples)
+                .max()
+                .unwrap_or(protocol.samples);
+            for s in 0..rounds {
+                progress.show(&format!("timing round {}/{rounds}", s + 1));
                 // The probe's place in the round moves with it, so that it is not always
                 // timed right after the same case.
                 let at = s as usize % (runs.len() + 1);
@@ -409,7 +458,9 @@ pub(crate) fn measure(cases: Vec<Case>, protocol: &Protocol, progress: &Progress
                     if k == at {
                         probe.take_sample();
                     }
-                    r.take_sample();
+                    if s < settings[k].samples {
+                        r.take_sample();
+                    }
                 }
                 if at == runs.len() {
                     probe.take_sample();
@@ -429,7 +480,7 @@ pub(crate) fn measure(cases: Vec<Case>, protocol: &Protocol, progress: &Progress
                 if protocol.profile.is_some() {
                     progress.show(&format!("[{}/{total}] profiling {}", i + 1, r.report.name));
                 }
-                r.profile(protocol);
+                r.profile(protocol, settings[i].profile_time);
             }
             runs.into_iter().map(Running::finish).collect()
         }
@@ -453,6 +504,10 @@ mod tests {
         Protocol {
             min_time: Duration::from_micros(200),
             samples: 5,
+            flags: crate::suite::Settings::default(),
+            suite_defaults: crate::suite::Settings::new()
+                .samples(5)
+                .sample_time(Duration::from_micros(200)),
             order,
             count_iterations: 1000,
             count_brackets: 4,

@@ -44,6 +44,110 @@ pub(crate) type CaseFn = Box<dyn FnOnce(&mut Bencher) -> Result<(), CaseFailure>
 pub(crate) struct Case {
     pub name: String,
     pub body: CaseFn,
+    /// Its group's settings, its own over them.
+    pub settings: Settings,
+}
+
+/// Timing samples a case takes where nothing sets them.
+pub(crate) const DEFAULT_SAMPLES: u32 = 32;
+/// The shortest timing sample where nothing sets it.
+pub(crate) const DEFAULT_SAMPLE_TIME: std::time::Duration = std::time::Duration::from_millis(5);
+/// The profile pass's duration where nothing sets it.
+pub(crate) const DEFAULT_PROFILE_TIME: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// A case's settings once the command line's, its own, its group's, the suite's and the
+/// harness's defaults are weighed, in that order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Resolved {
+    pub samples: u32,
+    pub sample_time: std::time::Duration,
+    pub warm_up: std::time::Duration,
+    pub profile_time: std::time::Duration,
+}
+
+/// How a group's or a case's samples are taken, where they differ from the suite's:
+/// each setting left `None` is its group's, then the suite's ([`Suite::defaults`]), then
+/// the harness's; the command line's flag wins over all of them (`--samples`,
+/// `--bench-min-time`, `--warm-up`, `--profile-time`). criterion's `sample_size`,
+/// `measurement_time`/`warm_up_time` per group, divan's `sample_count`/`min_time` per
+/// bench.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Settings {
+    /// Timing samples.
+    pub samples: Option<u32>,
+    /// The shortest a timing sample may be (iterations double until one takes this long).
+    pub sample_time: Option<std::time::Duration>,
+    /// How long the body runs, untimed, before its iterations are calibrated.
+    pub warm_up: Option<std::time::Duration>,
+    /// How long the body runs under the sampler with `--profile`.
+    pub profile_time: Option<std::time::Duration>,
+}
+
+impl Settings {
+    /// No setting of its own.
+    pub fn new() -> Settings {
+        Settings::default()
+    }
+
+    /// Timing samples (at least one).
+    pub fn samples(mut self, n: u32) -> Settings {
+        self.samples = Some(n.max(1));
+        self
+    }
+
+    /// The shortest timing sample.
+    pub fn sample_time(mut self, d: std::time::Duration) -> Settings {
+        self.sample_time = Some(d);
+        self
+    }
+
+    /// The untimed run before calibration.
+    pub fn warm_up(mut self, d: std::time::Duration) -> Settings {
+        self.warm_up = Some(d);
+        self
+    }
+
+    /// The profile pass's duration.
+    pub fn profile_time(mut self, d: std::time::Duration) -> Settings {
+        self.profile_time = Some(d);
+        self
+    }
+
+    /// These settings where set, `under`'s where not.
+    pub fn over(self, under: Settings) -> Settings {
+        Settings {
+            samples: self.samples.or(under.samples),
+            sample_time: self.sample_time.or(under.sample_time),
+            warm_up: self.warm_up.or(under.warm_up),
+            profile_time: self.profile_time.or(under.profile_time),
+        }
+    }
+
+    /// Each setting, the harness's default where none is set.
+    pub(crate) fn resolve(self) -> Resolved {
+        Resolved {
+            samples: self.samples.unwrap_or(DEFAULT_SAMPLES),
+            sample_time: self.sample_time.unwrap_or(DEFAULT_SAMPLE_TIME),
+            warm_up: self.warm_up.unwrap_or_default(),
+            profile_time: self.profile_time.unwrap_or(DEFAULT_PROFILE_TIME),
+        }
+    }
+
+    /// The settings given, as `--list` shows them (`10 samples, sample time 20ms`); `None`
+    /// where none is.
+    pub fn describe(&self) -> Option<String> {
+        let d = |d: std::time::Duration| sparkles_results::units::format_ns(d.as_nanos() as f64);
+        let parts: Vec<String> = [
+            self.samples.map(|n| format!("{n} samples")),
+            self.sample_time.map(|t| format!("sample time {}", d(t))),
+            self.warm_up.map(|t| format!("warm-up {}", d(t))),
+            self.profile_time.map(|t| format!("profile time {}", d(t))),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        (!parts.is_empty()).then(|| parts.join(", "))
+    }
 }
 
 impl Debug for Case {
@@ -57,7 +161,8 @@ impl Debug for Case {
 pub struct Suite {
     name: String,
     pub(crate) cases: Vec<Case>,
-    pub(crate) default_samples: Option<u32>,
+    /// Every case's settings where neither its group nor it says otherwise.
+    pub(crate) defaults: Settings,
     pub(crate) reexec: Reexec,
 }
 
@@ -67,7 +172,7 @@ impl Suite {
         Suite {
             name: name.into(),
             cases: Vec::new(),
-            default_samples: None,
+            defaults: Settings::default(),
             reexec: Reexec::default(),
         }
     }
@@ -100,7 +205,14 @@ impl Suite {
     /// Timing samples per case when `--samples` is not given (32 otherwise): for suites
     /// whose cases take seconds each.
     pub fn default_samples(&mut self, samples: u32) -> &mut Self {
-        self.default_samples = Some(samples.max(1));
+        self.defaults.samples = Some(samples.max(1));
+        self
+    }
+
+    /// Every case's settings where its group or it sets none: `settings` over the ones
+    /// set before ([`Settings`]).
+    pub fn defaults(&mut self, settings: Settings) -> &mut Self {
+        self.defaults = settings.over(self.defaults);
         self
     }
 
@@ -125,6 +237,24 @@ impl Suite {
         F: FnOnce(&mut Bencher) -> R + Send + 'static,
         R: CaseOutcome,
     {
+        self.case_with(name, Settings::default(), f)
+    }
+
+    /// Registers a case with settings of its own ([`Settings`]: over its group's and the
+    /// suite's, under the command line's).
+    ///
+    /// # Panics
+    /// As [`Suite::case`].
+    pub fn case_with<F, R>(
+        &mut self,
+        name: impl Into<String>,
+        settings: Settings,
+        f: F,
+    ) -> &mut Self
+    where
+        F: FnOnce(&mut Bencher) -> R + Send + 'static,
+        R: CaseOutcome,
+    {
         let name = name.into();
         let s = slug(&name);
         if let Some(other) = self.cases.iter().find(|c| slug(&c.name) == s) {
@@ -136,6 +266,7 @@ impl Suite {
         self.cases.push(Case {
             name,
             body: Box::new(move |b| f(b).into_outcome()),
+            settings,
         });
         self
     }
@@ -150,6 +281,7 @@ impl Suite {
         let mut group = Group {
             suite: self,
             prefix: prefix.into(),
+            settings: Settings::default(),
         };
         f(&mut group);
         self
@@ -161,6 +293,9 @@ impl Suite {
 pub struct Group<'s> {
     suite: &'s mut Suite,
     prefix: String,
+    /// The settings of the cases registered from here on (a nested group's start as its
+    /// parent's).
+    settings: Settings,
 }
 
 impl Group<'_> {
@@ -170,7 +305,44 @@ impl Group<'_> {
         F: FnOnce(&mut Bencher) -> R + Send + 'static,
         R: CaseOutcome,
     {
-        self.suite.case(format!("{}/{name}", self.prefix), f);
+        self.case_with(name, Settings::default(), f)
+    }
+
+    /// Registers `PREFIX/name` with settings of its own, over the group's.
+    pub fn case_with<F, R>(&mut self, name: impl Display, settings: Settings, f: F) -> &mut Self
+    where
+        F: FnOnce(&mut Bencher) -> R + Send + 'static,
+        R: CaseOutcome,
+    {
+        let settings = settings.over(self.settings);
+        self.suite
+            .case_with(format!("{}/{name}", self.prefix), settings, f);
+        self
+    }
+
+    /// Timing samples of the group's cases registered after this call (criterion's
+    /// `sample_size`).
+    pub fn samples(&mut self, n: u32) -> &mut Self {
+        self.settings = self.settings.samples(n);
+        self
+    }
+
+    /// The shortest timing sample of the group's cases registered after this call.
+    pub fn sample_time(&mut self, d: std::time::Duration) -> &mut Self {
+        self.settings = self.settings.sample_time(d);
+        self
+    }
+
+    /// The untimed run before calibration, for the group's cases registered after this
+    /// call (criterion's `warm_up_time`).
+    pub fn warm_up(&mut self, d: std::time::Duration) -> &mut Self {
+        self.settings = self.settings.warm_up(d);
+        self
+    }
+
+    /// The profile pass's duration, for the group's cases registered after this call.
+    pub fn profile_time(&mut self, d: std::time::Duration) -> &mut Self {
+        self.settings = self.settings.profile_time(d);
         self
     }
 
@@ -184,7 +356,7 @@ impl Group<'_> {
         for p in params {
             let f = f.clone();
             let name = format!("{}/{p}", self.prefix);
-            self.suite.case(name, move |b| f(b, p));
+            self.suite.case_with(name, self.settings, move |b| f(b, p));
         }
         self
     }
@@ -194,6 +366,7 @@ impl Group<'_> {
         let mut inner = Group {
             suite: self.suite,
             prefix: format!("{}/{prefix}", self.prefix),
+            settings: self.settings,
         };
         f(&mut inner);
         self
@@ -215,6 +388,75 @@ mod tests {
         });
         let names: Vec<_> = s.case_names().collect();
         assert_eq!(names, ["json/parse/twitter", "json/1", "json/10"]);
+    }
+
+    #[test]
+    fn settings_weigh_case_over_group_over_suite_under_the_flags() {
+        use std::time::Duration;
+        let ms = Duration::from_millis;
+        let mut s = Suite::new("t");
+        s.defaults(Settings::new().samples(20).profile_time(ms(900)));
+        s.group("g", |g| {
+            g.samples(10).sample_time(ms(2)).warm_up(ms(50));
+            g.case_with("own", Settings::new().samples(3).sample_time(ms(1)), |b| {
+                b.iter(|| ())
+            });
+            g.group("inner", |g| {
+                g.case("nested", |b| b.iter(|| ()));
+            });
+        });
+        s.case("plain", |b| b.iter(|| ()));
+        let weigh =
+            |flags: Settings, i: usize| flags.over(s.cases[i].settings).over(s.defaults).resolve();
+        let none = Settings::new();
+        assert_eq!(
+            weigh(none, 0),
+            Resolved {
+                samples: 3,
+                sample_time: ms(1),
+                warm_up: ms(50),
+                profile_time: ms(900)
+            }
+        );
+        assert_eq!(
+            weigh(none, 1),
+            Resolved {
+                samples: 10,
+                sample_time: ms(2),
+                warm_up: ms(50),
+                profile_time: ms(900)
+            }
+        );
+        assert_eq!(
+            weigh(none, 2),
+            Resolved {
+                samples: 20,
+                sample_time: DEFAULT_SAMPLE_TIME,
+                warm_up: Duration::ZERO,
+                profile_time: ms(900)
+            }
+        );
+        let flags = Settings::new()
+            .samples(4)
+            .sample_time(ms(7))
+            .warm_up(ms(0))
+            .profile_time(ms(100));
+        for i in 0..3 {
+            assert_eq!(
+                weigh(flags, i),
+                Resolved {
+                    samples: 4,
+                    sample_time: ms(7),
+                    warm_up: ms(0),
+                    profile_time: ms(100)
+                }
+            );
+        }
+        assert_eq!(
+            s.cases[0].settings.describe().unwrap(),
+            "3 samples, sample time 1.00 ms, warm-up 50.0 ms"
+        );
+        assert_eq!(s.cases[2].settings.describe(), None);
     }
 
     #[test]
