@@ -158,8 +158,31 @@ impl SparklesProfiler {
     }
 }
 
-impl criterion::profiler::Profiler for SparklesProfiler {
-    fn start_profiling(&mut self, benchmark_id: &str, benchmark_dir: &Path) {
+/// `SparklesProfiler` as criterion `$krate`'s `Profiler` (one impl a criterion version the
+/// crate's features name: criterion-08, criterion-05).
+macro_rules! profiler_hook {
+    ($krate:ident) => {
+        impl $krate::profiler::Profiler for SparklesProfiler {
+            fn start_profiling(&mut self, benchmark_id: &str, benchmark_dir: &Path) {
+                self.start_profiling(benchmark_id, benchmark_dir);
+            }
+
+            fn stop_profiling(&mut self, benchmark_id: &str, benchmark_dir: &Path) {
+                self.stop_profiling(benchmark_id, benchmark_dir);
+            }
+        }
+    };
+}
+
+#[cfg(feature = "criterion-08")]
+profiler_hook!(criterion);
+#[cfg(feature = "criterion-05")]
+profiler_hook!(criterion05);
+
+impl SparklesProfiler {
+    /// The hook's start, whichever criterion calls it: sampling the benchmark's thread
+    /// into `benchmark_dir`'s capture.
+    pub fn start_profiling(&mut self, benchmark_id: &str, benchmark_dir: &Path) {
         self.running = None;
         if let Err(e) = std::fs::create_dir_all(benchmark_dir) {
             eprintln!(
@@ -188,7 +211,8 @@ impl criterion::profiler::Profiler for SparklesProfiler {
         }
     }
 
-    fn stop_profiling(&mut self, benchmark_id: &str, _benchmark_dir: &Path) {
+    /// The hook's stop: the capture written and reported.
+    pub fn stop_profiling(&mut self, benchmark_id: &str, _benchmark_dir: &Path) {
         let Some(Running { session, capture }) = self.running.take() else {
             return;
         };

@@ -1,4 +1,4 @@
-//! SparklesProfiler behind a real criterion (0.8) run with a profile time, as `cargo bench
+//! SparklesProfiler behind a real criterion (0.8, and 0.5 with the `criterion-05` feature) run with a profile time, as `cargo bench
 //! -- --profile-time N` drives it: each benchmark's folder gets the capture, flamegraph,
 //! folded stacks and profile.json, rooted at the benchmark. Where the kernel refuses
 //! sampling the benchmark still runs, unprofiled, and the test says it skipped.
@@ -59,7 +59,27 @@ fn profile_time_writes_the_harness_artifacts_per_benchmark() {
         .output_directory(out.path())
         .profile_time(Some(Duration::from_millis(600)));
     c.bench_function("spin/work", |b| b.iter(|| spin_work(black_box(20_000))));
-    let dir = out.path().join("spin_work").join("profile");
+    check_artifacts(out.path());
+}
+
+/// The same through criterion 0.5's hook (the `criterion-05` feature, which the
+/// workspace's tests turn on through sparkles-cli).
+#[cfg(feature = "criterion-05")]
+#[test]
+fn criterion_0_5_gets_the_same_profiles_through_its_hook() {
+    let out = tempfile::tempdir().unwrap();
+    let mut c = criterion05::Criterion::default()
+        .with_profiler(SparklesProfiler::default().frequency(1000).top(3))
+        .output_directory(out.path())
+        .profile_time(Some(Duration::from_millis(600)));
+    c.bench_function("spin/work", |b| b.iter(|| spin_work(black_box(20_000))));
+    check_artifacts(out.path());
+}
+
+/// What a benchmark `spin/work` profiled under `out` left there: every artifact, the
+/// routine's function where the time went, the stacks rooted at the benchmark.
+fn check_artifacts(out: &std::path::Path) {
+    let dir = out.join("spin_work").join("profile");
     if let Some(why) = sampling_refused() {
         // The benchmark ran to its end all the same, with nothing written.
         assert!(!dir.join(CAPTURE).exists());
