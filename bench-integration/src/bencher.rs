@@ -299,31 +299,56 @@ where
     D: FnMut(O),
 {
     fn run(&mut self, iterations: u64, meter: &mut Meter) -> Result<Duration, String> {
-        let mut total = Duration::ZERO;
-        let mut remaining = iterations;
-        // At least one batch: a run of no iterations brackets an empty region, as the
-        // other routines do.
-        loop {
-            let k = remaining.min(self.batch.limit());
-            self.inputs.extend((0..k).map(|_| (self.setup)()));
-            meter.resume();
-            let start = Instant::now();
-            for input in self.inputs.drain(..) {
-                self.outputs
-                    .push(black_box((self.routine)(black_box(input))));
-            }
-            total += start.elapsed();
-            meter.pause();
-            for output in self.outputs.drain(..) {
-                (self.release)(output);
-            }
-            remaining -= k;
-            if remaining == 0 {
-                break;
-            }
-        }
-        Ok(total)
+        let routine = &mut self.routine;
+        Ok(in_batches(
+            iterations,
+            self.batch,
+            (&mut self.inputs, &mut self.outputs),
+            &mut self.setup,
+            &mut self.release,
+            |inputs, outputs| {
+                meter.resume();
+                let start = Instant::now();
+                for input in inputs.drain(..) {
+                    outputs.push(black_box(routine(black_box(input))));
+                }
+                let elapsed = start.elapsed();
+                meter.pause();
+                elapsed
+            },
+        ))
     }
+}
+
+/// `iterations` run in batches of at most `batch`: each batch's inputs made by `setup`
+/// into `buffers.0`, then `timed` (which drains them into `buffers.1`, its own region
+/// timed and metered), then each output handed to `release`; the timed regions' total.
+/// At least one batch: a run of no iterations brackets an empty region, as the other
+/// routines do.
+fn in_batches<I, O>(
+    iterations: u64,
+    batch: BatchSize,
+    buffers: (&mut Vec<I>, &mut Vec<O>),
+    setup: &mut impl FnMut() -> I,
+    release: &mut impl FnMut(O),
+    mut timed: impl FnMut(&mut Vec<I>, &mut Vec<O>) -> Duration,
+) -> Duration {
+    let (inputs, outputs) = buffers;
+    let mut total = Duration::ZERO;
+    let mut remaining = iterations;
+    loop {
+        let k = remaining.min(batch.limit());
+        inputs.extend((0..k).map(|_| setup()));
+        total += timed(inputs, outputs);
+        for output in outputs.drain(..) {
+            release(output);
+        }
+        remaining -= k;
+        if remaining == 0 {
+            break;
+        }
+    }
+    total
 }
 
 /// What a case function receives: declare throughput, then hand the body to one `iter`

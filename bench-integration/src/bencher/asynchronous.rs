@@ -16,7 +16,7 @@ use std::future::Future;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use super::{BatchSize, Bencher, Meter, Routine};
+use super::{in_batches, BatchSize, Bencher, Meter, Routine};
 
 /// An executor that runs a future to completion on the calling thread: what
 /// [`Bencher::to_async`] needs (criterion's trait of the same name and shape). tokio's
@@ -206,32 +206,25 @@ where
     D: FnMut(O),
 {
     fn run(&mut self, iterations: u64, meter: &mut Meter) -> Result<Duration, String> {
-        let mut total = Duration::ZERO;
-        let mut remaining = iterations;
-        // At least one batch, as the other routines bracket a region however few.
-        loop {
-            let k = remaining.min(self.batch.limit());
-            self.inputs.extend((0..k).map(|_| (self.setup)()));
-            let (inputs, outputs, routine) =
-                (&mut self.inputs, &mut self.outputs, &mut self.routine);
-            total += self.executor.block_on(async {
-                meter.resume();
-                let start = Instant::now();
-                for input in inputs.drain(..) {
-                    outputs.push(black_box(routine(black_box(input)).await));
-                }
-                let elapsed = start.elapsed();
-                meter.pause();
-                elapsed
-            });
-            for output in self.outputs.drain(..) {
-                (self.release)(output);
-            }
-            remaining -= k;
-            if remaining == 0 {
-                break;
-            }
-        }
-        Ok(total)
+        let (executor, routine) = (&self.executor, &mut self.routine);
+        Ok(in_batches(
+            iterations,
+            self.batch,
+            (&mut self.inputs, &mut self.outputs),
+            &mut self.setup,
+            &mut self.release,
+            |inputs, outputs| {
+                executor.block_on(async {
+                    meter.resume();
+                    let start = Instant::now();
+                    for input in inputs.drain(..) {
+                        outputs.push(black_box(routine(black_box(input)).await));
+                    }
+                    let elapsed = start.elapsed();
+                    meter.pause();
+                    elapsed
+                })
+            },
+        ))
     }
 }

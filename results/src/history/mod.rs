@@ -715,18 +715,15 @@ pub fn series_of(
             })
             .unwrap_or_default();
         previous = Some(&run.environment);
-        let probe = run
-            .environment
-            .machine_probe
-            .as_ref()
-            .map(|p| p.median_ns)
-            .filter(|p| p.is_finite() && *p > 0.0);
-        let probe_less_wait = run
-            .environment
-            .machine_probe
-            .as_ref()
-            .and_then(|p| p.less_wait_p10_ns)
-            .filter(|p| p.is_finite() && *p > 0.0);
+        let probe_by = |f: fn(&crate::machine_probe::MachineProbe) -> Option<f64>| {
+            run.environment
+                .machine_probe
+                .as_ref()
+                .and_then(f)
+                .filter(|p| p.is_finite() && *p > 0.0)
+        };
+        let probe = probe_by(|p| Some(p.median_ns));
+        let probe_less_wait = probe_by(|p| p.less_wait_p10_ns);
         let factor = match (scale, probe, typical_probe) {
             (Scale::PerProbe, Some(p), Some(t)) => t / p,
             _ => 1.0,
