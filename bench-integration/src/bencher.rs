@@ -128,6 +128,12 @@ impl BatchSize {
             BatchSize::PerIteration => 1,
         }
     }
+
+    /// An empty buffer for a batch's inputs or outputs, made to hold one batch (up to
+    /// 1024; a larger batch grows it once).
+    fn buffer<T>(self) -> Vec<T> {
+        Vec::with_capacity(usize::try_from(self.limit()).unwrap_or(1).min(1024))
+    }
 }
 
 /// The counting tiers open for one counting pass, bracketing only the timed regions.
@@ -415,14 +421,13 @@ impl Bencher {
         R: FnMut(I) -> O,
         D: FnMut(O),
     {
-        let capacity = usize::try_from(batch.limit()).unwrap_or(1).min(1024);
         self.serve(&mut Batched {
             setup,
             routine,
             release,
             batch,
-            inputs: Vec::with_capacity(capacity),
-            outputs: Vec::with_capacity(capacity),
+            inputs: batch.buffer(),
+            outputs: batch.buffer(),
         });
     }
 

@@ -66,10 +66,11 @@ impl Console {
         protocol: &Protocol,
         args: &HarnessArgs,
     ) -> Result<(), Error> {
+        let wide = protocol.suite_wide();
         self.line(format_args!(
             "sparkles: suite {suite}, {cases} cases ({filtered_out} filtered out), {} samples of ≥ {:?}{} ({}){}",
-            protocol.samples,
-            protocol.min_time,
+            wide.samples,
+            wide.sample_time,
             match own_settings {
                 0 => String::new(),
                 n => format!(

@@ -280,9 +280,10 @@ fn run_as(suite: Suite, args: &HarnessArgs, bench_main: bool) -> Result<Outcome,
     let (protocol, profile_note) = protocol(args, &selection, &catalog, suite_defaults, &files)?;
     // The cases whose own or group's settings differ from the run's defaults (the flags
     // given win, so those cases run as the rest).
+    let suite_wide = protocol.suite_wide();
     let own_settings = cases
         .iter()
-        .filter(|c| protocol.for_case(c.settings) != protocol.for_case(suite::Settings::default()))
+        .filter(|c| protocol.for_case(c.settings) != suite_wide)
         .count();
     console.header(
         &suite_name,
@@ -1021,10 +1022,7 @@ fn protocol(
     suite_defaults: suite::Settings,
     files: &RunFiles,
 ) -> Result<(Protocol, String), Error> {
-    let suite_wide = args.settings().over(suite_defaults).resolve();
     let mut protocol = Protocol {
-        min_time: suite_wide.sample_time,
-        samples: suite_wide.samples,
         flags: args.settings(),
         suite_defaults,
         order: args.sample_order,
@@ -1057,11 +1055,7 @@ fn protocol(
         if let Some(warning) = profiling::debug_info_warning() {
             eprintln!("warning: {warning}");
         }
-        protocol.profile = Some((
-            sampling,
-            suite_wide.profile_time,
-            files.out_dir.join("profile"),
-        ));
+        protocol.profile = Some((sampling, files.out_dir.join("profile")));
         profile_note = note;
     }
     Ok((protocol, profile_note))

@@ -27,10 +27,6 @@ const CASE_STACK: usize = 8 << 20;
 /// How a bench-mode run measures.
 #[derive(Debug, Clone)]
 pub(crate) struct Protocol {
-    /// The suite's shortest sample (the machine probe's, and the header's).
-    pub min_time: Duration,
-    /// The suite's samples a case (the header's).
-    pub samples: u32,
     /// The command line's settings, over every case's ([`crate::suite::Settings`]).
     pub flags: crate::suite::Settings,
     /// The suite's, under every group's and case's.
@@ -41,12 +37,9 @@ pub(crate) struct Protocol {
     pub count_brackets: u32,
     /// The counting pass's tiers; `None` skips the pass.
     pub count_plan: Option<CountPlan>,
-    /// The profile pass: sampling and duration, and the folder of the captures.
-    pub profile: Option<(
-        crate::profiling::plan::ProfileSampling,
-        Duration,
-        std::path::PathBuf,
-    )>,
+    /// The profile pass: its sampling, and the folder of the captures (each case's
+    /// duration is its own setting's).
+    pub profile: Option<(crate::profiling::plan::ProfileSampling, std::path::PathBuf)>,
 }
 
 impl Protocol {
@@ -54,6 +47,12 @@ impl Protocol {
     /// the suite's.
     pub fn for_case(&self, case: crate::suite::Settings) -> crate::suite::Resolved {
         self.flags.over(case).over(self.suite_defaults).resolve()
+    }
+
+    /// The settings of a case with none of its own: the machine probe's and the
+    /// header's.
+    pub fn suite_wide(&self) -> crate::suite::Resolved {
+        self.for_case(crate::suite::Settings::default())
     }
 }
 
@@ -178,8 +177,6 @@ impl Running {
         }
     }
 
-    /// Doubles the iterations per sample until one sample takes at least `min_time`: the
-    /// iterations chosen, and the time that sample took (none once the case failed).
     /// Runs the body, untimed, for at least `duration` (nothing where it is zero): in
     /// samples of doubling iterations, each at most a tenth of it.
     pub fn warm_up(&mut self, duration: Duration) {
@@ -198,6 +195,8 @@ impl Running {
         }
     }
 
+    /// Doubles the iterations per sample until one sample takes at least `min_time`: the
+    /// iterations chosen, and the time that sample took (none once the case failed).
     pub fn calibrate(&mut self, min_time: Duration) -> Option<(u64, Duration)> {
         let mut iterations = 1u64;
         while let Some(elapsed) = self.sample(iterations) {
@@ -266,7 +265,7 @@ impl Running {
     }
 
     fn profile(&mut self, protocol: &Protocol, duration: Duration) {
-        let Some((sampling, _, dir)) = &protocol.profile else {
+        let Some((sampling, dir)) = &protocol.profile else {
             return;
         };
         let name = match sampling {
@@ -368,10 +367,11 @@ pub(crate) fn measure(cases: Vec<Case>, protocol: &Protocol, progress: &Progress
     let total = cases.len();
     let (usage_tx, usage_rx) = std::sync::mpsc::channel();
     let mut probe = Running::spawn(crate::machine_probe::case(usage_tx));
-    probe.calibrate(protocol.min_time);
+    let suite_wide = protocol.suite_wide();
+    probe.calibrate(suite_wide.sample_time);
     let reports = match protocol.order {
         SampleOrder::Blocked => {
-            let samples = u64::from(protocol.samples);
+            let samples = u64::from(suite_wide.samples);
             let all_samples: u64 = cases
                 .iter()
                 .map(|c| u64::from(protocol.for_case(c.settings).samples))
@@ -448,7 +448,7 @@ pub(crate) fn measure(cases: Vec<Case>, protocol: &Protocol, progress: &Progress
                 .iter()
                 .map(|s| s.samples)
                 .max()
-                .unwrap_or(protocol.samples);
+                .unwrap_or(suite_wide.samples);
             for s in 0..rounds {
                 progress.show(&format!("timing round {}/{rounds}", s + 1));
                 // The probe's place in the round moves with it, so that it is not always
@@ -502,8 +502,6 @@ mod tests {
 
     fn protocol(order: SampleOrder) -> Protocol {
         Protocol {
-            min_time: Duration::from_micros(200),
-            samples: 5,
             flags: crate::suite::Settings::default(),
             suite_defaults: crate::suite::Settings::new()
                 .samples(5)

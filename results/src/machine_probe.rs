@@ -59,16 +59,11 @@ impl MachineProbe {
     /// not one a sample.
     pub fn with_waits(mut self, waits: Option<&[f64]>) -> MachineProbe {
         self.less_wait_p10_ns = waits
-            .filter(|w| w.len() == self.samples_ns.len())
-            .and_then(|w| {
-                let mut less: Vec<f64> = self
-                    .samples_ns
-                    .iter()
-                    .zip(w)
-                    .map(|(s, w)| (s - w).max(0.0))
-                    .collect();
+            .and_then(|w| crate::stats::less_waits(&self.samples_ns, w))
+            .filter(|less| !less.is_empty())
+            .map(|mut less| {
                 less.sort_by(f64::total_cmp);
-                (!less.is_empty()).then(|| crate::stats::quantile_sorted(&less, 0.1))
+                crate::stats::quantile_sorted(&less, crate::stats::LESS_WAIT_QUANTILE)
             });
         self
     }

@@ -117,6 +117,22 @@ pub fn quantile_ci(samples: &[f64], q: f64) -> Option<(f64, f64)> {
     Some((sorted[r - 1], sorted[s - 1]))
 }
 
+/// The quantile of a run's samples, each less its run-queue wait, that the history's times
+/// follow ([`crate::history::LessWait`]) and the machine probe keeps beside them.
+pub const LESS_WAIT_QUANTILE: f64 = 0.1;
+
+/// `samples` each less its run-queue wait (`waits`, in the same order and unit), never
+/// below zero; `None` where the waits are not one a sample.
+pub fn less_waits(samples: &[f64], waits: &[f64]) -> Option<Vec<f64>> {
+    (waits.len() == samples.len()).then(|| {
+        samples
+            .iter()
+            .zip(waits)
+            .map(|(s, w)| (s - w).max(0.0))
+            .collect()
+    })
+}
+
 /// The `q` quantile of an ascending, non-empty series, interpolating linearly between the
 /// two nearest order statistics (Hyndman and Fan's type 7, numpy's default).
 pub fn quantile_sorted(sorted: &[f64], q: f64) -> f64 {

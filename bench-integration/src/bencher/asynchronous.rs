@@ -123,15 +123,14 @@ impl<A: AsyncExecutor> AsyncBencher<'_, A> {
         F: Future<Output = O>,
         D: FnMut(O),
     {
-        let capacity = usize::try_from(batch.limit()).unwrap_or(1).min(1024);
         self.bencher.serve(&mut AsyncBatched {
             executor: self.executor,
             setup,
             routine,
             release,
             batch,
-            inputs: Vec::with_capacity(capacity),
-            outputs: Vec::with_capacity(capacity),
+            inputs: batch.buffer(),
+            outputs: batch.buffer(),
         });
     }
 }

@@ -132,7 +132,7 @@ pub struct LessWait {
 
 impl LessWait {
     /// The quantile [`LessWait::p10`] is.
-    pub const QUANTILE: f64 = 0.1;
+    pub const QUANTILE: f64 = crate::stats::LESS_WAIT_QUANTILE;
 
     /// Of `samples`, each already less its wait.
     pub fn of(mut samples: Vec<f64>) -> Option<LessWait> {
