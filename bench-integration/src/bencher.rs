@@ -84,7 +84,11 @@ pub(crate) struct ProfilePlan {
 #[derive(Debug)]
 pub(crate) enum Reply {
     /// The case finished its setup and is serving commands.
-    Ready { throughput: Option<Throughput> },
+    Ready {
+        throughput: Option<Throughput>,
+        /// The case's thread's kernel id, where it can be pinned ([`crate::pinning`]).
+        thread: Option<i32>,
+    },
     /// The body ran once.
     Smoked,
     /// A timed sample, and how long the case's thread waited on a run queue for a CPU
@@ -444,6 +448,7 @@ impl Bencher {
             .replies
             .send(Reply::Ready {
                 throughput: self.throughput,
+                thread: crate::pinning::this_thread(),
             })
             .is_err()
         {

@@ -50,6 +50,11 @@ impl CaseReport {
         }
     }
 
+    /// Each sample less its run-queue wait, where every wait is known.
+    pub(crate) fn samples_less_wait(&self) -> Option<Vec<f64>> {
+        sparkles_results::stats::less_waits(&self.samples, self.waits.as_deref()?)
+    }
+
     /// Keeps a timed sample of `iterations`: its time and its run-queue wait per
     /// iteration (the waits forgotten, all of them, where one is unknown).
     pub(crate) fn keep_sample(

@@ -133,4 +133,38 @@ impl Console {
             count(Verdict::Underpowered),
         ))
     }
+
+    /// `against their group's reference:` and a line a case held to one (the reference's
+    /// own line its twin's); nothing where no case was.
+    pub(crate) fn references(&mut self, rows: &[BenchRow]) -> Result<(), Error> {
+        if rows.iter().all(|r| r.reference.is_none()) {
+            return Ok(());
+        }
+        self.line(format_args!(
+            "against their group's reference (in the same rounds; the reference's twin, the same code on another thread, is the null):"
+        ))?;
+        let width = rows
+            .iter()
+            .map(|r| r.case.chars().count())
+            .max()
+            .unwrap_or(0);
+        for row in rows {
+            let Some(r) = &row.reference else {
+                continue;
+            };
+            if r.case == row.case {
+                self.line(format_args!(
+                    "  {:width$}  reference; its twin {:.3}x{}",
+                    row.case,
+                    r.null_ratio,
+                    sparkles_results::paired::ratio_interval(r.null_ci_low, r.null_ci_high)
+                        .map(|i| format!(" {i}"))
+                        .unwrap_or_default(),
+                ))?;
+            } else {
+                self.line(format_args!("  {:width$}  {}", row.case, r.line()))?;
+            }
+        }
+        Ok(())
+    }
 }

@@ -27,6 +27,7 @@ mod case_report;
 pub mod catalog;
 mod console;
 pub mod machine_probe;
+mod pinning;
 mod profiling;
 mod progress;
 mod runner;
@@ -241,6 +242,25 @@ fn run_as(suite: Suite, args: &HarnessArgs, bench_main: bool) -> Result<Outcome,
     let reexec = suite.reexec.clone();
     let suite_defaults = suite.defaults;
     let (cases, filtered_out) = chosen_cases(suite.cases, args);
+    // Each case's group reference among the cases chosen (round-robin order only: its
+    // rounds pair the samples).
+    let references = {
+        let names: Vec<&str> = cases.iter().map(|c| c.name.as_str()).collect();
+        let found = Suite::references_among(&suite.references, &names);
+        if args.bench
+            && !args.serve
+            && !args.list
+            && found.iter().any(Option::is_some)
+            && args.sample_order == args::SampleOrder::Blocked
+        {
+            eprintln!(
+                "note: cases are held to their group's reference in round-robin order only (its rounds pair their samples), not with --sample-order blocked: no row has a reference"
+            );
+            vec![None; names.len()]
+        } else {
+            found
+        }
+    };
     if args.serve {
         let plan = count_plan(&selection, &catalog);
         serve::Server::new(&suite_name, cases, args, &catalog, &selection, plan).serve()?;
@@ -298,7 +318,7 @@ fn run_as(suite: Suite, args: &HarnessArgs, bench_main: bool) -> Result<Outcome,
     // before anything is saved; once the files are being written they are all written.
     sparkles_perf_data::atomic_write::note_interrupts();
     let contention = busy::start();
-    let measured = runner::measure(cases, &protocol, &Progress::new());
+    let measured = runner::measure(cases, &references, &protocol, &Progress::new());
     let contention = contention.finish(measured.probe_usage);
     let mut reports = measured.reports;
     files.environment.machine_probe = machine_probe::MachineProbe::of(measured.probe_samples)
@@ -331,6 +351,7 @@ fn run_as(suite: Suite, args: &HarnessArgs, bench_main: bool) -> Result<Outcome,
         files.stop_if_interrupted(false)?;
     }
     let mut rows: Vec<BenchRow> = reports.iter().map(|r| row_of(r, &selection)).collect();
+    against_references(&mut rows, &reports, &measured.twins, &references);
     let (compared, machine_message) =
         compare_with_baseline(&mut rows, &files, &catalog, args, &suite_name);
 
@@ -342,6 +363,7 @@ fn run_as(suite: Suite, args: &HarnessArgs, bench_main: bool) -> Result<Outcome,
         console.line(format_args!("{said}"))?;
     }
     print_counting_coverage(&rows);
+    console.references(&rows)?;
     if let (Some(base), Some((compared, method))) = (&files.baseline, &compared) {
         console.comparison(&rows, base, *compared, method)?;
     }
@@ -1157,6 +1179,52 @@ fn print_counting_coverage(rows: &[BenchRow]) {
     }
 }
 
+/// Each case held to its group's reference (`references`, indices into `reports`),
+/// measured in the same rounds, with the reference's twin (`twins`) as the null: its
+/// row's `reference`, the reference's own row holding its twin's. Each sample less its run-queue wait where the waits of all three are
+/// known (what other work took of a sample is no difference between implementations).
+fn against_references(
+    rows: &mut [BenchRow],
+    reports: &[CaseReport],
+    twins: &[(usize, CaseReport)],
+    references: &[Option<usize>],
+) {
+    for (i, reference) in references.iter().enumerate() {
+        let Some(k) = *reference else {
+            continue;
+        };
+        let Some((_, twin)) = twins.iter().find(|(r, _)| *r == k) else {
+            continue;
+        };
+        let (r, c) = (&reports[k], &reports[i]);
+        if !(r.ok && c.ok && twin.ok) {
+            continue;
+        }
+        let (reference, again, case) = match (
+            r.samples_less_wait(),
+            twin.samples_less_wait(),
+            c.samples_less_wait(),
+        ) {
+            (Some(a), Some(b), Some(c)) => (a, b, c),
+            _ => (r.samples.clone(), twin.samples.clone(), c.samples.clone()),
+        };
+        // Each turn's fastest.
+        let fastest = |v: Vec<f64>| -> Vec<f64> {
+            v.chunks(runner::REFERENCE_RUN)
+                .map(|t| t.iter().copied().fold(f64::INFINITY, f64::min))
+                .collect()
+        };
+        let (reference, again, case) = (fastest(reference), fastest(again), fastest(case));
+        let against = |other: &[f64]| {
+            sparkles_results::paired::against_reference(&r.name, &reference, &again, other)
+        };
+        rows[i].reference = against(&case);
+        if rows[k].reference.is_none() {
+            rows[k].reference = against(&again);
+        }
+    }
+}
+
 /// The row of one case's report, its metrics those `selection` chose.
 fn row_of(report: &CaseReport, selection: &Selection) -> BenchRow {
     let timing = report
@@ -1208,6 +1276,7 @@ fn row_of(report: &CaseReport, selection: &Selection) -> BenchRow {
             .collect(),
         metrics,
         comparison: None,
+        reference: None,
         counting: report.counting.clone(),
         profile: report.profile.clone(),
     }
@@ -1258,6 +1327,7 @@ fn smoke(cases: Vec<suite::Case>, args: &HarnessArgs, filtered_out: usize) -> Ou
             metrics: Default::default(),
             metric_samples: Default::default(),
             comparison: None,
+            reference: None,
             counting: None,
             profile: None,
         })

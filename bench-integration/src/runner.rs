@@ -72,6 +72,8 @@ pub(crate) struct Running {
     commands: Sender<Command>,
     replies: Receiver<Reply>,
     thread: Option<JoinHandle<()>>,
+    /// The thread's kernel id, where it can be pinned.
+    thread_id: Option<i32>,
     ended: bool,
 }
 
@@ -101,13 +103,15 @@ impl Running {
             commands: command_tx,
             replies: reply_rx,
             thread: None,
+            thread_id: None,
             ended: false,
         };
         match spawned {
             Ok(handle) => {
                 running.thread = Some(handle);
-                if let Some(Reply::Ready { throughput }) = running.receive() {
+                if let Some(Reply::Ready { throughput, thread }) = running.receive() {
                     running.report.throughput = throughput;
+                    running.thread_id = thread;
                 } else if running.report.ok {
                     running.fail("case thread answered out of turn".to_string());
                 }
@@ -222,6 +226,13 @@ impl Running {
         if iterations != 0 {
             self.sample_kept(iterations);
         }
+    }
+
+    /// Lets the case's thread run on `cpus` only (all it may run on, to free it);
+    /// whether it was pinned.
+    fn pin(&self, cpus: &[usize]) -> bool {
+        self.thread_id
+            .is_some_and(|id| crate::pinning::pin(id, cpus))
     }
 
     fn count(&mut self, protocol: &Protocol) {
@@ -345,6 +356,10 @@ pub(crate) fn smoke(cases: Vec<Case>, mut on_done: impl FnMut(&CaseReport)) -> V
 /// per-iteration ns, one sample a round (empty where the probe failed or nothing ran).
 pub(crate) struct Measured {
     pub reports: Vec<CaseReport>,
+    /// Each group reference's twin ([`crate::suite::Group::reference`]): the index of
+    /// the reference in `reports`, and the twin's report (its samples taken in the same
+    /// turns as the reference's).
+    pub twins: Vec<(usize, CaseReport)>,
     pub probe_samples: Vec<f64>,
     /// Each probe sample's run-queue wait, ns an iteration, where the kernel said them.
     pub probe_waits: Option<Vec<f64>>,
@@ -363,8 +378,40 @@ fn probe_due(index: u64, total: u64, samples: u64) -> bool {
 /// ([`crate::machine_probe`]) timed beside them: in round-robin order one probe sample a
 /// round, in blocked order probe samples spread between the cases' samples, so that
 /// either way they span the whole timing pass.
-pub(crate) fn measure(cases: Vec<Case>, protocol: &Protocol, progress: &Progress) -> Measured {
+///
+/// `references` names each case's group reference (an index into `cases`): in
+/// round-robin order the reference, its twin and the cases held to it then take
+/// [`REFERENCE_RUN`] samples at a turn, all of them pinned to one CPU a round
+/// ([`crate::pinning`]); blocked order has no twins.
+pub(crate) fn measure(
+    mut cases: Vec<Case>,
+    references: &[Option<usize>],
+    protocol: &Protocol,
+    progress: &Progress,
+) -> Measured {
     let total = cases.len();
+    // The twins of the references some case is held to (in round-robin order only).
+    let twin_cases: Vec<(usize, Case)> = cases
+        .iter_mut()
+        .enumerate()
+        .filter_map(|(k, case)| {
+            let body = case.twin.take()?;
+            (protocol.order == SampleOrder::RoundRobin && references.contains(&Some(k))).then(
+                || {
+                    (
+                        k,
+                        Case {
+                            name: format!("{} (twin)", case.name),
+                            body,
+                            settings: case.settings,
+                            twin: None,
+                        },
+                    )
+                },
+            )
+        })
+        .collect();
+    let mut twins_report = Vec::new();
     let (usage_tx, usage_rx) = std::sync::mpsc::channel();
     let mut probe = Running::spawn(crate::machine_probe::case(usage_tx));
     let suite_wide = protocol.suite_wide();
@@ -432,6 +479,10 @@ pub(crate) fn measure(cases: Vec<Case>, protocol: &Protocol, progress: &Progress
                     Running::spawn(case)
                 })
                 .collect();
+            let mut twins: Vec<(usize, Running)> = twin_cases
+                .into_iter()
+                .map(|(k, case)| (k, Running::spawn(case)))
+                .collect();
             for (i, r) in runs.iter_mut().enumerate() {
                 progress.show(&format!(
                     "[{}/{total}] calibrating {}",
@@ -441,31 +492,69 @@ pub(crate) fn measure(cases: Vec<Case>, protocol: &Protocol, progress: &Progress
                 r.warm_up(settings[i].warm_up);
                 r.calibrate(settings[i].sample_time);
             }
+            // A twin runs the reference's iterations a sample.
+            for (k, twin) in &mut twins {
+                twin.warm_up(settings[*k].warm_up);
+                twin.report.iterations = runs[*k].report.iterations;
+            }
             progress.pass("timing", None);
-            // As many rounds as the case with the most samples; a case whose samples are
-            // taken sits the rest out.
-            let rounds = settings
-                .iter()
-                .map(|s| s.samples)
-                .max()
-                .unwrap_or(suite_wide.samples);
+            let members: Vec<bool> = (0..runs.len())
+                .map(|k| references[k].is_some() || twins.iter().any(|(r, _)| *r == k))
+                .collect();
+            // A case of a group with a reference takes its samples in turns of
+            // REFERENCE_RUN; any other, one a round. As many rounds as the case with the
+            // most; a case whose samples are taken sits the rest out.
+            let turns: Vec<u32> = (0..runs.len())
+                .map(|k| {
+                    if members[k] {
+                        settings[k].samples.div_ceil(REFERENCE_RUN as u32)
+                    } else {
+                        settings[k].samples
+                    }
+                })
+                .collect();
+            let rounds = turns.iter().copied().max().unwrap_or(suite_wide.samples);
+            let cpus = crate::pinning::allowed_cpus();
             for s in 0..rounds {
                 progress.show(&format!("timing round {}/{rounds}", s + 1));
-                // The probe's place in the round moves with it, so that it is not always
-                // timed right after the same case.
-                let at = s as usize % (runs.len() + 1);
-                for (k, r) in runs.iter_mut().enumerate() {
-                    if k == at {
-                        probe.take_sample();
+                let order = round_order(runs.len(), &twins, s, !twins.is_empty());
+                if !twins.is_empty() {
+                    // Every thread held against another this round on one CPU.
+                    let cpu = cpus.get(s as usize % cpus.len().max(1)).copied();
+                    for k in (0..runs.len()).filter(|&k| members[k]) {
+                        runs[k].pin(cpu.as_slice());
                     }
-                    if s < settings[k].samples {
-                        r.take_sample();
+                    for (_, twin) in &twins {
+                        twin.pin(cpu.as_slice());
                     }
                 }
-                if at == runs.len() {
-                    probe.take_sample();
+                for turn in order {
+                    match turn {
+                        Turn::Probe => probe.take_sample(),
+                        Turn::Case(k) if s < turns[k] => {
+                            let run = if members[k] { REFERENCE_RUN } else { 1 };
+                            for _ in 0..run {
+                                runs[k].take_sample();
+                            }
+                        }
+                        Turn::Twin(j) if s < turns[twins[j].0] => {
+                            for _ in 0..REFERENCE_RUN {
+                                twins[j].1.take_sample();
+                            }
+                        }
+                        _ => {}
+                    }
                 }
             }
+            if !twins.is_empty() {
+                for k in (0..runs.len()).filter(|&k| members[k]) {
+                    runs[k].pin(&cpus);
+                }
+            }
+            twins_report = twins
+                .into_iter()
+                .map(|(k, twin)| (k, twin.finish()))
+                .collect();
             if protocol.count_plan.is_some() {
                 progress.pass("counting", None);
             }
@@ -489,11 +578,55 @@ pub(crate) fn measure(cases: Vec<Case>, protocol: &Protocol, progress: &Progress
     let probe = probe.finish();
     Measured {
         reports,
+        twins: twins_report,
         probe_waits: if probe.ok { probe.waits } else { None },
         probe_samples: if probe.ok { probe.samples } else { Vec::new() },
         probe_usage: usage_rx.try_recv().ok(),
     }
 }
+
+/// One sampling turn of a timing round.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Turn {
+    Probe,
+    /// The case of that index.
+    Case(usize),
+    /// The twin of that index among the pass's twins.
+    Twin(usize),
+}
+
+/// The turns of round `s` of `cases` cases with `twins` (each after its reference): the
+/// probe's place moves a turn a round, so that it is not always timed right after the
+/// same case; with `shuffle`, in an order of its own each round (seeded by `s`). Beside
+/// two CPU hogs, a fixed order (even reversed every other round) left a case of the same
+/// code as its reference 7% off it, with an interval that excluded one: the turn before
+/// a case's, always the same, weighs on it (what the hog on its CPU got to run between).
+/// Shuffled, 24 such cases in 4 runs read 0.98x to 1.04x, none outside the noise.
+fn round_order<T>(cases: usize, twins: &[(usize, T)], s: u32, shuffle: bool) -> Vec<Turn> {
+    let mut order: Vec<Turn> = Vec::with_capacity(cases + twins.len() + 1);
+    for k in 0..cases {
+        order.push(Turn::Case(k));
+        order.extend(
+            twins
+                .iter()
+                .enumerate()
+                .filter(|(_, (r, _))| *r == k)
+                .map(|(j, _)| Turn::Twin(j)),
+        );
+    }
+    order.insert(s as usize % (order.len() + 1), Turn::Probe);
+    if shuffle {
+        fastrand::Rng::with_seed(u64::from(s)).shuffle(&mut order);
+    }
+    order
+}
+
+/// Consecutive samples a case of a group with a reference (the reference and its twin
+/// included) takes at its turn in a round; the comparison keeps the fastest of each
+/// turn (a busy machine only adds time to a sample), the case's timing every one, its
+/// samples taken in as many turns as make them up (its count rounded up to a multiple
+/// of this).
+pub(crate) const REFERENCE_RUN: usize = 3;
 
 #[cfg(test)]
 mod tests {
@@ -584,11 +717,56 @@ mod tests {
         );
     }
 
+    #[test]
+    fn a_round_takes_every_turn_once_the_probe_moving_and_shuffled_with_twins() {
+        let twins = [(1usize, ())];
+        let plain = round_order::<()>(3, &[], 2, false);
+        assert_eq!(
+            plain,
+            [Turn::Case(0), Turn::Case(1), Turn::Probe, Turn::Case(2)]
+        );
+        let with_twin = round_order(3, &twins, 0, false);
+        assert_eq!(
+            with_twin,
+            [
+                Turn::Probe,
+                Turn::Case(0),
+                Turn::Case(1),
+                Turn::Twin(0),
+                Turn::Case(2)
+            ]
+        );
+        let mut orders = Vec::new();
+        for s in 0..8 {
+            let mut order = round_order(3, &twins, s, true);
+            orders.push(order.clone());
+            order.sort_by_key(|t| format!("{t:?}"));
+            assert_eq!(
+                order,
+                [
+                    Turn::Case(0),
+                    Turn::Case(1),
+                    Turn::Case(2),
+                    Turn::Probe,
+                    Turn::Twin(0)
+                ]
+            );
+        }
+        // Shuffled: the reference's place changes from round to round.
+        let at = |o: &Vec<Turn>| o.iter().position(|t| *t == Turn::Case(1));
+        let firsts: std::collections::BTreeSet<_> = orders.iter().map(at).collect();
+        assert!(firsts.len() > 2, "{orders:?}");
+        assert_eq!(round_order(3, &twins, 5, true), orders[5]);
+    }
+
     /// The test suite measured in `order`, with no progress shown: its reports checked,
     /// and the machine probe sampled as often as each case (5 samples).
     fn measures_and_isolates_failures(order: SampleOrder) {
+        let cases = suite().cases;
+        let none = vec![None; cases.len()];
         let measured = measure(
-            suite().cases,
+            cases,
+            &none,
             &protocol(order),
             &Progress {
                 enabled: false,

@@ -46,6 +46,10 @@ pub(crate) struct Case {
     pub body: CaseFn,
     /// Its group's settings, its own over them.
     pub settings: Settings,
+    /// Where the case is its group's reference ([`Group::reference`]): the same body
+    /// again, run on a thread of its own beside it in the timing pass as the null its
+    /// group's cases are held to.
+    pub twin: Option<CaseFn>,
 }
 
 /// Timing samples a case takes where nothing sets them.
@@ -163,6 +167,9 @@ pub struct Suite {
     pub(crate) cases: Vec<Case>,
     /// Every case's settings where neither its group nor it says otherwise.
     pub(crate) defaults: Settings,
+    /// Each group's reference case ([`Group::reference`]): the group's prefix, and the
+    /// reference's full name.
+    pub(crate) references: Vec<(String, String)>,
     pub(crate) reexec: Reexec,
 }
 
@@ -173,6 +180,7 @@ impl Suite {
             name: name.into(),
             cases: Vec::new(),
             defaults: Settings::default(),
+            references: Vec::new(),
             reexec: Reexec::default(),
         }
     }
@@ -221,6 +229,32 @@ impl Suite {
         &self.name
     }
 
+    /// Each of `names`' reference: the index in `names` of the case its group names with
+    /// [`Group::reference`] (the innermost such group's, where groups nest); `None` for a
+    /// reference itself, for a case of no group with one, and where the reference is not
+    /// among `names` (filtered out).
+    pub(crate) fn references_among(
+        references: &[(String, String)],
+        names: &[&str],
+    ) -> Vec<Option<usize>> {
+        names
+            .iter()
+            .map(|name| {
+                let (_, reference) = references
+                    .iter()
+                    .filter(|(prefix, _)| {
+                        name.strip_prefix(prefix.as_str())
+                            .is_some_and(|rest| rest.starts_with('/'))
+                    })
+                    .max_by_key(|(prefix, _)| prefix.len())?;
+                if reference == name {
+                    return None;
+                }
+                names.iter().position(|n| n == reference)
+            })
+            .collect()
+    }
+
     /// The names of the registered cases, in registration order.
     pub fn case_names(&self) -> impl Iterator<Item = &str> {
         self.cases.iter().map(|c| c.name.as_str())
@@ -267,6 +301,7 @@ impl Suite {
             name,
             body: Box::new(move |b| f(b).into_outcome()),
             settings,
+            twin: None,
         });
         self
     }
@@ -317,6 +352,47 @@ impl Group<'_> {
         let settings = settings.over(self.settings);
         self.suite
             .case_with(format!("{}/{name}", self.prefix), settings, f);
+        self
+    }
+
+    /// Registers `PREFIX/name` as the group's reference: every other case of the group
+    /// (a nested group's too, unless it names its own) is measured against it in the same
+    /// rounds of the timing pass, and its row gets the ratio of its time to the
+    /// reference's, with a 95% interval and a verdict (`reference` in its `--bench-json`
+    /// row). "Is my new hasher faster than the old one", in one build.
+    ///
+    /// `f` is called twice, each call on a thread of its own: the reference, and its
+    /// twin, whose time against the reference's is the null (what two threads running
+    /// the very same code read apart here). The twin has no row of its own. Needs the
+    /// round-robin sample order (the default).
+    ///
+    /// # Panics
+    /// When the group already named a reference, and as [`Suite::case`].
+    pub fn reference<F, R>(&mut self, name: impl Display, f: F) -> &mut Self
+    where
+        F: Fn(&mut Bencher) -> R + Send + Sync + 'static,
+        R: CaseOutcome,
+    {
+        let full = format!("{}/{name}", self.prefix);
+        if let Some((_, other)) = self
+            .suite
+            .references
+            .iter()
+            .find(|(p, _)| *p == self.prefix)
+        {
+            panic!(
+                "sparkles: group '{}' names two references, '{other}' and '{full}'",
+                self.prefix
+            );
+        }
+        let f = std::sync::Arc::new(f);
+        let twin = std::sync::Arc::clone(&f);
+        self.suite
+            .case_with(full.clone(), self.settings, move |b| (*f)(b));
+        if let Some(case) = self.suite.cases.last_mut() {
+            case.twin = Some(Box::new(move |b| (*twin)(b).into_outcome()));
+        }
+        self.suite.references.push((self.prefix.clone(), full));
         self
     }
 

@@ -300,6 +300,119 @@ pub fn paired(rounds: &[Round], threshold_pct: f64) -> Option<PairedChange> {
     Some(out)
 }
 
+/// Two threads of one process running the very same code, each pinned to the same CPU
+/// in turn, read this far apart here (percent; measured in docs/design.md "Implementations
+/// against a reference"): the floor a ratio to a group's reference must clear besides
+/// one, whatever its own null says, since one twin is one draw of what a thread's
+/// placement costs.
+pub const REFERENCE_FLOOR_PCT: f64 = 2.0;
+
+/// A case against its group's reference, measured in the same rounds of one process
+/// (`Group::reference`): each round a turn of the reference, of its twin (the same code
+/// on a thread of its own) and of the case, each turn's fastest sample kept. The ratio
+/// and its interval are [`paired`]'s of the case against the reference, one thread a
+/// side (a bootstrap over rounds); the null is the twin's against the reference's; a
+/// verdict clears one, the null's interval's furthest end from one, and
+/// [`REFERENCE_FLOOR_PCT`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgainstReference {
+    /// The reference case's name.
+    pub case: String,
+    /// This case's time over the reference's (the median of the rounds' ratios).
+    pub ratio: f64,
+    /// Its 95% interval; `None` when underpowered.
+    pub ci_low: Option<f64>,
+    /// Its upper end.
+    pub ci_high: Option<f64>,
+    /// `regression` (slower than the reference), `improvement` (faster) or
+    /// `inside_the_noise`.
+    pub verdict: Verdict,
+    /// Rounds compared.
+    pub rounds: usize,
+    /// The reference's twin against the reference in the same rounds, and its interval.
+    pub null_ratio: f64,
+    /// Its interval's lower end.
+    pub null_ci_low: Option<f64>,
+    /// Its upper end.
+    pub null_ci_high: Option<f64>,
+    /// The size a ratio must clear besides one, percent.
+    pub noise_pct: f64,
+}
+
+impl AgainstReference {
+    /// `1.10x [1.087, 1.113] against hash/std (null 1.004x, noise ±2.0%, 30 rounds): slower`.
+    pub fn line(&self) -> String {
+        format!(
+            "{:.2}x{} against {} (null {:.3}x, noise ±{:.1}%, {} rounds): {}",
+            self.ratio,
+            ratio_interval(self.ci_low, self.ci_high)
+                .map(|i| format!(" {i}"))
+                .unwrap_or_default(),
+            self.case,
+            self.null_ratio,
+            self.noise_pct,
+            self.rounds,
+            self.verdict_word()
+        )
+    }
+
+    /// The verdict as a ratio says it: `slower`, `faster`, `inside the noise`.
+    pub fn verdict_word(&self) -> &'static str {
+        match self.verdict {
+            Verdict::Regression => "slower",
+            Verdict::Improvement => "faster",
+            Verdict::InsideTheNoise => "inside the noise",
+            Verdict::Underpowered => "underpowered",
+        }
+    }
+}
+
+/// `[0.981, 1.020]`, where both ends are known.
+pub fn ratio_interval(low: Option<f64>, high: Option<f64>) -> Option<String> {
+    Some(format!("[{:.3}, {:.3}]", low?, high?))
+}
+
+/// `case`'s times against its reference's, turn by turn (per-iteration ns, the turns the
+/// three share): `reference` the reference's, `twin` its twin's, `name` the reference's
+/// name; `None` where a time is not positive or no turn was taken.
+pub fn against_reference(
+    name: &str,
+    reference: &[f64],
+    twin: &[f64],
+    case: &[f64],
+) -> Option<AgainstReference> {
+    let n = reference.len().min(twin.len()).min(case.len());
+    let rounds = |other: &[f64]| -> Vec<Round> {
+        (0..n)
+            .map(|r| Round {
+                base: vec![reference[r]],
+                variant: vec![other[r]],
+            })
+            .collect()
+    };
+    let null = paired(&rounds(twin), 0.0)?;
+    let far = [null.null_change_pct, null.change_pct]
+        .into_iter()
+        .chain(null.ci_low_pct)
+        .chain(null.ci_high_pct)
+        .map(f64::abs)
+        .fold(REFERENCE_FLOOR_PCT, f64::max);
+    let change = paired(&rounds(case), far)?;
+    let ratio = |pct: f64| 1.0 + pct / 100.0;
+    Some(AgainstReference {
+        case: name.to_string(),
+        ratio: ratio(change.change_pct),
+        ci_low: change.ci_low_pct.map(ratio),
+        ci_high: change.ci_high_pct.map(ratio),
+        verdict: change.verdict,
+        rounds: n,
+        null_ratio: ratio(null.change_pct),
+        null_ci_low: null.ci_low_pct.map(ratio),
+        null_ci_high: null.ci_high_pct.map(ratio),
+        noise_pct: far,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -367,6 +480,63 @@ mod tests {
 
     fn count(v: &[Verdict], which: Verdict) -> usize {
         v.iter().filter(|&&x| x == which).count()
+    }
+
+    /// Turns of a group with a reference: its reference, the twin and a case `factor`
+    /// times slower, each thread off by a luck of its own drawn once (log-normal, 0.5%:
+    /// six threads of one spin loop pinned in turn read within ±0.7% of each other here),
+    /// each turn the fastest of three samples each off by up to +6% (another thread
+    /// only adds), the machine drifting 20% over the rounds.
+    fn reference_turns(factor: f64, rounds: usize, seed: u64) -> [Vec<f64>; 3] {
+        let mut rng = fastrand::Rng::with_seed(seed);
+        let luck: Vec<f64> = (0..3).map(|_| (0.005 * normal(&mut rng)).exp()).collect();
+        let mut out: [Vec<f64>; 3] = Default::default();
+        for r in 0..rounds {
+            let speed = 1.0 + 0.2 * r as f64 / rounds as f64;
+            for (t, series) in out.iter_mut().enumerate() {
+                let work = if t == 2 { factor } else { 1.0 };
+                let fastest = (0..3)
+                    .map(|_| 1.0 + 0.06 * rng.f64())
+                    .fold(f64::INFINITY, f64::min);
+                series.push(1000.0 * work * luck[t] * speed * fastest);
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn against_a_reference_the_same_code_is_never_judged_and_ten_percent_always_is() {
+        let mut judged_same = 0;
+        let (mut found, mut held) = (0, 0);
+        for seed in 0..400 {
+            let [reference, twin, case] = reference_turns(1.0, 30, seed);
+            let same = against_reference("r", &reference, &twin, &case).unwrap();
+            if same.verdict != Verdict::InsideTheNoise {
+                judged_same += 1;
+            }
+            let [reference, twin, case] = reference_turns(1.10, 30, 10_000 + seed);
+            let more = against_reference("r", &reference, &twin, &case).unwrap();
+            if more.verdict == Verdict::Regression {
+                found += 1;
+            }
+            let noise = more.noise_pct / 100.0;
+            if more.ci_low.unwrap() - noise <= 1.10 && 1.10 <= more.ci_high.unwrap() + noise {
+                held += 1;
+            }
+            assert_eq!(more.rounds, 30);
+            assert!(more.noise_pct >= REFERENCE_FLOOR_PCT);
+        }
+        eprintln!("same code judged {judged_same}/400; +10% found {found}/400, held {held}/400");
+        // A thread's luck of 0.5% stays under the floor: the same code is inside the noise.
+        assert!(judged_same <= 4, "{judged_same}");
+        assert!(found >= 396, "{found}");
+        assert!(held >= 390, "{held}");
+        // Too few turns for an interval: underpowered, never a verdict.
+        let [reference, twin, case] = reference_turns(1.10, 3, 1);
+        let few = against_reference("r", &reference, &twin, &case).unwrap();
+        assert_eq!(few.verdict, Verdict::Underpowered);
+        assert_eq!(few.ci_low, None);
+        assert!(against_reference("r", &[], &[], &[]).is_none());
     }
 
     #[test]

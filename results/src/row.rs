@@ -55,6 +55,10 @@ pub struct BenchRow {
     /// The comparison against `--baseline`, present only when one was given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comparison: Option<Comparison>,
+    /// Against its group's reference case, measured in the same rounds of this run
+    /// (`Group::reference`; the reference's own row holds itself against itself).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference: Option<crate::paired::AgainstReference>,
     /// How the perf_event counting tiers counted (threads covered, read path, estimates),
     /// present only when one ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -115,7 +119,14 @@ impl Timing {
     /// took where no other work held it off a CPU; `None` where the waits are not known
     /// for every sample.
     pub fn samples_less_wait(&self) -> Option<Vec<f64>> {
-        crate::stats::less_waits(&self.samples, self.run_queue_wait.as_ref()?)
+        let waits = self.run_queue_wait.as_ref()?;
+        (waits.len() == self.samples.len()).then(|| {
+            self.samples
+                .iter()
+                .zip(waits)
+                .map(|(s, w)| (s - w).max(0.0))
+                .collect()
+        })
     }
 }
 
@@ -177,6 +188,7 @@ pub(crate) fn ok_row(case: &str, samples: Vec<f64>) -> BenchRow {
         metrics: BTreeMap::new(),
         metric_samples: BTreeMap::new(),
         comparison: None,
+        reference: None,
         counting: None,
         profile: None,
     }
@@ -206,6 +218,7 @@ mod tests {
             metrics: BTreeMap::from([("io.syscr".to_string(), None)]),
             metric_samples: BTreeMap::new(),
             comparison: None,
+            reference: None,
             counting: None,
             profile: None,
         }

@@ -335,6 +335,19 @@ impl RunReport<'_> {
                     @if let Some(e) = &c.explanation { br; span.why { (e.text) } }
                 }
             }
+            @if let Some(r) = &row.reference {
+                @if r.case == row.case {
+                    p.note { "The reference of its group: its twin (the same code on a thread of its own) against it in the same rounds " (format!("{:.3}x", r.null_ratio)) " " (ratio_ci(r.null_ci_low, r.null_ci_high)) ", " (r.rounds) " rounds." }
+                } @else {
+                    p {
+                        span class=(verdict_class(r.verdict)) { (format!("{:.2}x", r.ratio)) }
+                        " " (ratio_ci(r.ci_low, r.ci_high)) " against " code { (r.case) } " in the same rounds; the reference's twin against it "
+                        (format!("{:.3}x", r.null_ratio)) " " (ratio_ci(r.null_ci_low, r.null_ci_high))
+                        ", noise ±" (format!("{:.1}%", r.noise_pct)) ", " (r.rounds) " rounds: "
+                        (r.verdict_word()) "."
+                    }
+                }
+            }
             @if !samples.is_empty() {
                 div.charts {
                     (PreEscaped(distribution_svg(samples, base_samples)))
@@ -659,6 +672,11 @@ fn ci(lo: Option<f64>, hi: Option<f64>) -> String {
         (Some(lo), Some(hi)) => format!("[{lo:+.1}%, {hi:+.1}%]"),
         _ => "—".to_string(),
     }
+}
+
+/// `[0.981, 1.020]`, or nothing where underpowered.
+fn ratio_ci(low: Option<f64>, high: Option<f64>) -> String {
+    crate::paired::ratio_interval(low, high).unwrap_or_default()
 }
 
 fn verdict_class(v: Verdict) -> &'static str {
@@ -1003,6 +1021,36 @@ mod tests {
         assert_eq!(metric_value(0.123456, None), "0.1235");
         assert_eq!(metric_value(1234.5678, None), "1235");
         assert_eq!(metric_value(3.5, Some(0.0)), "3.500");
+    }
+
+    #[test]
+    fn a_case_held_to_its_groups_reference_shows_its_ratio_and_the_twins_null() {
+        let turns =
+            |f: f64| -> Vec<f64> { (0..12).map(|i| f * (100.0 + f64::from(i % 3))).collect() };
+        let twin: Vec<f64> = (0..12).map(|i| 100.2 + f64::from(i % 3)).collect();
+        let mut reference = row("g/old", turns(1.0));
+        let mut new = row("g/new", turns(0.8));
+        new.reference = crate::paired::against_reference("g/old", &turns(1.0), &twin, &turns(0.8));
+        reference.reference = crate::paired::against_reference("g/old", &turns(1.0), &twin, &twin);
+        let found = new.reference.clone().unwrap();
+        assert_eq!(found.verdict, Verdict::Improvement);
+        let html = page(&[reference, new], &[]);
+        assert!(
+            html.contains("The reference of its group: its twin"),
+            "{html}"
+        );
+        assert!(
+            html.contains(&format!(
+                r#"<span class="improvement">{:.2}x</span>"#,
+                found.ratio
+            )),
+            "{html}"
+        );
+        assert!(
+            html.contains("<code>g/old</code> in the same rounds"),
+            "{html}"
+        );
+        assert!(html.contains(": faster."), "{html}");
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! |---|---|
 //! | `sort/u64/100k` | comparisons and branch prediction (batched: input copied untimed) |
 //! | `hashmap/insert/10k` | hashing and table growth |
+//! | `hash/lookup/10k/std`, `hash/lookup/10k/foldhash` | two hashers on the same lookups: `foldhash` held to `std` (the group's reference) in the same rounds |
 //! | `json/parse/value`, `json/parse/typed` | serde_json parsing of a generated ~340 KiB document |
 //! | `memory/pointer_chase/64MiB` | memory latency: dependent loads over a buffer far larger than L2 |
 //! | `pages/touch/4MiB` | minor page faults: maps fresh memory and touches every page |
@@ -310,6 +311,14 @@ impl Drop for Echo {
     }
 }
 
+/// `MAP_KEYS` keys looked up, each once, in a map of them hashed by `S`'s hasher.
+fn lookups<S: std::hash::BuildHasher + Default>(b: &mut sparkles_bench::Bencher) {
+    let keys = random_u64s(MAP_KEYS, 3);
+    let map: HashMap<u64, usize, S> = keys.iter().enumerate().map(|(i, &k)| (k, i)).collect();
+    b.throughput(Throughput::Elements(MAP_KEYS as u64));
+    b.iter(|| keys.iter().map(|k| map[black_box(k)]).sum::<usize>());
+}
+
 /// The demo suite.
 pub fn suite() -> Suite {
     let mut suite = Suite::new("demo");
@@ -334,6 +343,16 @@ pub fn suite() -> Suite {
                 map.insert(k, i);
             }
             map
+        });
+    });
+    // Two implementations side by side: std's SipHash against foldhash on the same
+    // lookups, foldhash's row given its ratio to std's in the same rounds.
+    suite.group("hash/lookup/10k", |g| {
+        g.reference("std", |b| {
+            lookups::<std::collections::hash_map::RandomState>(b);
+        });
+        g.case("foldhash", |b| {
+            lookups::<foldhash::fast::RandomState>(b);
         });
     });
     suite.group("json/parse", |g| {

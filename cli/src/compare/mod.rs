@@ -380,6 +380,7 @@ fn rows_of(c: &Compared, base: &Side, variant: &Side) -> (BenchRow, BenchRow) {
             metrics: count.map(|c| c.metrics.clone()).unwrap_or_default(),
             metric_samples: count.map(|c| c.metric_samples.clone()).unwrap_or_default(),
             comparison: None,
+            reference: None,
             counting: count.and_then(|c| c.counting.clone()),
             profile: profile.cloned(),
         };
