@@ -22,6 +22,7 @@ use std::path::PathBuf;
 use sparkles_perf_data::atomic_write::interrupted;
 use sparkles_sampler::session::{SamplingConfig, Session, Target};
 
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 use crate::tiers::perf::{Tier, TierPlan};
@@ -293,6 +294,131 @@ impl<O, E: Display, F: FnMut() -> Result<O, E>> Routine for Fallible<F> {
     }
 }
 
+/// A thread sweep's body ([`Bencher::iter_threads`]): each run, `threads - 1` helper
+/// threads started (untimed, so that the counting tiers' inherited counters and the
+/// profile's follow them) and waiting, then released together with the case's thread,
+/// every one calling the body `iterations` times; the run's time is from the release to
+/// the last thread's end. callgrind collects per thread: each helper toggles its own.
+struct Threaded<F> {
+    body: F,
+    threads: usize,
+}
+
+/// Where a sweep's threads meet: how many are waiting to start, whether they go (or
+/// give up: a helper could not be started), and how many have finished. Each waits
+/// spinning, yielding its CPU between looks: a thread woken from a sleep is put on the
+/// CPU of the thread that woke it, so that two threads released by a condition variable
+/// ran one after the other on one CPU for the first milliseconds of each sample (work
+/// of each thread's own read 1.8x per thread at two threads on two idle CPUs).
+#[derive(Default)]
+struct Gate {
+    ready: std::sync::atomic::AtomicUsize,
+    /// 0 wait, 1 go, 2 give up.
+    go: std::sync::atomic::AtomicU8,
+    finished: std::sync::atomic::AtomicUsize,
+}
+
+/// Spins, yielding, until `until` holds.
+fn spin_until(until: impl Fn() -> bool) {
+    while !until() {
+        std::hint::spin_loop();
+        std::thread::yield_now();
+    }
+}
+
+/// A thread's share of a sweep's run: its end, or its panic.
+type Share = Result<Instant, Box<dyn std::any::Any + Send>>;
+
+impl<O, F: Fn() -> O + Sync> Routine for Threaded<F> {
+    fn run(&mut self, iterations: u64, meter: &mut Meter) -> Result<Duration, String> {
+        let body = &self.body;
+        let threads = self.threads.max(1);
+        let valgrind = meter.valgrind;
+        // The case thread's run-queue wait says nothing of a run on several threads.
+        if threads > 1 {
+            meter.wait = None;
+        }
+        let share = |collect: bool| -> Share {
+            if collect {
+                crate::tiers::valgrind::toggle_collect();
+            }
+            let ran = catch_unwind(AssertUnwindSafe(|| {
+                for _ in 0..iterations {
+                    black_box(body());
+                }
+            }));
+            let end = Instant::now();
+            if collect {
+                crate::tiers::valgrind::toggle_collect();
+            }
+            ran.map(|()| end)
+        };
+        use std::sync::atomic::Ordering::SeqCst;
+        let gate = Gate::default();
+        std::thread::scope(|scope| {
+            let mut helpers = Vec::with_capacity(threads - 1);
+            let mut failed = None;
+            for k in 1..threads {
+                let (gate, share) = (&gate, &share);
+                let spawned = std::thread::Builder::new()
+                    .name(format!("sweep-{k}"))
+                    .spawn_scoped(scope, move || -> Option<Share> {
+                        gate.ready.fetch_add(1, SeqCst);
+                        spin_until(|| gate.go.load(SeqCst) != 0);
+                        if gate.go.load(SeqCst) != 1 {
+                            return None;
+                        }
+                        let ran = share(valgrind);
+                        gate.finished.fetch_add(1, SeqCst);
+                        Some(ran)
+                    });
+                match spawned {
+                    Ok(h) => helpers.push(h),
+                    Err(e) => {
+                        failed = Some(format!(
+                            "could not start thread {} of the sweep's {threads}: {e}",
+                            k + 1
+                        ));
+                        break;
+                    }
+                }
+            }
+            if let Some(why) = failed {
+                // The helpers started are told to give up; the scope joins them.
+                gate.go.store(2, SeqCst);
+                return Err(why);
+            }
+            let started = helpers.len();
+            spin_until(|| gate.ready.load(SeqCst) == started);
+            meter.resume();
+            let start = Instant::now();
+            gate.go.store(1, SeqCst);
+            let own = share(false);
+            spin_until(|| gate.finished.load(SeqCst) == started);
+            meter.pause();
+            let mut last = start;
+            let mut panicked = None;
+            for ran in std::iter::once(Some(own)).chain(
+                helpers
+                    .into_iter()
+                    .map(|h| h.join().unwrap_or_else(|p| Some(Err(p)))),
+            ) {
+                match ran {
+                    Some(Ok(end)) => last = last.max(end),
+                    Some(Err(p)) => {
+                        panicked.get_or_insert(p);
+                    }
+                    None => {}
+                }
+            }
+            match panicked {
+                Some(p) => std::panic::resume_unwind(p),
+                None => Ok(last - start),
+            }
+        })
+    }
+}
+
 struct Batched<I, O, S, R, D> {
     setup: S,
     routine: R,
@@ -370,17 +496,31 @@ pub struct Bencher {
     replies: Sender<Reply>,
     throughput: Option<Throughput>,
     served: bool,
+    /// A thread sweep's case ([`crate::Suite::case_threads`]): the threads its body runs
+    /// on at once.
+    threads: Option<usize>,
 }
 
 impl Bencher {
-    pub(crate) fn new(case: String, commands: Receiver<Command>, replies: Sender<Reply>) -> Self {
+    pub(crate) fn new(
+        case: String,
+        commands: Receiver<Command>,
+        replies: Sender<Reply>,
+        threads: Option<usize>,
+    ) -> Self {
         Bencher {
             case,
             commands,
             replies,
             throughput: None,
             served: false,
+            threads,
         }
+    }
+
+    /// The threads the case's body runs on at once: its thread sweep's count, else 1.
+    pub fn threads(&self) -> usize {
+        self.threads.unwrap_or(1)
     }
 
     /// Declares how much work one iteration does; the report adds a rate column computed
@@ -393,13 +533,28 @@ impl Bencher {
     /// Measures `body`: every call of it is one iteration, its result kept alive with
     /// [`black_box`].
     pub fn iter<O, F: FnMut() -> O>(&mut self, body: F) {
-        self.serve(&mut Plain(body));
+        self.serve(&mut Plain(body), false);
+    }
+
+    /// Measures `body` on [`Bencher::threads`] threads at once (a thread sweep's case,
+    /// [`crate::Suite::case_threads`]; one thread in any other case): each sample starts
+    /// them, releases them together, and ends when the last is done; every thread calls
+    /// the body the sample's iterations' count of times. The time is per iteration per
+    /// thread, and the rate column counts the calls of all threads (the declared
+    /// throughput times the threads; calls, where none is declared).
+    pub fn iter_threads<O, F: Fn() -> O + Sync>(&mut self, body: F) {
+        let threads = self.threads();
+        if self.threads.is_some() {
+            let per_call = self.throughput.unwrap_or(Throughput::Elements(1));
+            self.throughput = Some(per_call.times(threads as u64));
+        }
+        self.serve(&mut Threaded { body, threads }, true);
     }
 
     /// Measures a body that can fail: the first `Err` stops the case, which is reported
     /// `ok: false` with the error's message.
     pub fn try_iter<O, E: Display, F: FnMut() -> Result<O, E>>(&mut self, body: F) {
-        self.serve(&mut Fallible(body));
+        self.serve(&mut Fallible(body), false);
     }
 
     /// Measures `routine` alone: `setup` makes each iteration's input and `release`
@@ -425,17 +580,22 @@ impl Bencher {
         R: FnMut(I) -> O,
         D: FnMut(O),
     {
-        self.serve(&mut Batched {
-            setup,
-            routine,
-            release,
-            batch,
-            inputs: batch.buffer(),
-            outputs: batch.buffer(),
-        });
+        self.serve(
+            &mut Batched {
+                setup,
+                routine,
+                release,
+                batch,
+                inputs: batch.buffer(),
+                outputs: batch.buffer(),
+            },
+            false,
+        );
     }
 
-    fn serve(&mut self, routine: &mut dyn Routine) {
+    /// Serves the scheduler's commands with `routine` (`threaded`: a thread sweep's
+    /// form, which a sweep's case must call).
+    fn serve(&mut self, routine: &mut dyn Routine, threaded: bool) {
         if self.served {
             eprintln!(
                 "sparkles: case '{}' called iter more than once; only the first call is measured",
@@ -444,6 +604,13 @@ impl Bencher {
             return;
         }
         self.served = true;
+        if let (Some(n), false) = (self.threads, threaded) {
+            let _ = self.replies.send(Reply::BodyFailed(format!(
+                "case '{}' is a thread sweep's ({n} threads at once): its body must be shared by them, so call b.iter_threads(|| …) (a body that is Fn + Sync) instead of iter, try_iter or iter_batched",
+                self.case
+            )));
+            return;
+        }
         if self
             .replies
             .send(Reply::Ready {

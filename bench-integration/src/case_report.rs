@@ -29,6 +29,8 @@ pub(crate) struct CaseReport {
     pub counting: Option<CountingReport>,
     /// The profile pass's outcome.
     pub profile: Option<ProfileSummary>,
+    /// A thread sweep's case: the threads its body ran on at once.
+    pub threads: Option<usize>,
 }
 
 impl CaseReport {
@@ -47,6 +49,7 @@ impl CaseReport {
             counted_brackets: Vec::new(),
             counting: None,
             profile: None,
+            threads: None,
         }
     }
 

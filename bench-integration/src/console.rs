@@ -134,6 +134,21 @@ impl Console {
         ))
     }
 
+    /// `thread sweeps:` and a line a sweep; nothing where there is none.
+    pub(crate) fn sweeps(&mut self, rows: &[BenchRow]) -> Result<(), Error> {
+        let sweeps = sparkles_results::sweep::sweeps(rows);
+        if sweeps.is_empty() {
+            return Ok(());
+        }
+        self.line(format_args!(
+            "thread sweeps (the body on N threads at once; time per call per thread, throughput of all threads against the first count's):"
+        ))?;
+        for sweep in &sweeps {
+            self.line(format_args!("  {}", sweep.line()))?;
+        }
+        Ok(())
+    }
+
     /// `against their group's reference:` and a line a case held to one (the reference's
     /// own line its twin's); nothing where no case was.
     pub(crate) fn references(&mut self, rows: &[BenchRow]) -> Result<(), Error> {

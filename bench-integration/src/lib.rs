@@ -363,6 +363,7 @@ fn run_as(suite: Suite, args: &HarnessArgs, bench_main: bool) -> Result<Outcome,
         console.line(format_args!("{said}"))?;
     }
     print_counting_coverage(&rows);
+    console.sweeps(&rows)?;
     console.references(&rows)?;
     if let (Some(base), Some((compared, method))) = (&files.baseline, &compared) {
         console.comparison(&rows, base, *compared, method)?;
@@ -668,10 +669,12 @@ fn merge_valgrind_counts(
         report.counted.extend(valgrind::medians(&count.brackets));
         report.counted_brackets.extend(count.brackets);
         costs.extend(count.costs.map(|k| (i, k)));
+        let mut account = count.account;
+        account.threads = report.threads;
         report
             .counting
             .get_or_insert_with(Default::default)
-            .valgrind = Some(count.account);
+            .valgrind = Some(account);
     }
     costs
 }
@@ -1277,6 +1280,7 @@ fn row_of(report: &CaseReport, selection: &Selection) -> BenchRow {
         metrics,
         comparison: None,
         reference: None,
+        threads: report.threads,
         counting: report.counting.clone(),
         profile: report.profile.clone(),
     }
@@ -1328,6 +1332,7 @@ fn smoke(cases: Vec<suite::Case>, args: &HarnessArgs, filtered_out: usize) -> Ou
             metric_samples: Default::default(),
             comparison: None,
             reference: None,
+            threads: r.threads,
             counting: None,
             profile: None,
         })

@@ -21,6 +21,7 @@ pub(crate) fn case(usage: std::sync::mpsc::Sender<crate::busy::ThreadUsage>) -> 
         name: NAME.to_string(),
         settings: crate::suite::Settings::default(),
         twin: None,
+        threads: None,
         body: Box::new(move |b| {
             let before = crate::busy::ThreadUsage::now();
             let mut seed = 0u64;

@@ -88,18 +88,21 @@ impl Running {
             builder = builder.stack_size(CASE_STACK);
         }
         let body = case.body;
+        let threads = case.threads;
         let thread_name = name.clone();
         let spawned = builder.spawn(move || {
             let ended = reply_tx.clone();
-            let mut bencher = Bencher::new(thread_name, command_rx, reply_tx);
+            let mut bencher = Bencher::new(thread_name, command_rx, reply_tx, threads);
             let result = catch_unwind(AssertUnwindSafe(|| body(&mut bencher)))
                 .map(|r| r.map_err(|CaseFailure(message)| message))
                 .unwrap_or_else(|payload| Err(panic_message(payload)));
             drop(bencher);
             let _ = ended.send(Reply::Ended(result));
         });
+        let mut report = CaseReport::new(name);
+        report.threads = threads;
         let mut running = Running {
-            report: CaseReport::new(name),
+            report,
             commands: command_tx,
             replies: reply_rx,
             thread: None,
@@ -405,6 +408,7 @@ pub(crate) fn measure(
                             body,
                             settings: case.settings,
                             twin: None,
+                            threads: None,
                         },
                     )
                 },

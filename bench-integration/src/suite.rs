@@ -50,6 +50,9 @@ pub(crate) struct Case {
     /// again, run on a thread of its own beside it in the timing pass as the null its
     /// group's cases are held to.
     pub twin: Option<CaseFn>,
+    /// A thread sweep's case ([`Suite::case_threads`]): the threads its body runs on at
+    /// once.
+    pub threads: Option<usize>,
 }
 
 /// Timing samples a case takes where nothing sets them.
@@ -302,7 +305,59 @@ impl Suite {
             body: Box::new(move |b| f(b).into_outcome()),
             settings,
             twin: None,
+            threads: None,
         });
+        self
+    }
+
+    /// Registers a thread sweep: for each count of `threads` (0 = one per CPU, as
+    /// `std::thread::available_parallelism` says; a count given twice is one), a case
+    /// `name/threads=N` whose body runs on N threads at once, released together each
+    /// sample ([`Bencher::iter_threads`], which `f` calls). `f` runs once per count, on
+    /// the case's thread: its setup is the threads' shared state (the lock they contend
+    /// for). Each row carries `"threads": N`, its time is per iteration per thread and
+    /// its rate counts the calls of all threads; the console and the run report show
+    /// how the throughput scales.
+    ///
+    /// # Panics
+    /// As [`Suite::case`], and for an empty list.
+    pub fn case_threads<F, R>(
+        &mut self,
+        name: impl Into<String>,
+        threads: impl IntoIterator<Item = usize>,
+        f: F,
+    ) -> &mut Self
+    where
+        F: Fn(&mut Bencher) -> R + Send + Sync + 'static,
+        R: CaseOutcome,
+    {
+        self.case_threads_with(name.into(), Settings::default(), threads, f)
+    }
+
+    fn case_threads_with<F, R>(
+        &mut self,
+        name: String,
+        settings: Settings,
+        threads: impl IntoIterator<Item = usize>,
+        f: F,
+    ) -> &mut Self
+    where
+        F: Fn(&mut Bencher) -> R + Send + Sync + 'static,
+        R: CaseOutcome,
+    {
+        let counts = sweep_counts(threads);
+        assert!(
+            !counts.is_empty(),
+            "sparkles: thread sweep '{name}' names no thread count"
+        );
+        let f = std::sync::Arc::new(f);
+        for n in counts {
+            let f = std::sync::Arc::clone(&f);
+            self.case_with(format!("{name}/threads={n}"), settings, move |b| (*f)(b));
+            if let Some(case) = self.cases.last_mut() {
+                case.threads = Some(n);
+            }
+        }
         self
     }
 
@@ -333,7 +388,37 @@ pub struct Group<'s> {
     settings: Settings,
 }
 
+/// A sweep's thread counts in the order given, 0 as one per CPU, each once.
+fn sweep_counts(threads: impl IntoIterator<Item = usize>) -> Vec<usize> {
+    let cpus = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    let mut counts: Vec<usize> = Vec::new();
+    for n in threads {
+        let n = if n == 0 { cpus } else { n };
+        if !counts.contains(&n) {
+            counts.push(n);
+        }
+    }
+    counts
+}
+
 impl Group<'_> {
+    /// Registers a thread sweep `PREFIX/name/threads=N` ([`Suite::case_threads`]), with
+    /// the group's settings.
+    pub fn case_threads<F, R>(
+        &mut self,
+        name: impl Display,
+        threads: impl IntoIterator<Item = usize>,
+        f: F,
+    ) -> &mut Self
+    where
+        F: Fn(&mut Bencher) -> R + Send + Sync + 'static,
+        R: CaseOutcome,
+    {
+        self.suite
+            .case_threads_with(format!("{}/{name}", self.prefix), self.settings, threads, f);
+        self
+    }
+
     /// Registers `PREFIX/name`.
     pub fn case<F, R>(&mut self, name: impl Display, f: F) -> &mut Self
     where

@@ -79,7 +79,7 @@ fn perf_reports_software_counters_for_every_demo_case() {
         return;
     }
     let rows = rows(demo::suite(), &["--perf"]);
-    assert_eq!(rows.len(), 12);
+    assert_eq!(rows.len(), 15);
     let catalog = Catalog::probe();
     for r in &rows {
         let m = &r["metrics"];

@@ -63,6 +63,10 @@ fn suite(build: u32) -> Suite {
             }
         })
     });
+    // A thread sweep: every thread of it counted, each collecting while it runs the body.
+    s.case_threads("sweep", [1, 2], |b| {
+        b.iter_threads(|| spin(black_box(5_000)))
+    });
     // The reruns under valgrind enter through `rerun` below, with the same build.
     s.reexec_with(
         ["rerun", "--exact", "--nocapture"],
@@ -120,6 +124,29 @@ fn a_one_percent_change_is_higher_exactly_and_the_same_code_counts_the_same() {
             .unwrap()
             .clone()
     };
+
+    // A sweep's two threads count twice the instructions of its one (the threads'
+    // start and meeting are outside what is counted), and the row says it counted both.
+    let sweep = |n: usize| {
+        let r = row(&second, &format!("sweep/threads={n}"));
+        let v = r.counting.as_ref().unwrap().valgrind.clone().unwrap();
+        assert_eq!(v.threads, Some(n), "{v:?}");
+        r.metrics["valgrind.instructions"].unwrap()
+    };
+    let (one, two) = (sweep(1), sweep(2));
+    assert!(
+        (two / one - 2.0).abs() < 0.01,
+        "1 thread {one}, 2 threads {two}"
+    );
+    assert_eq!(
+        row(&second, "same")
+            .counting
+            .unwrap()
+            .valgrind
+            .unwrap()
+            .threads,
+        None
+    );
 
     // The same body: the same count in every bracket of both runs.
     let (a, b) = (row(&first, "same"), row(&second, "same"));

@@ -92,6 +92,12 @@ pub struct ValgrindReport {
     pub brackets: u32,
     /// Seconds the child took, valgrind's start and the case's setup included.
     pub wall_s: f64,
+    /// A thread sweep's case: the threads whose instructions were counted (all of the
+    /// sweep's: the case's thread and its helpers, each collecting while it runs the
+    /// body). Absent for a case of one thread (its own alone: threads it starts are not
+    /// counted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads: Option<usize>,
     /// Why the case has no valgrind metrics, where it has none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,

@@ -27,6 +27,7 @@ pub mod row;
 pub mod run_report;
 pub mod serve;
 pub mod stats;
+pub mod sweep;
 pub mod table;
 pub mod throughput;
 pub mod units;

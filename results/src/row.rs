@@ -59,6 +59,10 @@ pub struct BenchRow {
     /// (`Group::reference`; the reference's own row holds itself against itself).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reference: Option<crate::paired::AgainstReference>,
+    /// A thread sweep's case: the threads its body ran on at once (its time is per
+    /// iteration per thread; its rate counts the calls of all of them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads: Option<usize>,
     /// How the perf_event counting tiers counted (threads covered, read path, estimates),
     /// present only when one ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -189,6 +193,7 @@ pub(crate) fn ok_row(case: &str, samples: Vec<f64>) -> BenchRow {
         metric_samples: BTreeMap::new(),
         comparison: None,
         reference: None,
+        threads: None,
         counting: None,
         profile: None,
     }
@@ -219,6 +224,7 @@ mod tests {
             metric_samples: BTreeMap::new(),
             comparison: None,
             reference: None,
+            threads: None,
             counting: None,
             profile: None,
         }

@@ -109,6 +109,7 @@ pub struct RunReport<'a> {
 
 const CSS: &str = r#"
 body { font: 14px/1.45 system-ui, sans-serif; margin: 1.5em 2em; color: #1d1d1f; }
+table.sweep div.bar { height: 0.8em; background: #4a90d9; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 2em; border-top: 1px solid #ddd; padding-top: 1em; }
 table { border-collapse: collapse; margin: .5em 0; }
 th, td { padding: 3px 7px; text-align: right; border-bottom: 1px solid #eee; white-space: nowrap; }
@@ -187,6 +188,7 @@ impl RunReport<'_> {
                     }
                     @if let Some(w) = self.machine_warning { @for line in w.lines() { p.machine { (line) } } }
                     (self.summary())
+                    (sweeps_section(self.rows))
                     @for row in self.rows { (self.case(row, None)) }
                     @if !self.kept.is_empty() {
                         h2 #earlier { "Cases from earlier runs" }
@@ -674,6 +676,33 @@ fn ci(lo: Option<f64>, hi: Option<f64>) -> String {
     }
 }
 
+/// The thread sweeps among `rows`: for each, its thread counts with the time per call per
+/// thread and the throughput of all threads against the first count's, a bar each.
+fn sweeps_section(rows: &[BenchRow]) -> Markup {
+    let sweeps = crate::sweep::sweeps(rows);
+    html! {
+        @if !sweeps.is_empty() {
+            h2 #sweeps { "Thread sweeps" }
+            p.note { "Each count of threads ran the body on that many threads at once, released together each sample: the time is per call per thread, the throughput that of all threads against the first count's." }
+            @for sweep in &sweeps {
+                h3 { code { (sweep.name) } }
+                @let widest = sweep.points.iter().map(|p| p.scaling).fold(1.0, f64::max);
+                table.sweep {
+                    tr { th { "threads" } th { "per call per thread" } th { "throughput of all" } th {} }
+                    @for p in &sweep.points {
+                        tr {
+                            td { (p.threads) }
+                            td { (crate::units::format_ns(p.per_thread_ns)) }
+                            td { (format!("{:.2}x", p.scaling)) }
+                            td { div.bar style=(format!("width: {:.0}px", 200.0 * p.scaling / widest)) {} }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// `[0.981, 1.020]`, or nothing where underpowered.
 fn ratio_ci(low: Option<f64>, high: Option<f64>) -> String {
     crate::paired::ratio_interval(low, high).unwrap_or_default()
@@ -1021,6 +1050,26 @@ mod tests {
         assert_eq!(metric_value(0.123456, None), "0.1235");
         assert_eq!(metric_value(1234.5678, None), "1235");
         assert_eq!(metric_value(3.5, Some(0.0)), "3.500");
+    }
+
+    #[test]
+    fn a_thread_sweep_shows_its_counts_side_by_side() {
+        let mut one = row("lock/threads=1", vec![100.0; 3]);
+        one.threads = Some(1);
+        let mut two = row("lock/threads=2", vec![200.0; 3]);
+        two.threads = Some(2);
+        let html = page(&[one, two, row("plain", vec![5.0; 3])], &[]);
+        assert!(
+            html.contains(r#"<h2 id="sweeps">Thread sweeps</h2>"#),
+            "{html}"
+        );
+        assert!(html.contains("<h3><code>lock</code></h3>"), "{html}");
+        assert!(
+            html.contains("<td>2</td><td>200 ns</td><td>1.00x</td>"),
+            "{html}"
+        );
+        // No sweep, no section.
+        assert!(!page(&[row("plain", vec![5.0; 3])], &[]).contains("Thread sweeps"));
     }
 
     #[test]

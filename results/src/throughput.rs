@@ -15,6 +15,17 @@ pub enum Throughput {
     Elements(u64),
 }
 
+impl Throughput {
+    /// `n` times as much work (a thread sweep's iteration: each of `n` threads calls
+    /// the body once).
+    pub fn times(self, n: u64) -> Throughput {
+        match self {
+            Throughput::Bytes(b) => Throughput::Bytes(b.saturating_mul(n)),
+            Throughput::Elements(e) => Throughput::Elements(e.saturating_mul(n)),
+        }
+    }
+}
+
 /// Id of the bytes-per-second metric.
 pub const BYTES_PER_SEC: &str = "throughput.bytes_per_sec";
 /// Id of the elements-per-second metric.

@@ -14,12 +14,14 @@
 //! | `compute/sieve/1M` | a tight arithmetic loop |
 //! | `sync/mutex_handoff/100` | waiting: a token handed 100 times to another thread and back through a mutex and condvar |
 //! | `sync/channel_pingpong/100` | waiting: 100 round trips over a pair of channels to another thread |
+//! | `sync/shared_counter/1000/threads=N` | a thread sweep: 1, 2 and 4 threads adding to one atomic counter at once, its cache line passed between CPUs |
 
 #![allow(dead_code)]
 
 use std::collections::HashMap;
 use std::hint::black_box;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 
@@ -395,6 +397,16 @@ pub fn suite() -> Suite {
             let handoff = Handoff::start();
             b.throughput(Throughput::Elements(HANDOFFS));
             b.iter(|| handoff.hand(black_box(HANDOFFS)));
+        });
+        // A thread sweep: the same body on 1, 2 and 4 threads at once.
+        g.case_threads("shared_counter/1000", [1, 2, 4], |b| {
+            let counter = AtomicU64::new(0);
+            b.throughput(Throughput::Elements(1000));
+            b.iter_threads(|| {
+                for _ in 0..1000 {
+                    counter.fetch_add(1, Ordering::Relaxed);
+                }
+            });
         });
         g.case("channel_pingpong/100", |b| {
             let echo = Echo::start();

@@ -76,10 +76,13 @@ impl<A: AsyncExecutor> AsyncBencher<'_, A> {
         R: FnMut() -> F,
         F: Future<Output = O>,
     {
-        self.bencher.serve(&mut AsyncPlain {
-            executor: self.executor,
-            body,
-        });
+        self.bencher.serve(
+            &mut AsyncPlain {
+                executor: self.executor,
+                body,
+            },
+            false,
+        );
     }
 
     /// Measures a body that can fail: the first `Err` stops the case, reported
@@ -90,10 +93,13 @@ impl<A: AsyncExecutor> AsyncBencher<'_, A> {
         F: Future<Output = Result<O, E>>,
         E: std::fmt::Display,
     {
-        self.bencher.serve(&mut AsyncFallible {
-            executor: self.executor,
-            body,
-        });
+        self.bencher.serve(
+            &mut AsyncFallible {
+                executor: self.executor,
+                body,
+            },
+            false,
+        );
     }
 
     /// Measures `routine`'s futures alone: `setup` makes each iteration's input and
@@ -123,15 +129,18 @@ impl<A: AsyncExecutor> AsyncBencher<'_, A> {
         F: Future<Output = O>,
         D: FnMut(O),
     {
-        self.bencher.serve(&mut AsyncBatched {
-            executor: self.executor,
-            setup,
-            routine,
-            release,
-            batch,
-            inputs: batch.buffer(),
-            outputs: batch.buffer(),
-        });
+        self.bencher.serve(
+            &mut AsyncBatched {
+                executor: self.executor,
+                setup,
+                routine,
+                release,
+                batch,
+                inputs: batch.buffer(),
+                outputs: batch.buffer(),
+            },
+            false,
+        );
     }
 }
 

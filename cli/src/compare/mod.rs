@@ -381,6 +381,7 @@ fn rows_of(c: &Compared, base: &Side, variant: &Side) -> (BenchRow, BenchRow) {
             metric_samples: count.map(|c| c.metric_samples.clone()).unwrap_or_default(),
             comparison: None,
             reference: None,
+            threads: None,
             counting: count.and_then(|c| c.counting.clone()),
             profile: profile.cloned(),
         };
