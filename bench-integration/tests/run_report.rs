@@ -192,6 +192,7 @@ fn the_summary_fits_a_1400_px_window() {
                 name: "<sparkles_bench::bencher::Plain<F> as sparkles_bench::bencher::Routine>::run::{{closure}}<demo::regex::find_all_matches_in_a_long_haystack>".into(),
                 self_pct: 13.4,
                 total_pct: 100.0,
+                inlined_into: None,
             }],
             ..Default::default()
         });

@@ -508,7 +508,8 @@ impl<'a> Pass<'a> {
             });
         }
         notes.extend(self.namer.unavailable());
-        profile.notes = notes.iter().map(ToString::to_string).collect();
+        // After the builder's own (too few rounds, a bench without line tables).
+        profile.notes.extend(notes.iter().map(ToString::to_string));
         if let Some((w, _)) = wall.as_mut() {
             w.notes = profile.notes.clone();
             w.lost_records = profile.lost_records;

@@ -482,6 +482,9 @@ pub struct Builder {
     root: Option<u32>,
     /// How the diff's blocks are cut ([`Builder::cut_blocks`]).
     blocks: Blocks,
+    /// Rooted at a case: the module holding the harness's frames (the bench executable)
+    /// and why it has no debug info, where it has none.
+    bench_without_dwarf: Option<(String, String)>,
 }
 
 impl std::fmt::Debug for Builder {
@@ -742,7 +745,16 @@ impl Builder {
                 .position(|f| f.function.as_deref().is_some_and(is_harness_frame))
                 .map(|i| (i, root))
         }) {
-            Some((i, root)) => (i, Some(root)),
+            Some((i, root)) => {
+                if self.bench_without_dwarf.is_none() {
+                    let f = &frames[i];
+                    if let (Some(module), Some(why)) = (&f.module, &f.missing) {
+                        self.bench_without_dwarf =
+                            Some((module.as_str().to_string(), why.as_str().to_string()));
+                    }
+                }
+                (i, Some(root))
+            }
             None => (keys.len(), None),
         };
         let mut id = std::mem::take(&mut self.scratch_id);
@@ -1114,6 +1126,11 @@ impl Builder {
             iterations: None,
         };
         profile.notes.extend(too_few_rounds(&profile));
+        profile.notes.extend(self.bench_without_dwarf.map(|(module, why)| {
+            format!(
+                "{module}: {why}: the case's code is named by its symbols alone (what was inlined into a function is its self time, with no source lines); build the benches with line tables: [profile.bench] debug = \"line-tables-only\" in the workspace's Cargo.toml (or CARGO_PROFILE_BENCH_DEBUG=line-tables-only)"
+            )
+        }));
         (profile, folded)
     }
 }

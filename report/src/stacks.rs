@@ -203,13 +203,42 @@ pub fn is_allocator_frame(function: &str) -> bool {
 }
 
 /// Whether `function` is one of a harness's own frames (or a closure in it): the sparkles
-/// harness's, or criterion's (whose `Bencher::iter` calls a benchmark's routine, for
-/// sparkles-criterion's profiles).
+/// harness's, criterion's (whose `Bencher::iter` calls a benchmark's routine, for
+/// sparkles-criterion's profiles), or an async runtime's that only ever sit below the
+/// futures it runs ([`RUNTIME_FRAMES`]: `block_on`, the scheduler's loop and its task
+/// polls), so that an async case's flat views show its own async functions, not the
+/// runtime frame the body was inlined into (tokio's `Context::enter`: 30% self of a
+/// channel case before).
 pub fn is_harness_frame(function: &str) -> bool {
-    ["sparkles_bench::", "criterion::"].iter().any(|p| {
-        function.starts_with(p) || function.strip_prefix('<').is_some_and(|f| f.starts_with(p))
-    }) || CASE_FRAME.contains(&function)
+    let path = function.strip_prefix('<').unwrap_or(function);
+    ["sparkles_bench::", "criterion::"]
+        .iter()
+        .chain(&RUNTIME_FRAMES)
+        .any(|p| path.starts_with(p))
+        || CASE_FRAME.contains(&function)
 }
+
+/// Async runtimes' functions that run futures and are never called from one: entering
+/// `block_on`, the schedulers' loops, polling a task. Not their wakers, timers, channels
+/// or `spawn`, which a body calls (folding those would take the body's frames with them).
+const RUNTIME_FRAMES: [&str; 16] = [
+    "tokio::runtime::runtime::Runtime::block_on",
+    "tokio::runtime::park::CachedParkThread::block_on",
+    "tokio::runtime::context::runtime::enter_runtime",
+    "tokio::runtime::context::scoped::Scoped",
+    "tokio::runtime::context::set_scheduler",
+    "tokio::runtime::scheduler::current_thread::CoreGuard",
+    "tokio::runtime::scheduler::current_thread::Context::enter",
+    "tokio::runtime::scheduler::current_thread::Context::run_task",
+    "tokio::runtime::scheduler::current_thread::CurrentThread::block_on",
+    "tokio::runtime::scheduler::multi_thread::worker::",
+    "tokio::runtime::task::harness::Harness",
+    "tokio::runtime::task::raw::poll",
+    "tokio::runtime::blocking::pool::",
+    "pollster::block_on",
+    "futures_executor::local_pool::",
+    "async_io::driver::block_on",
+];
 
 /// What a sample weighs in a profile.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -829,6 +858,38 @@ pub(crate) fn test_frame(names: &mut crate::names::Names, function: &str, line: 
 #[cfg(test)]
 mod allocator_frame_tests {
     use super::is_allocator_frame;
+
+    #[test]
+    fn an_async_runtimes_loop_is_the_harnesss_its_wakers_and_channels_are_the_bodys() {
+        use super::is_harness_frame;
+        for f in [
+            "sparkles_bench::bencher::profile_pass",
+            "<sparkles_bench::bencher::Plain<F> as sparkles_bench::bencher::Routine>::run",
+            "criterion::bencher::Bencher<M>::iter",
+            "tokio::runtime::scheduler::current_thread::Context::enter",
+            "tokio::runtime::scheduler::current_thread::CoreGuard::block_on::{{closure}}",
+            "tokio::runtime::scheduler::multi_thread::worker::Context::run_task",
+            "tokio::runtime::park::CachedParkThread::block_on",
+            "tokio::runtime::runtime::Runtime::block_on",
+            "tokio::runtime::task::harness::Harness<T,S>::poll",
+            "<tokio::runtime::context::scoped::Scoped<T>>::set",
+            "pollster::block_on",
+        ] {
+            assert!(is_harness_frame(f), "{f}");
+        }
+        for f in [
+            "channels::main::{{closure}}::{{closure}}",
+            "tokio::sync::mpsc::chan::Rx<T,S>::recv",
+            "tokio::sync::task::atomic_waker::AtomicWaker::wake",
+            "tokio::runtime::task::waker::wake_by_val",
+            "tokio::runtime::context::with_scheduler",
+            "tokio::task::spawn::spawn",
+            "<tokio::sync::batch_semaphore::Acquire as core::future::future::Future>::poll",
+            "mycrate::block_on_everything",
+        ] {
+            assert!(!is_harness_frame(f), "{f}");
+        }
+    }
 
     #[test]
     fn the_allocator_and_the_alloc_crate_are_machinery_the_callers_are_not() {

@@ -154,6 +154,53 @@ fn folded_stacks_are_rooted_at_the_case() {
     }
 }
 
+/// A bench executable without debug info (the harness's frames named from .symtab only)
+/// is said in the rooted profile's notes, with how to add line tables; one with them, and
+/// a profile of no case, say nothing of it.
+#[test]
+fn a_bench_without_line_tables_is_said_with_the_fix() {
+    let mut names = Names::new();
+    let mut stack = |missing: Option<&str>| {
+        let mut frames = vec![
+            frame(&mut names, "demo::sieve", 1, false),
+            frame(
+                &mut names,
+                "sparkles_bench::bencher::profile_pass",
+                1,
+                false,
+            ),
+        ];
+        for f in &mut frames {
+            f.module = Some(names.intern("/tmp/demo"));
+            f.missing = missing.map(|m| names.intern(m));
+        }
+        frames
+    };
+    let bare = stack(Some("binary has no debug info: symbols from .symtab only"));
+    let dwarf = stack(None);
+    let notes = |frames: &[sparkles_report::stacks::NamedFrame], rooted: bool| {
+        let mut b = if rooted {
+            Builder::rooted_at("c")
+        } else {
+            Builder::new()
+        };
+        b.add(frames, false, 1);
+        b.finish("c", "cpu-clock", 0, Unwinding::default()).0.notes
+    };
+    let said = notes(&bare, true);
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(
+        said[0].starts_with("/tmp/demo: binary has no debug info"),
+        "{said:?}"
+    );
+    assert!(
+        said[0].contains(r#"[profile.bench] debug = "line-tables-only""#),
+        "{said:?}"
+    );
+    assert!(notes(&dwarf, true).is_empty());
+    assert!(notes(&bare, false).is_empty());
+}
+
 /// A function inlined only into one symbol is that symbol's: its row says so, and where
 /// both move the same way the diff reports one finding, the symbol, with the callee
 /// `part_of` it; a function with self time of its own is its own finding.

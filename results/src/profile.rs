@@ -134,6 +134,11 @@ pub struct ProfileSummary {
     /// The five hottest symbols by self (the `symbols` view).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub top: Vec<HotFunction>,
+    /// The three hottest functions by self that were inlined into another symbol, the
+    /// program's own and its crates' (profile.json's `functions` view): what the
+    /// symbols' self time is made of.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub top_inlined: Vec<HotFunction>,
     /// Against the baseline's profile: the three most significant movers.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub movers: Vec<sparkles_report::diff::Mover>,
@@ -259,6 +264,24 @@ impl ProfileSummary {
                 )
             })
             .collect();
+        if !self.top_inlined.is_empty() {
+            let cells: Vec<String> = self
+                .top_inlined
+                .iter()
+                .map(|h| {
+                    format!(
+                        "{:.1}% {}{}",
+                        h.self_pct,
+                        h.name,
+                        h.inlined_into
+                            .as_deref()
+                            .map(|s| format!(" (in {s})"))
+                            .unwrap_or_default()
+                    )
+                })
+                .collect();
+            lines.push(format!("       inlined: {}", cells.join(", ")));
+        }
         {
             lines.extend(
                 [
@@ -345,6 +368,10 @@ pub struct HotFunction {
     pub self_pct: f64,
     /// Total, percent.
     pub total_pct: f64,
+    /// In the functions view: the symbol it was inlined into (its time is that symbol's
+    /// self time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inlined_into: Option<String>,
 }
 
 impl ProfileSummary {
@@ -445,6 +472,32 @@ mod tests {
         serde_json::json!({"name": name, "base_pct": 10.0, "new_pct": 10.0 + change_pp,
             "change_pp": change_pp, "base_samples": 1000, "new_samples": 1000, "z": 5.0,
             "p_value": 0.0001, "significant": significant})
+    }
+
+    #[test]
+    fn the_lines_under_a_row_name_the_functions_inlined_into_the_hot_symbols() {
+        let hot = |name: &str, pct: f64, into: Option<&str>| HotFunction {
+            name: name.into(),
+            self_pct: pct,
+            total_pct: pct,
+            inlined_into: into.map(Into::into),
+        };
+        let mut p = ProfileSummary {
+            top: vec![hot("channels/mpsc/1000", 30.8, None)],
+            top_inlined: vec![
+                hot("poll_acquire", 9.4, Some("<Acquire as Future>::poll")),
+                hot("push<u64>", 7.1, Some("channels/mpsc/1000")),
+            ],
+            ..Default::default()
+        };
+        let lines = p.lines_under_row();
+        assert_eq!(lines[0], " 30.8% self  30.8% total  channels/mpsc/1000");
+        assert_eq!(
+            lines[1],
+            "       inlined: 9.4% poll_acquire (in <Acquire as Future>::poll), 7.1% push<u64> (in channels/mpsc/1000)"
+        );
+        p.top_inlined.clear();
+        assert_eq!(p.lines_under_row().len(), 1);
     }
 
     #[test]

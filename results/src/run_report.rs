@@ -1409,6 +1409,7 @@ mod tests {
                     name: "mycrate::spin".into(),
                     self_pct: 97.5,
                     total_pct: 97.5,
+                    inlined_into: None,
                 }],
                 movers: vec![crate::counting::InstructionChange {
                     name: "mycrate::spin".into(),
@@ -1445,6 +1446,7 @@ mod tests {
             name: name.into(),
             self_pct: pct,
             total_pct: pct,
+            inlined_into: None,
         };
         r.profile = Some(crate::profile::ProfileSummary {
             event: crate::profile::ALLOC_EVENT.into(),

@@ -286,16 +286,37 @@ fn diff_against(
     Ok((movers.collect(), d.warnings))
 }
 
-/// The five hottest rows of a flat view, as a row lists them.
+/// The five hottest rows of a flat view, as a row lists them: rows of some self time
+/// only (a thread's root frames, `__libc_start_call_main` or `thread_start` at 100% total
+/// and no self, never fill the list where little else has self time).
 pub(crate) fn hottest(rows: &[sparkles_report::profile::Entry]) -> Vec<HotFunction> {
     rows.iter()
+        .filter(|e| e.self_pct >= MIN_HOT_SELF_PCT)
         .take(5)
         .map(|e| HotFunction {
             name: e.name.clone(),
             self_pct: e.self_pct,
             total_pct: e.total_pct,
+            inlined_into: e.inlined_into.clone(),
         })
         .collect()
+}
+
+/// The smallest self share a hot list shows: what prints as 0.1%.
+const MIN_HOT_SELF_PCT: f64 = 0.05;
+
+/// The three hottest functions of the functions view that were inlined into another
+/// symbol, of the program and its crates (not std's helpers, `black_box` or `lt`, which
+/// every loop inlines): what the hottest symbols' self time is made of.
+fn hottest_inlined(functions: &[sparkles_report::profile::Entry]) -> Vec<HotFunction> {
+    let rows: Vec<_> = functions
+        .iter()
+        .filter(|e| e.inlined_into.is_some() && e.kind == sparkles_report::stacks::Kind::User)
+        .cloned()
+        .collect();
+    let mut hot = hottest(&rows);
+    hot.truncate(3);
+    hot
 }
 
 /// Unwinds, names and aggregates one case's capture; writes its artifacts beside it.
@@ -322,9 +343,10 @@ pub(crate) fn read_capture(
     p.event_note = Some(event_note.to_string()).filter(|n| !n.is_empty());
     summary.unwind = Some(unwind);
     // Under the row: the hottest symbols (what perf report lists first), whose names are
-    // the case's own code; inlined std helpers (`lt`, `copy<u64>`) stay in profile.json's
-    // `functions` view.
+    // the case's own code, and the hottest of the program's functions inlined into them;
+    // inlined std helpers (`lt`, `copy<u64>`) stay in profile.json's `functions` view.
     summary.top = hottest(&p.symbols);
+    summary.top_inlined = hottest_inlined(&p.functions);
     summary.memory = p.memory.clone().map(|mut m| {
         m.code.truncate(5);
         m.data_objects.truncate(5);
@@ -627,4 +649,56 @@ fn write_artifacts(
     let (svg_name, _, _) = kind.svg_and_diff();
     sparkles_perf_data::atomic_write::write_atomically(&dir.join(svg_name), svg.as_bytes())?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
+
+    use super::*;
+
+    fn entry(
+        name: &str,
+        self_pct: f64,
+        total_pct: f64,
+        kind: &str,
+        into: Option<&str>,
+    ) -> sparkles_report::profile::Entry {
+        serde_json::from_value(serde_json::json!({
+            "name": name, "module": null, "file": null, "line": null,
+            "self": (self_pct * 10.0) as u64, "total": (total_pct * 10.0) as u64,
+            "self_pct": self_pct, "total_pct": total_pct, "self_samples": 1,
+            "kind": kind, "inlined_into": into,
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn roots_with_no_self_time_never_fill_a_hot_list() {
+        // Everything inlined into the case's root: the thread's roots follow with none.
+        let rows = [
+            entry("chars/grapheme/arabic", 93.6, 100.0, "user", None),
+            entry("memcpy", 6.4, 6.4, "library", None),
+            entry("__libc_start_call_main", 0.0, 100.0, "library", None),
+            entry("thread_start", 0.0, 100.0, "std", None),
+        ];
+        let names: Vec<String> = hottest(&rows).into_iter().map(|h| h.name).collect();
+        assert_eq!(names, ["chars/grapheme/arabic", "memcpy"]);
+    }
+
+    #[test]
+    fn the_inlined_line_holds_the_programs_functions_not_stds_helpers() {
+        let functions = [
+            entry("core::hint::black_box", 44.0, 44.0, "std", Some("spin")),
+            entry("poll_acquire", 9.6, 10.8, "user", Some("Acquire::poll")),
+            entry("add_permits_locked", 9.5, 17.9, "user", None),
+            entry("push<u64>", 7.3, 10.6, "user", Some("case")),
+            entry("deref<AtomicWaker>", 6.3, 6.3, "user", Some("case")),
+            entry("{async_fn#0}<u64>", 3.4, 96.1, "user", Some("case")),
+        ];
+        let hot = hottest_inlined(&functions);
+        let names: Vec<&str> = hot.iter().map(|h| h.name.as_str()).collect();
+        assert_eq!(names, ["poll_acquire", "push<u64>", "deref<AtomicWaker>"]);
+        assert_eq!(hot[0].inlined_into.as_deref(), Some("Acquire::poll"));
+    }
 }
