@@ -63,6 +63,16 @@ pub fn svg_frame(title: &str, svg: &str) -> Markup {
     }
 }
 
+/// A frame whose source is an SVG file at `src` (a URL relative to the page), sized to
+/// the height `svg` (the file's text) asks for, loaded only when scrolled near: a page
+/// of many flamegraphs stays light.
+pub fn svg_file_frame(title: &str, svg: &str, src: &str) -> Markup {
+    let height = svg_height(svg).unwrap_or(620).max(120) + 4;
+    html! {
+        iframe title=(title) style=(format!("height: {height}px")) loading="lazy" src=(src) {}
+    }
+}
+
 fn view(title: &str, entries: &[Entry], n: usize) -> Markup {
     html! {
         h2 { (title) }

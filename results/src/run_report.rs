@@ -3,9 +3,11 @@
 //! verdict against the baseline and the line that explains it, then per case the
 //! distribution of its timing samples with the baseline's overlaid, the samples in run
 //! order, its metrics, and, where it was profiled, its flamegraph, hottest functions and
-//! the hot-function movers with the differential flamegraph. Nothing is fetched: CSS,
-//! script and charts are inline, and each flamegraph is a frame whose source is the SVG
-//! itself (a `data:` URL), so that it keeps its own zoom and search script.
+//! the hot-function movers with the differential flamegraph. Nothing is fetched from
+//! elsewhere: CSS, script and charts are inline, and each flamegraph is a frame whose
+//! source is the SVG file beside the case's capture (`../profile/<slug>/…`, loaded when
+//! scrolled near), so that it keeps its own zoom and search script and the page of a
+//! large suite stays light.
 
 use std::path::Path;
 
@@ -113,10 +115,10 @@ table.sweep div.bar { height: 0.8em; background: #4a90d9; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 2em; border-top: 1px solid #ddd; padding-top: 1em; }
 table { border-collapse: collapse; margin: .5em 0; }
 th, td { padding: 3px 7px; text-align: right; border-bottom: 1px solid #eee; white-space: nowrap; }
-td.case { white-space: normal; overflow-wrap: anywhere; max-width: 16em; }
+td.case { white-space: normal; overflow-wrap: break-word; min-width: 12em; max-width: 30em; }
 th { cursor: pointer; background: #f5f5f7; }
 td.name, th.name, td.text { text-align: left; }
-td.text { white-space: normal; min-width: 14em; max-width: 26em; }
+td.text { white-space: normal; overflow-wrap: anywhere; min-width: 14em; max-width: 26em; }
 td.fn { white-space: normal; overflow-wrap: anywhere; min-width: 8em; max-width: 14em; }
 table:not(#summary) td.name { white-space: normal; overflow-wrap: anywhere; max-width: 48em; }
 .regression { color: #b00020; font-weight: 600; } .improvement { color: #107c10; font-weight: 600; }
@@ -187,6 +189,7 @@ impl RunReport<'_> {
                         "."
                     }
                     @if let Some(w) = self.machine_warning { @for line in w.lines() { p.machine { (line) } } }
+                    @for part in self.unavailable() { p.note { "On this machine " (part) " (said once here, not in each case's line)." } }
                     (self.summary())
                     (sweeps_section(self.rows))
                     @for row in self.rows { (self.case(row, None)) }
@@ -199,6 +202,21 @@ impl RunReport<'_> {
                 }
             }
         }
+    }
+
+    /// What the explanations of this page's rows say is unavailable on the machine, each
+    /// once.
+    fn unavailable(&self) -> Vec<String> {
+        let mut parts: Vec<String> = Vec::new();
+        let rows = self.rows.iter().chain(self.kept.iter().map(|k| &k.row));
+        for e in rows.filter_map(|r| r.comparison.as_ref()?.explanation.as_ref()) {
+            for part in without_unavailable(&e.text).1 {
+                if !parts.contains(&part) {
+                    parts.push(part);
+                }
+            }
+        }
+        parts
     }
 
     fn summary(&self) -> Markup {
@@ -246,7 +264,7 @@ impl RunReport<'_> {
             .unwrap_or_else(|| "—".into());
         html! {
             tr class=[kept.map(|_| "kept")] {
-                td.name.case { a href=(format!("#{}", anchor(row, kept))) { (row.case) } }
+                td.name.case { a href=(format!("#{}", anchor(row, kept))) { (breakable(&row.case)) } }
                 @if !self.kept.is_empty() {
                     td.name { (kept.map(|k| format!("{} ({})", k.run_at, k.suite)).unwrap_or_else(|| "this run".into())) }
                 }
@@ -276,7 +294,10 @@ impl RunReport<'_> {
                             }
                             td class=(format!("name {}", verdict_class(c.verdict))) { (c.verdict.label()) @if c.machine_shift_pct.is_some() { " *" } }
                             // The verdict, change and interval have their cells: the line's rest.
-                            td.text.why { (c.explanation.as_ref().map(|e| e.text.split_once(": ").map_or(e.text.as_str(), |(_, rest)| rest)).unwrap_or("")) }
+                            td.text.why { (c.explanation.as_ref().map(|e| {
+                                let (text, _) = without_unavailable(&e.text);
+                                text.split_once(": ").map_or(text.clone(), |(_, rest)| rest.to_string())
+                            }).unwrap_or_default()) }
                         }
                         None => {
                             td { "—" } td { "—" } td { "—" }
@@ -317,6 +338,8 @@ impl RunReport<'_> {
         // What a build that reads profiles drew beside the capture; elsewhere a file there
         // is an earlier run's, and is not shown.
         let drawn = |name: &str| frame(name).filter(|_| self.profiles_read);
+        // A flamegraph's text (for its height) and its URL from the page.
+        let file = |text: Option<String>, name: &str| text.map(|t| (t, beside_capture(row, name)));
         html! {
             h2 id=(anchor(row, kept)) { (row.case) }
             @if let Some(k) = kept { p.kept { "From the run at " (k.run_at) ", suite " code { (k.suite) } "." } }
@@ -334,7 +357,7 @@ impl RunReport<'_> {
                     @if let Some(n) = &c.between_run_noise {
                         "; between-run noise ±" (format!("{:.1}%", n.pct)) " (" (n.source) ")"
                     }
-                    @if let Some(e) = &c.explanation { br; span.why { (e.text) } }
+                    @if let Some(e) = &c.explanation { br; span.why { (without_unavailable(&e.text).0) } }
                 }
             }
             @if let Some(r) = &row.reference {
@@ -358,7 +381,7 @@ impl RunReport<'_> {
             }
             @if kept.is_none() { (self.trend(&row.case)) }
             (self.metrics(row))
-            (instructions(row, kept.is_none().then(|| frame("flamegraph-instructions.svg")).flatten()))
+            (instructions(row, kept.is_none().then(|| file(frame("flamegraph-instructions.svg"), "flamegraph-instructions.svg")).flatten()))
             @if let Some(p) = &row.profile {
                 // An allocation profile's files have their own names beside the capture.
                 @let (json, svg, diff, suffix) = if p.alloc.is_some() || p.event == crate::profile::ALLOC_EVENT {
@@ -399,13 +422,13 @@ impl RunReport<'_> {
                         @else if p.capture.is_some() { p.note { (NOT_ANNOTATED) } }
                     }
                     (self.viewer_links(row, suffix))
-                    (flame_frame(format!("flamegraph of {}", row.case), drawn(svg)))
-                    @let wall = drawn("flamegraph-wall.svg").filter(|_| has_offcpu(p));
+                    (flame_frame(format!("flamegraph of {}", row.case), file(drawn(svg), svg)))
+                    @let wall = file(drawn("flamegraph-wall.svg").filter(|_| has_offcpu(p)), "flamegraph-wall.svg");
                     @if wall.is_some() {
                         h3 { "Wall clock: on and off CPU" }
                     }
                     (flame_frame(format!("wall-clock flamegraph of {}", row.case), wall))
-                    @let diff = drawn(diff);
+                    @let diff = file(drawn(diff), diff);
                     @if diff.is_some() {
                         h3 { "Against the baseline's profile" }
                     }
@@ -478,7 +501,7 @@ impl RunReport<'_> {
                 p.viewers { "Open in: "
                     @for (i, (name, viewer)) in files.iter().enumerate() {
                         @if i > 0 { ", " }
-                        a href=(format!("../profile/{}/{name}", row.slug)) { (viewer) }
+                        a href=(beside_capture(row, name)) { (viewer) }
                         " (" code { (name) } ")"
                     }
                 }
@@ -529,7 +552,7 @@ impl RunReport<'_> {
 /// The case's instruction profile (`--profile=instructions`): its hottest functions by
 /// self instructions, the exact movers against the baseline's, and its flamegraph
 /// (`svg`, this run's).
-fn instructions(row: &BenchRow, svg: Option<String>) -> Markup {
+fn instructions(row: &BenchRow, svg: Option<(String, String)>) -> Markup {
     let Some(v) = row.counting.as_ref().and_then(|c| c.valgrind.as_ref()) else {
         return html! {};
     };
@@ -637,11 +660,46 @@ fn memory_sections(p: &crate::profile::ProfileSummary) -> Markup {
     sparkles_report::html::memory_sections(p.memory.as_ref(), p.numa.as_ref(), 5)
 }
 
-/// A flamegraph beside the case's capture, in a frame whose source is the SVG itself.
-fn flame_frame(title: String, svg: Option<String>) -> Markup {
+/// A case's name that wraps after its `/`s (and `::`s) only, never inside a word: a
+/// summary of many columns wrapped `overflow-wrap: anywhere` names every 6 characters.
+fn breakable(name: &str) -> Markup {
     html! {
-        @if let Some(svg) = svg {
-            (sparkles_report::html::svg_frame(&title, &svg))
+        @for (i, part) in name.split_inclusive(['/', ':']).enumerate() {
+            @if i > 0 { wbr; }
+            (part)
+        }
+    }
+}
+
+/// An explanation's line without its parts that say what the machine lacks
+/// (`instructions and cycles unavailable: …`: the same in every row of a run, said once
+/// above the summary), and those parts.
+fn without_unavailable(text: &str) -> (String, Vec<String>) {
+    let (head, rest) = text.split_once(": ").unwrap_or((text, ""));
+    let (kept, gone): (Vec<&str>, Vec<&str>) = rest
+        .split("; ")
+        .partition(|part| !part.starts_with("instructions and cycles unavailable: "));
+    let text = if rest.is_empty() {
+        head.to_string()
+    } else {
+        format!("{head}: {}", kept.join("; "))
+    };
+    (text, gone.into_iter().map(str::to_string).collect())
+}
+
+/// The URL from the page (`<out>/report/index.html`) of the file `name` beside the case's
+/// capture (`<out>/profile/<slug>/`).
+fn beside_capture(row: &BenchRow, name: &str) -> String {
+    format!("../profile/{}/{name}", row.slug)
+}
+
+/// A flamegraph beside the case's capture (`svg`: its text and its URL relative to the
+/// page), in a frame whose source is that file, loaded when scrolled near: a page of 88
+/// profiled cases carried each SVG inline, 25-35 MB.
+fn flame_frame(title: String, svg: Option<(String, String)>) -> Markup {
+    html! {
+        @if let Some((svg, src)) = svg {
+            (sparkles_report::html::svg_file_frame(&title, &svg, &src))
         }
     }
 }
@@ -1326,6 +1384,99 @@ mod tests {
             !html.contains("profile.firefox.json.gz"),
             "an earlier run's file is offered"
         );
+    }
+
+    #[test]
+    fn what_the_machine_lacks_is_said_once_and_names_wrap_at_their_slashes() {
+        let (text, gone) = without_unavailable(
+            "regression +25.0% [+23.0, +27.0]: where: extra_fnv +24.3 pp; no counted cause moved; instructions and cycles unavailable: ENOENT: no PMU",
+        );
+        assert_eq!(
+            text,
+            "regression +25.0% [+23.0, +27.0]: where: extra_fnv +24.3 pp; no counted cause moved"
+        );
+        assert_eq!(
+            gone,
+            ["instructions and cycles unavailable: ENOENT: no PMU"]
+        );
+        assert_eq!(
+            without_unavailable("inside the noise").0,
+            "inside the noise"
+        );
+
+        let base = row("json/parse/value", vec![100.0; 6]);
+        let mut rows = Vec::new();
+        for case in ["json/parse/value", "json/parse/typed"] {
+            let mut r = row(case, vec![125.0; 6]);
+            r.comparison = Some(crate::comparison::Comparison {
+                explanation: Some(crate::comparison::Explanation {
+                    kind: crate::comparison::Cause::MovedFunctions,
+                    text: "regression +25.0% [+23.0, +27.0]: no counted cause moved; instructions and cycles unavailable: ENOENT: no PMU".into(),
+                }),
+                ..serde_json::from_value(serde_json::json!({
+                    "baseline_median_ns": 100.0, "median_ns": 125.0, "delta_pct": 25.0,
+                    "ci_low_pct": 23.0, "ci_high_pct": 27.0, "confidence": 0.95,
+                    "verdict": "regression"
+                }))
+                .unwrap()
+            });
+            rows.push(r);
+        }
+        let html = RunReport {
+            suite: "s",
+            rows: &rows,
+            baseline: Some(std::slice::from_ref(&base)),
+            baseline_name: Some("b"),
+            machine_warning: None,
+            profile_dir: Path::new("/nonexistent"),
+            kept: &[],
+            trends: &[],
+            profiles_read: true,
+            annotates: true,
+        }
+        .page()
+        .into_string();
+        assert_eq!(html.matches("ENOENT: no PMU").count(), 1, "{html}");
+        assert!(
+            html.contains("On this machine instructions and cycles unavailable: ENOENT: no PMU"),
+            "{html}"
+        );
+        assert!(html.contains("json/<wbr>parse/<wbr>typed</a>"), "{html}");
+    }
+
+    #[test]
+    fn flamegraphs_are_frames_of_their_files_loaded_when_scrolled_to() {
+        let dir = tempfile::tempdir().unwrap();
+        let case = dir.path().join("v");
+        std::fs::create_dir_all(&case).unwrap();
+        let svg = format!(
+            r#"<svg height="300" width="1200">{}</svg>"#,
+            "<g/>".repeat(100_000)
+        );
+        std::fs::write(case.join("flamegraph.svg"), &svg).unwrap();
+        let mut r = row("v", vec![1.0, 2.0]);
+        r.profile = Some(Default::default());
+        let html = RunReport {
+            suite: "s",
+            rows: std::slice::from_ref(&r),
+            baseline: None,
+            baseline_name: None,
+            machine_warning: None,
+            profile_dir: dir.path(),
+            kept: &[],
+            trends: &[],
+            profiles_read: true,
+            annotates: true,
+        }
+        .page()
+        .into_string();
+        assert!(
+            html.contains(r#"<iframe title="flamegraph of v" style="height: 304px" loading="lazy" src="../profile/v/flamegraph.svg">"#),
+            "{html}"
+        );
+        // The SVG's 400 KB are the file's, not the page's.
+        assert!(html.len() < svg.len() / 4, "{} bytes", html.len());
+        assert!(!html.contains("data:image/svg+xml"));
     }
 
     #[test]
