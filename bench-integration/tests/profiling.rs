@@ -249,7 +249,14 @@ fn profile_writes_a_capture_per_case() {
         under_case * 10 >= weight * 9,
         "{under_case} of {weight}:\n{folded}"
     );
-    assert_eq!(profile.top.len(), 5);
+    // The hottest symbols by self, five at most, each with self time of its own (a
+    // thread's root at 100% total and no self never fills the list).
+    assert!((1..=5).contains(&profile.top.len()), "{:?}", profile.top);
+    assert!(
+        profile.top.iter().all(|h| h.self_pct >= 0.05),
+        "{:?}",
+        profile.top
+    );
     assert!(profile
         .top
         .windows(2)

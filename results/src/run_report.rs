@@ -1027,6 +1027,24 @@ mod tests {
         crate::row::ok_row(case, samples)
     }
 
+    /// The page of `rows` whose profiles' files are under `profile_dir`.
+    fn page_of_profiles(rows: &[BenchRow], profile_dir: &Path) -> String {
+        RunReport {
+            suite: "s",
+            rows,
+            baseline: None,
+            baseline_name: None,
+            machine_warning: None,
+            profile_dir,
+            kept: &[],
+            trends: &[],
+            profiles_read: true,
+            annotates: true,
+        }
+        .page()
+        .into_string()
+    }
+
     fn page(rows: &[BenchRow], kept: &[KeptCase]) -> String {
         RunReport {
             suite: "s",
@@ -1362,20 +1380,7 @@ mod tests {
         std::fs::write(case.join("profile.speedscope.json"), b"{}").unwrap();
         let mut r = row("v", vec![1.0, 2.0]);
         r.profile = Some(Default::default());
-        let html = RunReport {
-            suite: "s",
-            rows: std::slice::from_ref(&r),
-            baseline: None,
-            baseline_name: None,
-            machine_warning: None,
-            profile_dir: dir.path(),
-            kept: &[],
-            trends: &[],
-            profiles_read: true,
-            annotates: true,
-        }
-        .page()
-        .into_string();
+        let html = page_of_profiles(std::slice::from_ref(&r), dir.path());
         assert!(
             html.contains("href=\"../profile/v/profile.speedscope.json\""),
             "{html}"
@@ -1456,20 +1461,7 @@ mod tests {
         std::fs::write(case.join("flamegraph.svg"), &svg).unwrap();
         let mut r = row("v", vec![1.0, 2.0]);
         r.profile = Some(Default::default());
-        let html = RunReport {
-            suite: "s",
-            rows: std::slice::from_ref(&r),
-            baseline: None,
-            baseline_name: None,
-            machine_warning: None,
-            profile_dir: dir.path(),
-            kept: &[],
-            trends: &[],
-            profiles_read: true,
-            annotates: true,
-        }
-        .page()
-        .into_string();
+        let html = page_of_profiles(std::slice::from_ref(&r), dir.path());
         assert!(
             html.contains(r#"<iframe title="flamegraph of v" style="height: 304px" loading="lazy" src="../profile/v/flamegraph.svg">"#),
             "{html}"
