@@ -304,9 +304,9 @@ struct Threaded<F> {
     threads: usize,
 }
 
-/// Where a sweep's threads meet: how many are waiting to start, whether they go (or
-/// give up: a helper could not be started), and how many have finished. Each waits
-/// spinning, yielding its CPU between looks: a thread woken from a sleep is put on the
+/// Where a sweep's threads meet: how many are waiting to start, and whether they go (or
+/// give up: a helper could not be started). Each waits spinning, yielding its CPU
+/// between looks: a thread woken from a sleep is put on the
 /// CPU of the thread that woke it, so that two threads released by a condition variable
 /// ran one after the other on one CPU for the first milliseconds of each sample (work
 /// of each thread's own read 1.8x per thread at two threads on two idle CPUs).
@@ -315,7 +315,25 @@ struct Gate {
     ready: std::sync::atomic::AtomicUsize,
     /// 0 wait, 1 go, 2 give up.
     go: std::sync::atomic::AtomicU8,
-    finished: std::sync::atomic::AtomicUsize,
+    /// Helpers done with their share, for the case's thread to sleep on.
+    finished: std::sync::Mutex<usize>,
+    done: std::sync::Condvar,
+}
+
+impl Gate {
+    /// A helper is done with its share.
+    fn finish(&self) {
+        *self.finished.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        self.done.notify_one();
+    }
+
+    /// Sleeps until `helpers` are done with their shares.
+    fn wait_finished(&self, helpers: usize) {
+        let mut finished = self.finished.lock().unwrap_or_else(|e| e.into_inner());
+        while *finished < helpers {
+            finished = self.done.wait(finished).unwrap_or_else(|e| e.into_inner());
+        }
+    }
 }
 
 /// Spins, yielding, until `until` holds.
@@ -323,6 +341,18 @@ fn spin_until(until: impl Fn() -> bool) {
     while !until() {
         std::hint::spin_loop();
         std::thread::yield_now();
+    }
+}
+
+/// One thread's share of a sweep's run: the body `iterations` times. A function of the
+/// harness's own, never inlined, so that a profile folds it into the case's root as it
+/// does the plain timing loop (the body inlined into it is the case's own time, and its
+/// functions the `inlined:` line's), where inlined into `std::thread::scope` and the
+/// helpers' thread start it read as those std functions' self time.
+#[inline(never)]
+fn sweep_share<O, F: Fn() -> O>(body: &F, iterations: u64) {
+    for _ in 0..iterations {
+        black_box(body());
     }
 }
 
@@ -342,11 +372,7 @@ impl<O, F: Fn() -> O + Sync> Routine for Threaded<F> {
             if collect {
                 crate::tiers::valgrind::toggle_collect();
             }
-            let ran = catch_unwind(AssertUnwindSafe(|| {
-                for _ in 0..iterations {
-                    black_box(body());
-                }
-            }));
+            let ran = catch_unwind(AssertUnwindSafe(|| sweep_share(body, iterations)));
             let end = Instant::now();
             if collect {
                 crate::tiers::valgrind::toggle_collect();
@@ -369,7 +395,7 @@ impl<O, F: Fn() -> O + Sync> Routine for Threaded<F> {
                             return None;
                         }
                         let ran = share(valgrind);
-                        gate.finished.fetch_add(1, SeqCst);
+                        gate.finish();
                         Some(ran)
                     });
                 match spawned {
@@ -394,15 +420,23 @@ impl<O, F: Fn() -> O + Sync> Routine for Threaded<F> {
             let start = Instant::now();
             gate.go.store(1, SeqCst);
             let own = share(false);
-            spin_until(|| gate.finished.load(SeqCst) == started);
+            // Done with its share, the case's thread sleeps until the helpers are done
+            // with theirs (a thread spinning here took a CPU from them where threads
+            // outnumber CPUs), and the tiers stop before the helpers end (their exit is
+            // no iteration's); the time is to the last share's end, each taken by its
+            // thread.
+            gate.wait_finished(started);
             meter.pause();
+            let shares: Vec<Option<Share>> = std::iter::once(Some(own))
+                .chain(
+                    helpers
+                        .into_iter()
+                        .map(|h| h.join().unwrap_or_else(|p| Some(Err(p)))),
+                )
+                .collect();
             let mut last = start;
             let mut panicked = None;
-            for ran in std::iter::once(Some(own)).chain(
-                helpers
-                    .into_iter()
-                    .map(|h| h.join().unwrap_or_else(|p| Some(Err(p)))),
-            ) {
+            for ran in shares {
                 match ran {
                     Some(Ok(end)) => last = last.max(end),
                     Some(Err(p)) => {
