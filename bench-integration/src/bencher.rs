@@ -304,12 +304,13 @@ struct Threaded<F> {
     threads: usize,
 }
 
-/// Where a sweep's threads meet: how many are waiting to start, and whether they go (or
-/// give up: a helper could not be started). Each waits spinning, yielding its CPU
-/// between looks: a thread woken from a sleep is put on the
-/// CPU of the thread that woke it, so that two threads released by a condition variable
-/// ran one after the other on one CPU for the first milliseconds of each sample (work
-/// of each thread's own read 1.8x per thread at two threads on two idle CPUs).
+/// Where a sweep's threads meet: how many are waiting to start, whether they go (or
+/// give up: a helper could not be started), and how many are done with their share.
+/// They wait for the start spinning, yielding their CPU between looks: a thread woken
+/// from a sleep is put on the CPU of the thread that woke it, so that two threads
+/// released by a condition variable ran one after the other on one CPU for the first
+/// milliseconds of each sample (work of each thread's own read 1.8x per thread at two
+/// threads on two idle CPUs). The case's thread sleeps on `done` for the end.
 #[derive(Default)]
 struct Gate {
     ready: std::sync::atomic::AtomicUsize,

@@ -1184,8 +1184,9 @@ fn print_counting_coverage(rows: &[BenchRow]) {
 
 /// Each case held to its group's reference (`references`, indices into `reports`),
 /// measured in the same rounds, with the reference's twin (`twins`) as the null: its
-/// row's `reference`, the reference's own row holding its twin's. Each sample less its run-queue wait where the waits of all three are
-/// known (what other work took of a sample is no difference between implementations).
+/// row's `reference`, the reference's own row holding its twin's. Each sample less its
+/// run-queue wait where the waits of all three are known (what other work took of a
+/// sample is no difference between implementations).
 fn against_references(
     rows: &mut [BenchRow],
     reports: &[CaseReport],

@@ -123,14 +123,7 @@ impl Timing {
     /// took where no other work held it off a CPU; `None` where the waits are not known
     /// for every sample.
     pub fn samples_less_wait(&self) -> Option<Vec<f64>> {
-        let waits = self.run_queue_wait.as_ref()?;
-        (waits.len() == self.samples.len()).then(|| {
-            self.samples
-                .iter()
-                .zip(waits)
-                .map(|(s, w)| (s - w).max(0.0))
-                .collect()
-        })
+        crate::stats::less_waits(&self.samples, self.run_queue_wait.as_deref()?)
     }
 }
 

@@ -1029,6 +1029,15 @@ mod tests {
 
     /// The page of `rows` whose profiles' files are under `profile_dir`.
     fn page_of_profiles(rows: &[BenchRow], profile_dir: &Path) -> String {
+        page_with(rows, &[], profile_dir)
+    }
+
+    fn page(rows: &[BenchRow], kept: &[KeptCase]) -> String {
+        page_with(rows, kept, Path::new("/nonexistent"))
+    }
+
+    /// The page of `rows` and `kept`, with no baseline, its profiles under `profile_dir`.
+    fn page_with(rows: &[BenchRow], kept: &[KeptCase], profile_dir: &Path) -> String {
         RunReport {
             suite: "s",
             rows,
@@ -1036,23 +1045,6 @@ mod tests {
             baseline_name: None,
             machine_warning: None,
             profile_dir,
-            kept: &[],
-            trends: &[],
-            profiles_read: true,
-            annotates: true,
-        }
-        .page()
-        .into_string()
-    }
-
-    fn page(rows: &[BenchRow], kept: &[KeptCase]) -> String {
-        RunReport {
-            suite: "s",
-            rows,
-            baseline: None,
-            baseline_name: None,
-            machine_warning: None,
-            profile_dir: Path::new("/nonexistent"),
             kept,
             trends: &[],
             profiles_read: true,
