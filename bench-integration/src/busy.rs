@@ -89,9 +89,18 @@ impl WaitClock {
 /// A sample's run-queue wait: the wait clock read as each timed region starts and ends,
 /// the waits inside them summed (what [`WaitClock`] says of the time between them, a
 /// batched body's set-up, is left out).
+///
+/// A reading is the kernel's figure at one moment inside the read, so a wait that falls
+/// in the read itself (a thread is most often preempted as a system call returns) is in
+/// the region's difference though no timed region holds it: beside a busy loop a whole
+/// scheduler slice, longer than the sample. Each read is timed, and what the two reads of
+/// a region took is left out of its wait: what remains fell inside the region (a few
+/// microseconds of a true wait may go uncounted; a sample is never made shorter than its
+/// body ran).
 pub(crate) struct WaitTally {
     clock: WaitClock,
-    started: Option<Duration>,
+    /// The wait at the region's start, and how long that read took.
+    started: Option<(Duration, Duration)>,
     /// `None` once a reading failed: the sample's wait is unknown.
     total: Option<Duration>,
 }
@@ -107,14 +116,20 @@ impl WaitTally {
 
     #[inline]
     pub(crate) fn resume(&mut self) {
-        self.started = self.clock.read();
+        let before = std::time::Instant::now();
+        let wait = self.clock.read();
+        self.started = wait.map(|w| (w, before.elapsed()));
     }
 
     #[inline]
     pub(crate) fn pause(&mut self) {
+        let before = std::time::Instant::now();
         let now = self.clock.read();
+        let read = before.elapsed();
         self.total = match (self.total, self.started.take(), now) {
-            (Some(total), Some(start), Some(now)) => Some(total + now.saturating_sub(start)),
+            (Some(total), Some((start, start_read)), Some(now)) => {
+                Some(total + inside(now.saturating_sub(start), start_read + read))
+            }
             _ => None,
         };
     }
@@ -123,6 +138,12 @@ impl WaitTally {
     pub(crate) fn finish(self) -> (Option<Duration>, WaitClock) {
         (self.total, self.clock)
     }
+}
+
+/// Of a `wait` read between two readings that took `reads` in all, what fell between
+/// them: at least the wait less the reads' time.
+fn inside(wait: Duration, reads: Duration) -> Duration {
+    wait.saturating_sub(reads)
 }
 
 /// `RUN_NS WAIT_NS SLICES`.
@@ -262,6 +283,19 @@ mod tests {
             })
         );
         assert_eq!(parse_schedstat("x"), None);
+    }
+
+    #[test]
+    fn a_wait_inside_a_read_is_no_timed_regions() {
+        let ms = Duration::from_millis;
+        // Preempted for a 4 ms slice as the opening read returned: the read took it all.
+        assert_eq!(inside(ms(4), ms(4) + Duration::from_micros(3)), Duration::ZERO);
+        // Preempted inside the region: its reads took microseconds.
+        assert_eq!(
+            inside(ms(4), Duration::from_micros(6)),
+            ms(4) - Duration::from_micros(6)
+        );
+        assert_eq!(inside(Duration::ZERO, Duration::from_micros(6)), Duration::ZERO);
     }
 
     #[test]
