@@ -265,6 +265,13 @@ pub struct HarnessArgs {
     #[arg(long, value_name = "N", default_value_t = sparkles_results::paired::PROCESSES_PER_SIDE, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(2..=16))]
     pub paired_processes: usize,
 
+    /// With --baseline, side by side: changes smaller than this many percent are inside
+    /// the noise whatever the intervals say (two builds of the same code differ by their
+    /// layout alone). Default: the case's floor learned from its earlier paired runs in
+    /// the history (the median of their nulls), at least 0.5%.
+    #[arg(long, value_name = "PCT", requires = "baseline", value_parser = percent)]
+    pub noise_threshold: Option<f64>,
+
     /// With --baseline: exit with status 1 when a case's verdict is a regression
     /// (`regression`) or any change (`change`), after every file is written: a CI job's
     /// gate.
@@ -437,8 +444,28 @@ fn parse_bytes(text: &str) -> Result<u64, String> {
     }
 }
 
+/// A percentage: a finite number, zero or more.
+fn percent(text: &str) -> Result<f64, String> {
+    match text.trim_end_matches('%').parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!("`{text}` is no percentage (a number, zero or more)")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_noise_threshold_is_a_percentage() {
+        use super::percent;
+        assert_eq!(percent("2"), Ok(2.0));
+        assert_eq!(percent("1.5%"), Ok(1.5));
+        assert_eq!(percent("0"), Ok(0.0));
+        for bad in ["-1", "nan", "inf", "two"] {
+            let why = percent(bad).unwrap_err();
+            assert!(why.contains(bad), "{why}");
+        }
+    }
+
     #[test]
     fn partitions_share_the_cases_between_them_exactly_once() {
         use super::Partition;
@@ -626,3 +653,4 @@ impl std::fmt::Display for Partition {
         write!(f, "{how}:{}/{}", self.k, self.n)
     }
 }
+

@@ -545,7 +545,10 @@ fn compare_with_baseline(
         .as_ref()
         .filter(|p| p.is_file())
         .and_then(|p| history::read_timing(p).ok());
-    let floor = |case: &str| baseline::learned_floor(history.as_ref(), case);
+    let floor = |case: &str| {
+        args.noise_threshold
+            .unwrap_or_else(|| baseline::learned_floor(history.as_ref(), case))
+    };
     let mut method = match side_by_side::pairing(base, args.baseline_unpaired) {
         side_by_side::Pairing::Paired(saved) if compared > 0 => {
             eprintln!(
