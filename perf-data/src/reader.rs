@@ -7,6 +7,11 @@
 //! the next. Only the decompressed bytes not yet delivered are kept: at most one
 //! COMPRESSED record's worth ([`MAX_DECOMPRESSED_CHUNK`]) and the part of a record that
 //! continues into the next one.
+//!
+//! libzstd (the `zstd` feature) reads any such stream. Without it ruzstd (pure Rust)
+//! decodes whole blocks as they arrive and gives a frame's last bytes at its end: it
+//! reads captures whose frames end before any other record (sparkles' own, a frame a
+//! chunk), and says which feature reads one that does not (perf's endless stream).
 
 use std::io::Read;
 
@@ -16,6 +21,11 @@ use crate::record::{kind, kind_name, RecordHeader};
 /// One COMPRESSED record decompresses to at most this much (perf's chunks are a ring
 /// buffer's worth; this bounds a malicious frame).
 pub const MAX_DECOMPRESSED_CHUNK: u64 = 256 << 20;
+
+/// Why a capture whose zstd frames do not end cannot be read without libzstd.
+const ENDLESS: &str = "perf record -z writes one endless stream, which this build's \
+pure-Rust decoder cannot follow (it reads captures whose frames end, as sparkles writes \
+them); sparkles-perf-data's `zstd` feature (libzstd) reads it";
 
 /// Where a record was found, and what it is: everything about it but its bytes, which
 /// [`RecordReader::current`] gives.
@@ -173,6 +183,12 @@ impl<'a> RecordReader<'a> {
             }
             let Some((offset, header, input_at)) = self.next_from_input()? else {
                 self.current = Current::None;
+                if self.inflater.as_ref().is_some_and(Inflater::inside_frame) {
+                    return Err(DataError::new(
+                        self.compressed_offset,
+                        format!("the compressed data ends inside a zstd frame: {ENDLESS}"),
+                    ));
+                }
                 let left = self.inflated.len() - self.inflated_at;
                 if left > 0 {
                     return Err(DataError::new(
@@ -187,6 +203,15 @@ impl<'a> RecordReader<'a> {
             if matches!(header.type_, kind::COMPRESSED | kind::COMPRESSED2) {
                 self.inflate(offset, header)?;
                 continue;
+            }
+            if self.inflater.as_ref().is_some_and(Inflater::inside_frame) {
+                return Err(DataError::new(
+                    offset,
+                    format!(
+                        "a {} record inside a zstd frame that has not ended: {ENDLESS}",
+                        kind_name(header.type_)
+                    ),
+                ));
             }
             return Ok(Some(RawRecord {
                 offset,
@@ -466,19 +491,208 @@ impl Inflater {
     }
 }
 
-/// Without the `zstd` feature no decoder exists: a COMPRESSED record says so.
+/// Without the `zstd` feature, ruzstd decodes.
 #[cfg(not(feature = "zstd"))]
-enum Inflater {}
+type Inflater = FramesInflater;
 
-#[cfg(not(feature = "zstd"))]
+#[cfg(feature = "zstd")]
 impl Inflater {
-    fn new() -> Result<Inflater, String> {
-        Err("COMPRESSED record: this build reads no zstd-compressed captures (sparkles-perf-data's `zstd` feature is off)".to_string())
+    /// libzstd follows a stream across records and frames: nothing is held back.
+    fn inside_frame(&self) -> bool {
+        false
+    }
+}
+
+/// A frame may declare a window of at most this many bytes (libzstd's level 1 uses 512
+/// KiB, its level 19 8 MiB; ruzstd's fastest 128 KiB).
+const MAX_WINDOW: u64 = 128 << 20;
+
+/// zstd frames decoded by ruzstd as their COMPRESSED records arrive: each whole block is
+/// decoded when its last byte is in, the bytes no later block can refer to are given at
+/// once, and the rest (at most the frame's window) at the frame's end, its checksum
+/// checked.
+#[cfg_attr(feature = "zstd", allow(dead_code))]
+pub(crate) struct FramesInflater {
+    decoder: ruzstd::decoding::FrameDecoder,
+    /// Compressed bytes not yet decoded: a part of a block, a frame header or a checksum.
+    pending: Vec<u8>,
+    /// Inside a frame (its header read, its last block not), and whether it ends with a
+    /// checksum.
+    frame: Option<bool>,
+}
+
+#[cfg_attr(feature = "zstd", allow(dead_code))]
+impl FramesInflater {
+    pub(crate) fn new() -> Result<FramesInflater, String> {
+        Ok(FramesInflater {
+            decoder: ruzstd::decoding::FrameDecoder::new(),
+            pending: Vec::new(),
+            frame: None,
+        })
     }
 
-    fn feed(&mut self, _data: &[u8], _out: &mut Vec<u8>) -> Result<(), String> {
-        match *self {}
+    /// Decompresses one COMPRESSED record's payload onto `out`: every byte of the frames
+    /// it ends, and of a frame it does not end, what no later block can refer to.
+    pub(crate) fn feed(&mut self, data: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
+        use ruzstd::decoding::BlockDecodingStrategy;
+        let start = out.len();
+        self.pending.extend_from_slice(data);
+        let mut at = 0;
+        loop {
+            let rest = &self.pending[at..];
+            let Some(checksum) = self.frame else {
+                match frame_start(rest)? {
+                    FrameStart::More => break,
+                    FrameStart::Skip(n) => at += n,
+                    FrameStart::Header { len, checksum } => {
+                        self.decoder
+                            .init(&rest[..len])
+                            .map_err(|e| format!("COMPRESSED record: zstd frame header: {e}"))?;
+                        self.frame = Some(checksum);
+                        at += len;
+                    }
+                }
+                continue;
+            };
+            let (blocks, len, last) = whole_blocks(rest, checksum)?;
+            if blocks == 0 {
+                break;
+            }
+            let mut input = &rest[..len];
+            self.decoder
+                .decode_blocks(&mut input, BlockDecodingStrategy::UptoBlocks(blocks))
+                .map_err(|e| format!("COMPRESSED record: zstd data corrupt: {e}"))?;
+            if !input.is_empty() {
+                return Err("COMPRESSED record: zstd decoder stopped inside a block".to_string());
+            }
+            at += len;
+            out.extend(self.decoder.collect().unwrap_or_default());
+            if last {
+                if checksum {
+                    let (stored, made) = (
+                        self.decoder.get_checksum_from_data(),
+                        self.decoder.get_calculated_checksum(),
+                    );
+                    if stored != made {
+                        return Err(format!(
+                            "COMPRESSED record: zstd frame's checksum {stored:08x?} is not its data's {made:08x?}"
+                        ));
+                    }
+                }
+                self.frame = None;
+            }
+            if (out.len() - start) as u64 > MAX_DECOMPRESSED_CHUNK {
+                return Err(format!(
+                    "COMPRESSED record decompresses to more than {MAX_DECOMPRESSED_CHUNK} bytes"
+                ));
+            }
+        }
+        self.pending.drain(..at);
+        Ok(())
     }
+
+    /// Whether a frame is open: bytes held back until it ends.
+    pub(crate) fn inside_frame(&self) -> bool {
+        self.frame.is_some() || !self.pending.is_empty()
+    }
+}
+
+/// What begins at a frame boundary.
+#[derive(Debug, PartialEq, Eq)]
+enum FrameStart {
+    /// Not enough bytes to tell.
+    More,
+    /// A skippable frame of this many bytes, whole.
+    Skip(usize),
+    /// A frame header of `len` bytes, whole; whether the frame ends with a checksum.
+    Header { len: usize, checksum: bool },
+}
+
+/// The frame that begins `bytes` (RFC 8878, 3.1.1): its header's length from its
+/// descriptor byte, its window held to [`MAX_WINDOW`].
+fn frame_start(bytes: &[u8]) -> Result<FrameStart, String> {
+    if bytes.len() < 5 {
+        return Ok(FrameStart::More);
+    }
+    let magic = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+    if magic & 0xffff_fff0 == 0x184d_2a50 {
+        if bytes.len() < 8 {
+            return Ok(FrameStart::More);
+        }
+        let n = 8 + u32::from_le_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]) as usize;
+        return Ok(if bytes.len() < n {
+            FrameStart::More
+        } else {
+            FrameStart::Skip(n)
+        });
+    }
+    if magic != 0xfd2f_b528 {
+        return Err(format!(
+            "COMPRESSED record: no zstd frame where one begins (magic {magic:#010x})"
+        ));
+    }
+    let d = bytes[4];
+    let single_segment = d & 0x20 != 0;
+    let fcs = match d >> 6 {
+        0 => usize::from(single_segment),
+        1 => 2,
+        2 => 4,
+        _ => 8,
+    };
+    let dict = [0, 1, 2, 4][usize::from(d & 3)];
+    let len = 5 + usize::from(!single_segment) + dict + fcs;
+    if bytes.len() < len {
+        return Ok(FrameStart::More);
+    }
+    let window = if single_segment {
+        let f = &bytes[5 + dict..len];
+        let mut v = [0u8; 8];
+        v[..f.len()].copy_from_slice(f);
+        u64::from_le_bytes(v) + if fcs == 2 { 256 } else { 0 }
+    } else {
+        let w = bytes[5];
+        let base = 1u64 << (10 + (w >> 3));
+        base + base / 8 * u64::from(w & 7)
+    };
+    if window > MAX_WINDOW {
+        return Err(format!(
+            "COMPRESSED record: a zstd frame with a {window}-byte window (at most {MAX_WINDOW})"
+        ));
+    }
+    Ok(FrameStart::Header {
+        len,
+        checksum: d & 4 != 0,
+    })
+}
+
+/// The whole blocks at the front of `bytes` (RFC 8878, 3.1.1.2): how many, their length
+/// (with the frame's checksum after its last block), and whether the last is among them.
+fn whole_blocks(bytes: &[u8], checksum: bool) -> Result<(usize, usize, bool), String> {
+    let (mut blocks, mut at) = (0, 0);
+    while let Some(h) = bytes.get(at..at + 3) {
+        let h = u32::from_le_bytes([h[0], h[1], h[2], 0]);
+        let (last, size) = (h & 1 != 0, (h >> 3) as usize);
+        let content = match (h >> 1) & 3 {
+            1 => 1,
+            3 => return Err("COMPRESSED record: a zstd block of the reserved type".to_string()),
+            _ => size,
+        };
+        if size > 128 << 10 {
+            return Err(format!(
+                "COMPRESSED record: a zstd block of {size} bytes (at most 128 KiB)"
+            ));
+        }
+        let end = at + 3 + content + if last && checksum { 4 } else { 0 };
+        if end > bytes.len() {
+            break;
+        }
+        blocks += 1;
+        at = end;
+        if last {
+            return Ok((blocks, at, true));
+        }
+    }
+    Ok((blocks, at, false))
 }
 
 #[cfg(test)]
@@ -495,18 +709,126 @@ mod tests {
         r
     }
 
-    #[test]
-    #[cfg(not(feature = "zstd"))]
-    fn without_zstd_a_compressed_record_says_which_feature_reads_it() {
-        let bytes = compressed(&[0x28, 0xb5, 0x2f, 0xfd, 0, 0, 0, 0]);
-        let mut reader = RecordReader::from_bytes(&bytes, 0, bytes.len());
-        let e = reader.advance().unwrap_err();
-        assert_eq!(e.offset, 0);
-        assert!(e.message.contains("`zstd` feature"), "{e}");
+    /// `n` bytes that compress well but not to nothing: records-like.
+    fn records_like(n: usize) -> Vec<u8> {
+        (0..n)
+            .map(|i| ((i / 8) as u8).wrapping_mul(31) ^ (i % 251) as u8)
+            .collect()
+    }
+
+    fn frame(data: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        ruzstd::encoding::compress(data, &mut out, ruzstd::encoding::CompressionLevel::Fastest);
+        out
     }
 
     #[test]
-    #[cfg(feature = "zstd")]
+    fn ruzstd_frames_fed_in_pieces_of_any_size_decode_whole() {
+        // Three frames of 400 KiB, 300 KiB (several blocks each) and 10 bytes, back to back.
+        let parts = [records_like(400 << 10), records_like(300 << 10), records_like(10)];
+        let mut stream = Vec::new();
+        for p in &parts {
+            stream.extend(frame(p));
+        }
+        let whole: Vec<u8> = parts.concat();
+        for piece in [3, 4096, 65_527, stream.len()] {
+            let mut inflater = FramesInflater::new().unwrap();
+            let mut out = Vec::new();
+            for (k, chunk) in stream.chunks(piece).enumerate() {
+                inflater.feed(chunk, &mut out).unwrap();
+                // Never more than was compressed so far, in order.
+                assert!(whole.starts_with(&out), "piece {piece}, chunk {k}");
+            }
+            assert!(!inflater.inside_frame(), "piece {piece}");
+            assert_eq!(out.len(), whole.len(), "piece {piece}");
+            assert!(out == whole, "piece {piece}");
+        }
+    }
+
+    #[test]
+    fn a_frame_not_ended_is_held_and_said() {
+        let data = records_like(600 << 10);
+        let f = frame(&data);
+        let mut inflater = FramesInflater::new().unwrap();
+        let mut out = Vec::new();
+        inflater.feed(&f[..f.len() / 2], &mut out).unwrap();
+        assert!(inflater.inside_frame());
+        assert!(out.len() < data.len() && data.starts_with(&out));
+        inflater.feed(&f[f.len() / 2..], &mut out).unwrap();
+        assert!(!inflater.inside_frame());
+        assert!(out == data);
+    }
+
+    #[test]
+    fn a_damaged_frame_is_an_error_never_other_bytes() {
+        let data = records_like(200 << 10);
+        let f = frame(&data);
+        // The checksum (the frame's last four bytes) of other data.
+        let mut bad = f.clone();
+        let n = bad.len();
+        bad[n - 1] ^= 0x55;
+        let e = FramesInflater::new()
+            .unwrap()
+            .feed(&bad, &mut Vec::new())
+            .unwrap_err();
+        assert!(e.contains("checksum"), "{e}");
+        // A window of 2 GiB: refused before anything is allocated for it.
+        let mut huge = vec![0x28, 0xb5, 0x2f, 0xfd, 0x00, (21 << 3) as u8];
+        huge.extend([1, 0, 0]);
+        let e = FramesInflater::new()
+            .unwrap()
+            .feed(&huge, &mut Vec::new())
+            .unwrap_err();
+        assert!(e.contains("window"), "{e}");
+        // Not a frame at all.
+        let e = FramesInflater::new()
+            .unwrap()
+            .feed(&[1, 2, 3, 4, 5, 6, 7, 8], &mut Vec::new())
+            .unwrap_err();
+        assert!(e.contains("no zstd frame"), "{e}");
+        // A skippable frame is skipped.
+        let mut skip = vec![0x50, 0x2a, 0x4d, 0x18, 3, 0, 0, 0, 9, 9, 9];
+        skip.extend(frame(b"after"));
+        let mut out = Vec::new();
+        FramesInflater::new().unwrap().feed(&skip, &mut out).unwrap();
+        assert_eq!(out, b"after");
+    }
+
+    #[test]
+    #[cfg(not(feature = "zstd"))]
+    fn without_libzstd_a_record_inside_an_open_frame_names_the_feature() {
+        // Half a frame, then a FINISHED_ROUND record (type 68), as perf's endless stream
+        // puts one between its COMPRESSED records.
+        let f = frame(&records_like(600 << 10));
+        let mut bytes = Vec::new();
+        for piece in f[..f.len() / 2].chunks(60_000) {
+            bytes.extend(compressed(piece));
+        }
+        let round = bytes.len();
+        bytes.extend([68, 0, 0, 0, 0, 0, 8, 0]);
+        let mut reader = RecordReader::from_bytes(&bytes, 0, bytes.len());
+        let e = loop {
+            match reader.advance() {
+                Ok(Some(_)) => {}
+                Ok(None) => panic!("read to the end"),
+                Err(e) => break e,
+            }
+        };
+        assert_eq!(e.offset, round as u64, "{e}");
+        assert!(e.message.contains("`zstd` feature"), "{e}");
+        // And a file that ends there.
+        let mut reader = RecordReader::from_bytes(&bytes, 0, round);
+        let e = loop {
+            match reader.advance() {
+                Ok(Some(_)) => {}
+                Ok(None) => panic!("read to the end"),
+                Err(e) => break e,
+            }
+        };
+        assert!(e.message.contains("ends inside a zstd frame"), "{e}");
+    }
+
+    #[test]
     fn a_compressed_record_of_garbage_is_an_error_at_its_offset() {
         let mut bytes = vec![0u8; 0];
         bytes.extend(compressed(&[1, 2, 3, 4, 5, 6, 7, 8]));

@@ -5,8 +5,11 @@
 //! ([`CaptureWriter::stream_to`]): then memory holds at most one [`CHUNK`] of records and
 //! the compressor's window, whatever the capture's length. Either way they are stored
 //! compressed by default, as `perf record -z` stores them: PERF_RECORD_COMPRESSED records
-//! that are consecutive pieces of one zstd stream, flushed at each chunk, and the
-//! COMPRESSED header feature. perf 6.1 and [`crate::reader`] read them.
+//! of zstd data and the COMPRESSED header feature. With libzstd (the `zstd` feature) the
+//! records are consecutive pieces of one zstd stream, flushed at each chunk, as perf
+//! writes; without it ruzstd (pure Rust, in every build) makes each chunk one whole zstd
+//! frame, and the frames follow one another in the same records (zstd's stream decoders,
+//! perf's among them, read frames back to back). perf 6.1 and [`crate::reader`] read both.
 
 use std::io::{Seek, Write};
 use std::path::{Path, PathBuf};
@@ -24,7 +27,6 @@ const ATTR_SIZE_VER7: u32 = 128;
 pub const CHUNK: usize = 1 << 20;
 
 /// A COMPRESSED record's size is a u16: at most this much compressed data each.
-#[cfg_attr(not(feature = "zstd"), allow(dead_code))]
 const MAX_COMPRESSED_PIECE: usize = u16::MAX as usize - 8;
 
 /// The zstd level `perf record -z` uses, and ours by default.
@@ -35,46 +37,56 @@ pub const DEFAULT_ZSTD_LEVEL: i32 = 1;
 pub enum Compression {
     /// As they are.
     Off,
-    /// COMPRESSED records of one zstd stream at this level, as `perf record -z` writes.
+    /// COMPRESSED records of zstd at this level, as `perf record -z` writes: libzstd's
+    /// stream where this build has the `zstd` feature, else [`Compression::ZstdRust`]
+    /// (whose one level is about libzstd's 1, whatever this says).
     Zstd {
         /// zstd's level (1 is perf's default: fast, and stacks compress 30x and more).
         level: i32,
     },
+    /// COMPRESSED records of zstd frames, one a chunk, made by ruzstd's fastest level
+    /// (pure Rust, in every build).
+    ZstdRust,
 }
 
-/// zstd at [`DEFAULT_ZSTD_LEVEL`] where this build has the `zstd` feature; records as
-/// they are otherwise (as `perf record` without `-z` writes them): libzstd is compiled
-/// from C, half a minute of a cold build, so a bench on the harness's default features
-/// leaves it out (issue 33's build weight) and its captures are larger, not different.
+/// zstd at [`DEFAULT_ZSTD_LEVEL`], in every build: libzstd's where this build has the
+/// `zstd` feature (compiled from C, half a minute of a cold build, so a bench on the
+/// harness's default features leaves it out: issue 33's build weight), else ruzstd's.
 impl Default for Compression {
     fn default() -> Compression {
-        if cfg!(feature = "zstd") {
-            Compression::Zstd {
-                level: DEFAULT_ZSTD_LEVEL,
-            }
-        } else {
-            Compression::Off
+        Compression::Zstd {
+            level: DEFAULT_ZSTD_LEVEL,
         }
     }
 }
 
 impl Compression {
-    /// Whether this build can write it (zstd needs the `zstd` feature).
+    /// Whether this build can write it: every build can.
     pub fn available(self) -> Result<(), crate::Error> {
+        Ok(())
+    }
+
+    /// What this build writes for it: `ZstdRust` for `Zstd` without libzstd.
+    pub fn in_this_build(self) -> Compression {
         match self {
-            Compression::Zstd { .. } if !cfg!(feature = "zstd") => Err(crate::Error::Unsupported {
-                what: "writing zstd-compressed captures: this build of sparkles-perf-data has no \
-                       `zstd` feature",
-            }),
-            _ => Ok(()),
+            Compression::Zstd { .. } if !cfg!(feature = "zstd") => Compression::ZstdRust,
+            other => other,
         }
     }
 }
 
-/// Compresses records into COMPRESSED records, one zstd stream for the whole capture.
-struct Compressor {
+/// The zstd encoder of a capture.
+enum Encoder {
+    /// libzstd: one stream for the whole capture, flushed at each chunk.
     #[cfg(feature = "zstd")]
-    encoder: zstd::stream::write::Encoder<'static, Vec<u8>>,
+    Stream(zstd::stream::write::Encoder<'static, Vec<u8>>),
+    /// ruzstd: a whole frame a chunk, made into this buffer.
+    Frames(Vec<u8>),
+}
+
+/// Compresses records into COMPRESSED records.
+struct Compressor {
+    encoder: Encoder,
     level: i32,
     /// Bytes of records in, bytes of COMPRESSED records out, COMPRESSED records.
     raw: u64,
@@ -85,53 +97,60 @@ struct Compressor {
 impl Compressor {
     fn new(compression: Compression) -> Result<Option<Compressor>, crate::Error> {
         compression.available()?;
-        let Compression::Zstd { level } = compression else {
-            return Ok(None);
-        };
-        #[cfg(feature = "zstd")]
-        {
-            let encoder = zstd::stream::write::Encoder::new(Vec::with_capacity(CHUNK / 4), level)
-                .map_err(|e| crate::Error::io(Path::new("(zstd)"), e))?;
-            Ok(Some(Compressor {
-                encoder,
+        let (encoder, level) = match compression.in_this_build() {
+            Compression::Off => return Ok(None),
+            #[cfg(feature = "zstd")]
+            Compression::Zstd { level } => (
+                Encoder::Stream(
+                    zstd::stream::write::Encoder::new(Vec::with_capacity(CHUNK / 4), level)
+                        .map_err(|e| crate::Error::io(Path::new("(zstd)"), e))?,
+                ),
                 level,
-                raw: 0,
-                stored: 0,
-                records: 0,
-            }))
-        }
-        #[cfg(not(feature = "zstd"))]
-        {
-            let _ = level;
-            unreachable!("available() refused zstd in this build")
-        }
+            ),
+            _ => (
+                Encoder::Frames(Vec::with_capacity(CHUNK / 4)),
+                DEFAULT_ZSTD_LEVEL,
+            ),
+        };
+        Ok(Some(Compressor {
+            encoder,
+            level,
+            raw: 0,
+            stored: 0,
+            records: 0,
+        }))
     }
 
     /// `records` compressed and flushed (so a reader decodes all of them from what is
     /// written so far), appended to `out` as COMPRESSED records.
     fn compress(&mut self, records: &[u8], out: &mut Vec<u8>) -> std::io::Result<()> {
-        #[cfg(feature = "zstd")]
-        {
-            self.encoder.write_all(records)?;
-            self.encoder.flush()?;
-            let compressed = self.encoder.get_mut();
-            for piece in compressed.chunks(MAX_COMPRESSED_PIECE) {
-                out.extend_from_slice(&kind::COMPRESSED.to_le_bytes());
-                out.extend_from_slice(&0u16.to_le_bytes());
-                out.extend_from_slice(&((8 + piece.len()) as u16).to_le_bytes());
-                out.extend_from_slice(piece);
-                self.records += 1;
-                self.stored += 8 + piece.len() as u64;
+        let compressed = match &mut self.encoder {
+            #[cfg(feature = "zstd")]
+            Encoder::Stream(encoder) => {
+                encoder.write_all(records)?;
+                encoder.flush()?;
+                encoder.get_mut()
             }
-            compressed.clear();
-            self.raw += records.len() as u64;
-            Ok(())
+            Encoder::Frames(frame) => {
+                ruzstd::encoding::compress(
+                    records,
+                    &mut *frame,
+                    ruzstd::encoding::CompressionLevel::Fastest,
+                );
+                frame
+            }
+        };
+        for piece in compressed.chunks(MAX_COMPRESSED_PIECE) {
+            out.extend_from_slice(&kind::COMPRESSED.to_le_bytes());
+            out.extend_from_slice(&0u16.to_le_bytes());
+            out.extend_from_slice(&((8 + piece.len()) as u16).to_le_bytes());
+            out.extend_from_slice(piece);
+            self.records += 1;
+            self.stored += 8 + piece.len() as u64;
         }
-        #[cfg(not(feature = "zstd"))]
-        {
-            let _ = (records, out);
-            unreachable!("no compressor is made in this build")
-        }
+        compressed.clear();
+        self.raw += records.len() as u64;
+        Ok(())
     }
 
     /// The COMPRESSED feature: version, type (1: zstd), level, ratio, and the most one
@@ -884,7 +903,6 @@ mod tests {
         w
     }
 
-    #[cfg(feature = "zstd")]
     fn samples_and_compressed(bytes: Vec<u8>) -> (u64, u64, bool) {
         let data = crate::PerfData::from_bytes(bytes).unwrap();
         let stats = data
@@ -894,69 +912,124 @@ mod tests {
         (stats.samples, stats.compressed_records, feature)
     }
 
-    #[cfg(feature = "zstd")]
+    /// Both encoders, in every build: libzstd's stream (ruzstd's frames without the
+    /// `zstd` feature) and ruzstd's frames.
+    const BOTH: [Compression; 2] = [
+        Compression::Zstd {
+            level: DEFAULT_ZSTD_LEVEL,
+        },
+        Compression::ZstdRust,
+    ];
+
     #[test]
     fn compressed_captures_read_back_record_for_record() {
         // 30,000 samples of 104 bytes: three chunks, records cut across COMPRESSED ones.
-        let w = many_samples(30_000);
-        let (plain, stored) = (w.to_bytes(), w.encode().unwrap());
-        let (bytes, written) = stored;
-        assert_eq!(written.record_bytes, w.data.len() as u64);
-        assert!(written.compressed_records >= 3, "{written:?}");
-        assert!(
-            bytes.len() * 5 < plain.len(),
-            "{} of {}",
-            bytes.len(),
-            plain.len()
-        );
-        assert_eq!(
-            samples_and_compressed(bytes),
-            (30_000, written.compressed_records, true)
-        );
-        assert_eq!(samples_and_compressed(plain), (30_000, 0, false));
+        for compression in BOTH {
+            let mut w = many_samples(30_000);
+            w.compression = compression;
+            let (plain, stored) = (w.to_bytes(), w.encode().unwrap());
+            let (bytes, written) = stored;
+            assert_eq!(written.record_bytes, w.data.len() as u64);
+            assert!(written.compressed_records >= 3, "{compression:?} {written:?}");
+            assert!(
+                bytes.len() * 5 < plain.len(),
+                "{compression:?}: {} of {}",
+                bytes.len(),
+                plain.len()
+            );
+            assert_eq!(
+                samples_and_compressed(bytes),
+                (30_000, written.compressed_records, true),
+                "{compression:?}"
+            );
+            assert_eq!(samples_and_compressed(plain), (30_000, 0, false));
+        }
     }
 
-    #[cfg(feature = "zstd")]
     #[test]
-    fn a_streamed_capture_is_the_file_written_in_memory() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("s.perf.data");
-        let mut w = many_samples(0);
-        w.stream_to(&path).unwrap();
-        assert!(
-            !path.exists(),
-            "nothing at the path before the file is whole"
+    fn every_build_compresses_and_ruzstd_writes_a_whole_frame_a_chunk() {
+        assert_eq!(
+            Compression::default(),
+            Compression::Zstd {
+                level: DEFAULT_ZSTD_LEVEL
+            }
         );
-        let whole = many_samples(30_000);
-        let mut at = 0;
-        while at < whole.data.len() {
-            let h = RecordHeader::parse(&whole.data[at..], at as u64).unwrap();
-            w.push(&whole.data[at..at + h.size as usize]);
-            assert!(w.data.len() < CHUNK, "at most a chunk held in memory");
+        assert_eq!(
+            Compression::default().in_this_build(),
+            if cfg!(feature = "zstd") {
+                Compression::default()
+            } else {
+                Compression::ZstdRust
+            }
+        );
+        let mut w = many_samples(30_000);
+        w.compression = Compression::ZstdRust;
+        let (bytes, _) = w.encode().unwrap();
+        // The COMPRESSED records' payloads, end to end: zstd frames back to back, one a
+        // chunk of records, that decode (by ruzstd's whole-input decoder, apart from the
+        // reader) to the records.
+        // The file header's data section: offset and size at bytes 40 and 48.
+        let u64_at = |i: usize| u64::from_le_bytes(bytes[i..i + 8].try_into().unwrap()) as usize;
+        let mut payload = Vec::new();
+        let mut at = u64_at(40);
+        let end = at + u64_at(48);
+        while at < end {
+            let h = RecordHeader::parse(&bytes[at..], at as u64).unwrap();
+            assert_eq!(h.type_, kind::COMPRESSED);
+            payload.extend_from_slice(&bytes[at + 8..at + h.size as usize]);
             at += h.size as usize;
         }
-        let written = w.write(&path).unwrap();
-        assert_eq!(std::fs::metadata(&path).unwrap().len(), written.bytes);
-        assert_eq!(written.record_bytes, whole.data.len() as u64);
-        let (samples, compressed, feature) = samples_and_compressed(std::fs::read(&path).unwrap());
-        assert_eq!(
-            (samples, compressed, feature),
-            (30_000, written.compressed_records, true)
-        );
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        let magic = [0x28, 0xb5, 0x2f, 0xfd];
+        let frames = payload.windows(4).filter(|w| *w == magic).count();
+        assert!(frames >= w.data.len().div_ceil(CHUNK), "{frames} frames");
+        let mut out = Vec::new();
+        let mut decoder = ruzstd::decoding::FrameDecoder::new();
+        let mut input = payload.as_slice();
+        let mut decoded_frames = 0;
+        while !input.is_empty() {
+            decoder.init(&mut input).unwrap();
+            decoder
+                .decode_blocks(&mut input, ruzstd::decoding::BlockDecodingStrategy::All)
+                .unwrap();
+            out.extend(decoder.collect().unwrap());
+            decoded_frames += 1;
+        }
+        assert_eq!(decoded_frames, w.data.len().div_ceil(CHUNK));
+        assert!(out == w.data, "the frames decode to the records");
     }
 
-    #[cfg(not(feature = "zstd"))]
     #[test]
-    fn without_zstd_compression_is_refused_with_the_reason() {
-        // The default is to store records as they are in this build.
-        assert_eq!(Compression::default(), Compression::Off);
-        let mut w = many_samples(1);
-        w.compression = Compression::Zstd {
-            level: DEFAULT_ZSTD_LEVEL,
-        };
-        let e = w.encode().unwrap_err().to_string();
-        assert!(e.contains("no `zstd` feature"), "{e}");
+    fn a_streamed_capture_is_the_file_written_in_memory() {
+        for compression in BOTH {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("s.perf.data");
+            let mut w = many_samples(0);
+            w.compression = compression;
+            w.stream_to(&path).unwrap();
+            assert!(
+                !path.exists(),
+                "nothing at the path before the file is whole"
+            );
+            let whole = many_samples(30_000);
+            let mut at = 0;
+            while at < whole.data.len() {
+                let h = RecordHeader::parse(&whole.data[at..], at as u64).unwrap();
+                w.push(&whole.data[at..at + h.size as usize]);
+                assert!(w.data.len() < CHUNK, "at most a chunk held in memory");
+                at += h.size as usize;
+            }
+            let written = w.write(&path).unwrap();
+            assert_eq!(std::fs::metadata(&path).unwrap().len(), written.bytes);
+            assert_eq!(written.record_bytes, whole.data.len() as u64);
+            let (samples, compressed, feature) =
+                samples_and_compressed(std::fs::read(&path).unwrap());
+            assert_eq!(
+                (samples, compressed, feature),
+                (30_000, written.compressed_records, true),
+                "{compression:?}"
+            );
+            assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        }
     }
 
     #[test]
