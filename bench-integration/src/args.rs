@@ -448,7 +448,9 @@ fn parse_bytes(text: &str) -> Result<u64, String> {
 fn percent(text: &str) -> Result<f64, String> {
     match text.trim_end_matches('%').parse::<f64>() {
         Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
-        _ => Err(format!("`{text}` is no percentage (a number, zero or more)")),
+        _ => Err(format!(
+            "`{text}` is no percentage (a number, zero or more)"
+        )),
     }
 }
 
@@ -653,4 +655,3 @@ impl std::fmt::Display for Partition {
         write!(f, "{how}:{}/{}", self.k, self.n)
     }
 }
-

@@ -289,13 +289,19 @@ mod tests {
     fn a_wait_inside_a_read_is_no_timed_regions() {
         let ms = Duration::from_millis;
         // Preempted for a 4 ms slice as the opening read returned: the read took it all.
-        assert_eq!(inside(ms(4), ms(4) + Duration::from_micros(3)), Duration::ZERO);
+        assert_eq!(
+            inside(ms(4), ms(4) + Duration::from_micros(3)),
+            Duration::ZERO
+        );
         // Preempted inside the region: its reads took microseconds.
         assert_eq!(
             inside(ms(4), Duration::from_micros(6)),
             ms(4) - Duration::from_micros(6)
         );
-        assert_eq!(inside(Duration::ZERO, Duration::from_micros(6)), Duration::ZERO);
+        assert_eq!(
+            inside(Duration::ZERO, Duration::from_micros(6)),
+            Duration::ZERO
+        );
     }
 
     #[test]

@@ -28,6 +28,7 @@ pub mod data_src;
 pub mod error;
 pub mod features;
 pub mod file;
+mod frames;
 pub mod order;
 pub mod pages;
 pub mod reader;

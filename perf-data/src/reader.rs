@@ -725,7 +725,11 @@ mod tests {
     #[test]
     fn ruzstd_frames_fed_in_pieces_of_any_size_decode_whole() {
         // Three frames of 400 KiB, 300 KiB (several blocks each) and 10 bytes, back to back.
-        let parts = [records_like(400 << 10), records_like(300 << 10), records_like(10)];
+        let parts = [
+            records_like(400 << 10),
+            records_like(300 << 10),
+            records_like(10),
+        ];
         let mut stream = Vec::new();
         for p in &parts {
             stream.extend(frame(p));
@@ -790,7 +794,10 @@ mod tests {
         let mut skip = vec![0x50, 0x2a, 0x4d, 0x18, 3, 0, 0, 0, 9, 9, 9];
         skip.extend(frame(b"after"));
         let mut out = Vec::new();
-        FramesInflater::new().unwrap().feed(&skip, &mut out).unwrap();
+        FramesInflater::new()
+            .unwrap()
+            .feed(&skip, &mut out)
+            .unwrap();
         assert_eq!(out, b"after");
     }
 

@@ -44,8 +44,8 @@ pub enum Compression {
         /// zstd's level (1 is perf's default: fast, and stacks compress 30x and more).
         level: i32,
     },
-    /// COMPRESSED records of zstd frames, one a chunk, made by ruzstd's fastest level
-    /// (pure Rust, in every build).
+    /// COMPRESSED records of zstd frames, one a chunk, made by ruzstd's encoder with a
+    /// match finder for records (pure Rust, in every build: `frames.rs`).
     ZstdRust,
 }
 
@@ -132,11 +132,7 @@ impl Compressor {
                 encoder.get_mut()
             }
             Encoder::Frames(frame) => {
-                ruzstd::encoding::compress(
-                    records,
-                    &mut *frame,
-                    ruzstd::encoding::CompressionLevel::Fastest,
-                );
+                crate::frames::compress_frame(records, frame, CHUNK);
                 frame
             }
         };
@@ -930,7 +926,10 @@ mod tests {
             let (plain, stored) = (w.to_bytes(), w.encode().unwrap());
             let (bytes, written) = stored;
             assert_eq!(written.record_bytes, w.data.len() as u64);
-            assert!(written.compressed_records >= 3, "{compression:?} {written:?}");
+            assert!(
+                written.compressed_records >= 3,
+                "{compression:?} {written:?}"
+            );
             assert!(
                 bytes.len() * 5 < plain.len(),
                 "{compression:?}: {} of {}",

@@ -1,0 +1,258 @@
+//! zstd frames of records in pure Rust: ruzstd's frame and block encoder, with a match
+//! finder of our own through its [`Matcher`] extension point.
+//!
+//! ruzstd's own finder keeps one position per 5-byte key per 128 KiB slice, the first
+//! seen, and no offset history: on sample records, whose stack copies repeat the one
+//! before them but for a few words, it finds short matches far away and stores about
+//! 500 bytes a 16 KiB sample, several times libzstd's level 1. This one is libzstd's
+//! "fast" strategy in outline: at each position the last match's offset is tried first
+//! (a sample's stack against the one before continues at the same distance after each
+//! changed word), then a hash table of the latest position of each 8-byte key, over the
+//! whole frame (a [`crate::writer::CHUNK`] of records).
+
+use ruzstd::encoding::{CompressionLevel, FrameCompressor, Matcher, Sequence};
+
+/// The shortest match taken (zstd's least is 3; shorter than a word pays for nothing
+/// here).
+const MIN_MATCH: usize = 6;
+
+/// Hash table size, log2.
+const HASH_LOG: u32 = 17;
+
+/// The most a block holds (zstd's limit).
+const BLOCK: usize = 128 << 10;
+
+/// Compresses `records` as one zstd frame onto `out`.
+pub(crate) fn compress_frame(records: &[u8], out: &mut Vec<u8>, window: usize) {
+    let mut compressor =
+        FrameCompressor::new_with_matcher(RecordsMatcher::new(window), CompressionLevel::Fastest);
+    compressor.set_source(records);
+    compressor.set_drain(out);
+    compressor.compress();
+}
+
+/// The match finder: the frame's bytes so far, and a table of where each key was last.
+pub(crate) struct RecordsMatcher {
+    /// Every byte of the frame committed so far (at most the window).
+    data: Vec<u8>,
+    /// Where the last committed block starts in `data`.
+    block_start: usize,
+    /// A spare block buffer, handed out again.
+    spare: Vec<u8>,
+    /// Hash of 8 bytes → position + 1 (0: none).
+    table: Vec<u32>,
+    /// The last match's offset.
+    rep: usize,
+    window: usize,
+}
+
+impl RecordsMatcher {
+    pub(crate) fn new(window: usize) -> RecordsMatcher {
+        RecordsMatcher {
+            data: Vec::new(),
+            block_start: 0,
+            spare: Vec::new(),
+            table: vec![0; 1 << HASH_LOG],
+            rep: 0,
+            window: window.max(BLOCK),
+        }
+    }
+
+    #[inline]
+    fn key(&self, at: usize) -> Option<usize> {
+        let b = self.data.get(at..at + 8)?;
+        let v = u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]);
+        Some((v.wrapping_mul(0x9E37_79B1_85EB_CA87) >> (64 - HASH_LOG)) as usize)
+    }
+
+    #[inline]
+    fn remember(&mut self, at: usize) {
+        if let Some(h) = self.key(at) {
+            self.table[h] = at as u32 + 1;
+        }
+    }
+
+    /// How far `data[a..]` and `data[b..end]` agree (`a < b`; overlapping is fine).
+    #[inline]
+    fn common(&self, a: usize, b: usize, end: usize) -> usize {
+        let (x, y) = (&self.data[a..end], &self.data[b..end]);
+        let mut n = 0;
+        while n + 8 <= y.len() {
+            let d = u64::from_le_bytes(x[n..n + 8].try_into().unwrap_or_default())
+                ^ u64::from_le_bytes(y[n..n + 8].try_into().unwrap_or_default());
+            if d != 0 {
+                return n + (d.trailing_zeros() / 8) as usize;
+            }
+            n += 8;
+        }
+        while n < y.len() && x[n] == y[n] {
+            n += 1;
+        }
+        n
+    }
+}
+
+impl Matcher for RecordsMatcher {
+    fn get_next_space(&mut self) -> Vec<u8> {
+        let mut space = std::mem::take(&mut self.spare);
+        space.resize(BLOCK, 0);
+        space
+    }
+
+    fn get_last_space(&mut self) -> &[u8] {
+        &self.data[self.block_start..]
+    }
+
+    fn commit_space(&mut self, space: Vec<u8>) {
+        // A frame holds at most the window: older bytes go (never the case for a frame
+        // of a chunk, whose window is the chunk).
+        if self.data.len() + space.len() > self.window {
+            let drop = (self.data.len() + space.len() - self.window).min(self.data.len());
+            self.data.drain(..drop);
+            self.table.iter_mut().for_each(|p| *p = 0);
+            self.rep = 0;
+        }
+        self.block_start = self.data.len();
+        self.data.extend_from_slice(&space);
+        self.spare = space;
+    }
+
+    fn skip_matching(&mut self) {
+        for at in (self.block_start..self.data.len()).step_by(4) {
+            self.remember(at);
+        }
+    }
+
+    fn start_matching(&mut self, mut handle_sequence: impl for<'a> FnMut(Sequence<'a>)) {
+        let end = self.data.len();
+        let (mut at, mut anchor) = (self.block_start, self.block_start);
+        while at + MIN_MATCH <= end {
+            // The last offset first, then the table.
+            let mut found = None;
+            if self.rep != 0 && at >= self.rep {
+                let len = self.common(at - self.rep, at, end);
+                if len >= MIN_MATCH {
+                    found = Some((at - self.rep, len));
+                }
+            }
+            if found.is_none() {
+                if let Some(h) = self.key(at) {
+                    let candidate = self.table[h] as usize;
+                    self.table[h] = at as u32 + 1;
+                    if candidate != 0 {
+                        let from = candidate - 1;
+                        let len = self.common(from, at, end);
+                        if len >= MIN_MATCH {
+                            found = Some((from, len));
+                        }
+                    }
+                }
+            }
+            let Some((mut from, mut len)) = found else {
+                // Skip faster through bytes that match nothing.
+                at += 1 + ((at - anchor) >> 7);
+                continue;
+            };
+            // Back over literals that match too.
+            while at > anchor && from > 0 && self.data[at - 1] == self.data[from - 1] {
+                at -= 1;
+                from -= 1;
+                len += 1;
+            }
+            let offset = at - from;
+            handle_sequence(Sequence::Triple {
+                literals: &self.data[anchor..at],
+                offset,
+                match_len: len,
+            });
+            self.rep = offset;
+            // Keys inside the match, sparsely, for later matches to start from.
+            let next = at + len;
+            let mut k = at + 1;
+            while k + 8 <= next {
+                self.remember(k);
+                k += 16;
+            }
+            self.remember(next.saturating_sub(2));
+            at = next;
+            anchor = next;
+        }
+        if anchor < end {
+            handle_sequence(Sequence::Literals {
+                literals: &self.data[anchor..end],
+            });
+        }
+    }
+
+    fn reset(&mut self, _level: CompressionLevel) {
+        self.data.clear();
+        self.block_start = 0;
+        self.table.iter_mut().for_each(|p| *p = 0);
+        self.rep = 0;
+    }
+
+    fn window_size(&self) -> u64 {
+        self.window as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decode(frame: &[u8]) -> Vec<u8> {
+        let mut decoder = ruzstd::decoding::FrameDecoder::new();
+        let mut input = frame;
+        decoder.init(&mut input).unwrap();
+        decoder
+            .decode_blocks(&mut input, ruzstd::decoding::BlockDecodingStrategy::All)
+            .unwrap();
+        assert!(input.is_empty());
+        decoder.collect().unwrap()
+    }
+
+    #[test]
+    fn frames_decode_to_their_bytes_whatever_the_bytes() {
+        let mut rng = 0x1234_5678_u64;
+        let mut next = || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        let noise: Vec<u8> = (0..300_000).map(|_| next() as u8).collect();
+        // Samples alike but for a few words, as stack copies are.
+        let mut stacks = Vec::new();
+        for i in 0..60u64 {
+            let mut s: Vec<u8> = (0..16_384u32).map(|k| (k / 8 * 7) as u8).collect();
+            s[64..72].copy_from_slice(&i.to_le_bytes());
+            s[4000..4008].copy_from_slice(&next().to_le_bytes());
+            stacks.extend(s);
+        }
+        for bytes in [
+            Vec::new(),
+            vec![7u8; 5],
+            vec![0u8; 300_000],
+            noise.clone(),
+            stacks.clone(),
+            [stacks.as_slice(), &noise, &stacks[..1000]].concat(),
+        ] {
+            let mut frame = Vec::new();
+            compress_frame(&bytes, &mut frame, 1 << 20);
+            assert!(decode(&frame) == bytes, "{} bytes", bytes.len());
+        }
+        // The stacks: each after the first a few sequences.
+        let mut frame = Vec::new();
+        compress_frame(&stacks, &mut frame, 1 << 20);
+        assert!(
+            frame.len() * 100 < stacks.len(),
+            "{} of {}",
+            frame.len(),
+            stacks.len()
+        );
+        // Declaring a window smaller than the frame keeps matches inside it.
+        let mut small = Vec::new();
+        compress_frame(&stacks, &mut small, BLOCK);
+        assert!(decode(&small) == stacks);
+    }
+}
