@@ -24,8 +24,11 @@ const MAX_MATCH: usize = 65_538;
 /// Hash table size, log2.
 const HASH_LOG: u32 = 17;
 
-/// The most a block holds (zstd's limit).
-const BLOCK: usize = 128 << 10;
+/// The most a block holds: each block with the frame's header and checksum fits one
+/// COMPRESSED record (64 KiB), stored raw where it does not compress, so that every
+/// record gives perf's decoder bytes (perf stops at a record that gives none: a piece of
+/// a block, or a checksum alone). zstd's limit is 128 KiB.
+const BLOCK: usize = 64_000;
 
 /// Compresses `records` as one zstd frame onto `out`. Should ruzstd's encoder panic on
 /// some input (its 0.8 table builder has: `start_matching` keeps clear of the one case
@@ -222,6 +225,146 @@ impl Matcher for RecordsMatcher {
     }
 }
 
+/// What begins at a frame boundary.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum FrameStart {
+    /// Not enough bytes to tell.
+    More,
+    /// A skippable frame of this many bytes, whole.
+    Skip(usize),
+    /// A frame header of `len` bytes, whole; whether the frame ends with a checksum.
+    Header { len: usize, checksum: bool },
+}
+
+/// The frame that begins `bytes` (RFC 8878, 3.1.1): its header's length from its
+/// descriptor byte, its window held to `max_window`.
+pub(crate) fn frame_start(bytes: &[u8], max_window: u64) -> Result<FrameStart, String> {
+    if bytes.len() < 5 {
+        return Ok(FrameStart::More);
+    }
+    let magic = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+    if magic & 0xffff_fff0 == 0x184d_2a50 {
+        if bytes.len() < 8 {
+            return Ok(FrameStart::More);
+        }
+        let n = 8 + u32::from_le_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]) as usize;
+        return Ok(if bytes.len() < n {
+            FrameStart::More
+        } else {
+            FrameStart::Skip(n)
+        });
+    }
+    if magic != 0xfd2f_b528 {
+        return Err(format!(
+            "COMPRESSED record: no zstd frame where one begins (magic {magic:#010x})"
+        ));
+    }
+    let d = bytes[4];
+    let single_segment = d & 0x20 != 0;
+    let fcs = match d >> 6 {
+        0 => usize::from(single_segment),
+        1 => 2,
+        2 => 4,
+        _ => 8,
+    };
+    let dict = [0, 1, 2, 4][usize::from(d & 3)];
+    let len = 5 + usize::from(!single_segment) + dict + fcs;
+    if bytes.len() < len {
+        return Ok(FrameStart::More);
+    }
+    let window = if single_segment {
+        let f = &bytes[5 + dict..len];
+        let mut v = [0u8; 8];
+        v[..f.len()].copy_from_slice(f);
+        u64::from_le_bytes(v) + if fcs == 2 { 256 } else { 0 }
+    } else {
+        let w = bytes[5];
+        let base = 1u64 << (10 + (w >> 3));
+        base + base / 8 * u64::from(w & 7)
+    };
+    if window > max_window {
+        return Err(format!(
+            "COMPRESSED record: a zstd frame with a {window}-byte window (at most {max_window})"
+        ));
+    }
+    Ok(FrameStart::Header {
+        len,
+        checksum: d & 4 != 0,
+    })
+}
+
+/// The whole blocks at the front of `bytes` (RFC 8878, 3.1.1.2): how many, their length
+/// (with the frame's checksum after its last block), and whether the last is among them.
+pub(crate) fn whole_blocks(bytes: &[u8], checksum: bool) -> Result<(usize, usize, bool), String> {
+    let (mut blocks, mut at) = (0, 0);
+    while let Some((len, last)) = next_block(&bytes[at..], checksum)? {
+        blocks += 1;
+        at += len;
+        if last {
+            return Ok((blocks, at, true));
+        }
+    }
+    Ok((blocks, at, false))
+}
+
+/// The block at the front of `bytes`, where it is whole: its length (with the frame's
+/// checksum after the last block) and whether it is the last.
+fn next_block(bytes: &[u8], checksum: bool) -> Result<Option<(usize, bool)>, String> {
+    let Some(h) = bytes.get(..3) else {
+        return Ok(None);
+    };
+    let h = u32::from_le_bytes([h[0], h[1], h[2], 0]);
+    let (last, size) = (h & 1 != 0, (h >> 3) as usize);
+    let content = match (h >> 1) & 3 {
+        1 => 1,
+        3 => return Err("COMPRESSED record: a zstd block of the reserved type".to_string()),
+        _ => size,
+    };
+    if size > 128 << 10 {
+        return Err(format!(
+            "COMPRESSED record: a zstd block of {size} bytes (at most 128 KiB)"
+        ));
+    }
+    let len = 3 + content + if last && checksum { 4 } else { 0 };
+    Ok((len <= bytes.len()).then_some((len, last)))
+}
+
+/// `frame` cut into pieces of at most `max` bytes at its blocks' ends, the header with
+/// the first block and the checksum with the last: each piece decodes to bytes of its
+/// own. A block longer than `max` (never one of [`compress_frame`]'s) is cut where it
+/// must be.
+pub(crate) fn pieces(frame: &[u8], max: usize) -> Vec<&[u8]> {
+    let (mut ends, mut at) = (Vec::new(), 0);
+    let checksum = match frame_start(frame, u64::MAX) {
+        Ok(FrameStart::Header { len, checksum }) => {
+            at = len;
+            checksum
+        }
+        _ => false,
+    };
+    while let Ok(Some((len, _))) = next_block(&frame[at..], checksum) {
+        at += len;
+        ends.push(at);
+    }
+    ends.push(frame.len());
+    let (mut out, mut start, mut last_end) = (Vec::new(), 0, 0);
+    for end in ends {
+        if end - start > max && last_end > start {
+            out.push(&frame[start..last_end]);
+            start = last_end;
+        }
+        while end - start > max {
+            out.push(&frame[start..start + max]);
+            start += max;
+        }
+        last_end = end;
+    }
+    if start < frame.len() {
+        out.push(&frame[start..]);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -293,6 +436,54 @@ mod tests {
         let mut small = Vec::new();
         compress_frame(&stacks, &mut small, BLOCK);
         assert!(decode(&small) == stacks);
+    }
+
+    #[test]
+    fn each_piece_of_a_frame_decodes_to_bytes_of_its_own() {
+        // perf stops at a COMPRESSED record that decodes to nothing.
+        let mut rng = 0x5eed_u64;
+        let mut next = || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        let noise: Vec<u8> = (0..1_000_000).map(|_| next() as u8).collect();
+        let half: Vec<u8> = (0..1_000_000)
+            .map(|i| if i % 2 == 0 { next() as u8 } else { 0 })
+            .collect();
+        for bytes in [noise, half] {
+            let mut frame = Vec::new();
+            compress_frame(&bytes, &mut frame, 1 << 20);
+            let max = u16::MAX as usize - 8;
+            let pieces = pieces(&frame, max);
+            assert!(pieces.len() > 2, "{} pieces", pieces.len());
+            assert!(pieces.concat() == frame);
+            assert!(pieces.iter().all(|p| p.len() <= max));
+            // What perf does: libzstd's stream decoder (which gives what it decodes at
+            // once) fed a piece at a time.
+            #[cfg(feature = "zstd")]
+            {
+                let mut inflater = crate::reader::Inflater::new().unwrap();
+                let mut out = Vec::new();
+                for (k, piece) in pieces.iter().enumerate() {
+                    let before = out.len();
+                    inflater.feed(piece, &mut out).unwrap();
+                    assert!(
+                        out.len() > before,
+                        "piece {k} of {} gave nothing",
+                        pieces.len()
+                    );
+                }
+                assert!(out == bytes);
+            }
+            let mut inflater = crate::reader::FramesInflater::new().unwrap();
+            let mut out = Vec::new();
+            for piece in &pieces {
+                inflater.feed(piece, &mut out).unwrap();
+            }
+            assert!(out == bytes);
+        }
     }
 
     #[test]

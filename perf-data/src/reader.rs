@@ -450,14 +450,14 @@ pub(crate) fn trailing_payload(
 
 /// One zstd decoder for every COMPRESSED record of a file.
 #[cfg(feature = "zstd")]
-struct Inflater {
+pub(crate) struct Inflater {
     decoder: zstd::stream::raw::Decoder<'static>,
     buf: Vec<u8>,
 }
 
 #[cfg(feature = "zstd")]
 impl Inflater {
-    fn new() -> Result<Inflater, String> {
+    pub(crate) fn new() -> Result<Inflater, String> {
         Ok(Inflater {
             decoder: zstd::stream::raw::Decoder::new().map_err(|e| format!("zstd decoder: {e}"))?,
             buf: vec![0; 1 << 16],
@@ -465,7 +465,7 @@ impl Inflater {
     }
 
     /// Decompresses one COMPRESSED record's payload onto `out`.
-    fn feed(&mut self, mut data: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
+    pub(crate) fn feed(&mut self, mut data: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
         use zstd::stream::raw::Operation;
         let start = out.len();
         loop {
@@ -541,10 +541,10 @@ impl FramesInflater {
         loop {
             let rest = &self.pending[at..];
             let Some(checksum) = self.frame else {
-                match frame_start(rest)? {
-                    FrameStart::More => break,
-                    FrameStart::Skip(n) => at += n,
-                    FrameStart::Header { len, checksum } => {
+                match crate::frames::frame_start(rest, MAX_WINDOW)? {
+                    crate::frames::FrameStart::More => break,
+                    crate::frames::FrameStart::Skip(n) => at += n,
+                    crate::frames::FrameStart::Header { len, checksum } => {
                         self.decoder
                             .init(&rest[..len])
                             .map_err(|e| format!("COMPRESSED record: zstd frame header: {e}"))?;
@@ -554,7 +554,7 @@ impl FramesInflater {
                 }
                 continue;
             };
-            let (blocks, len, last) = whole_blocks(rest, checksum)?;
+            let (blocks, len, last) = crate::frames::whole_blocks(rest, checksum)?;
             if blocks == 0 {
                 break;
             }
@@ -595,104 +595,6 @@ impl FramesInflater {
     pub(crate) fn inside_frame(&self) -> bool {
         self.frame.is_some() || !self.pending.is_empty()
     }
-}
-
-/// What begins at a frame boundary.
-#[derive(Debug, PartialEq, Eq)]
-enum FrameStart {
-    /// Not enough bytes to tell.
-    More,
-    /// A skippable frame of this many bytes, whole.
-    Skip(usize),
-    /// A frame header of `len` bytes, whole; whether the frame ends with a checksum.
-    Header { len: usize, checksum: bool },
-}
-
-/// The frame that begins `bytes` (RFC 8878, 3.1.1): its header's length from its
-/// descriptor byte, its window held to [`MAX_WINDOW`].
-fn frame_start(bytes: &[u8]) -> Result<FrameStart, String> {
-    if bytes.len() < 5 {
-        return Ok(FrameStart::More);
-    }
-    let magic = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
-    if magic & 0xffff_fff0 == 0x184d_2a50 {
-        if bytes.len() < 8 {
-            return Ok(FrameStart::More);
-        }
-        let n = 8 + u32::from_le_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]) as usize;
-        return Ok(if bytes.len() < n {
-            FrameStart::More
-        } else {
-            FrameStart::Skip(n)
-        });
-    }
-    if magic != 0xfd2f_b528 {
-        return Err(format!(
-            "COMPRESSED record: no zstd frame where one begins (magic {magic:#010x})"
-        ));
-    }
-    let d = bytes[4];
-    let single_segment = d & 0x20 != 0;
-    let fcs = match d >> 6 {
-        0 => usize::from(single_segment),
-        1 => 2,
-        2 => 4,
-        _ => 8,
-    };
-    let dict = [0, 1, 2, 4][usize::from(d & 3)];
-    let len = 5 + usize::from(!single_segment) + dict + fcs;
-    if bytes.len() < len {
-        return Ok(FrameStart::More);
-    }
-    let window = if single_segment {
-        let f = &bytes[5 + dict..len];
-        let mut v = [0u8; 8];
-        v[..f.len()].copy_from_slice(f);
-        u64::from_le_bytes(v) + if fcs == 2 { 256 } else { 0 }
-    } else {
-        let w = bytes[5];
-        let base = 1u64 << (10 + (w >> 3));
-        base + base / 8 * u64::from(w & 7)
-    };
-    if window > MAX_WINDOW {
-        return Err(format!(
-            "COMPRESSED record: a zstd frame with a {window}-byte window (at most {MAX_WINDOW})"
-        ));
-    }
-    Ok(FrameStart::Header {
-        len,
-        checksum: d & 4 != 0,
-    })
-}
-
-/// The whole blocks at the front of `bytes` (RFC 8878, 3.1.1.2): how many, their length
-/// (with the frame's checksum after its last block), and whether the last is among them.
-fn whole_blocks(bytes: &[u8], checksum: bool) -> Result<(usize, usize, bool), String> {
-    let (mut blocks, mut at) = (0, 0);
-    while let Some(h) = bytes.get(at..at + 3) {
-        let h = u32::from_le_bytes([h[0], h[1], h[2], 0]);
-        let (last, size) = (h & 1 != 0, (h >> 3) as usize);
-        let content = match (h >> 1) & 3 {
-            1 => 1,
-            3 => return Err("COMPRESSED record: a zstd block of the reserved type".to_string()),
-            _ => size,
-        };
-        if size > 128 << 10 {
-            return Err(format!(
-                "COMPRESSED record: a zstd block of {size} bytes (at most 128 KiB)"
-            ));
-        }
-        let end = at + 3 + content + if last && checksum { 4 } else { 0 };
-        if end > bytes.len() {
-            break;
-        }
-        blocks += 1;
-        at = end;
-        if last {
-            return Ok((blocks, at, true));
-        }
-    }
-    Ok((blocks, at, false))
 }
 
 #[cfg(test)]

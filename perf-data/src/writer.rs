@@ -124,19 +124,38 @@ impl Compressor {
     /// `records` compressed and flushed (so a reader decodes all of them from what is
     /// written so far), appended to `out` as COMPRESSED records.
     fn compress(&mut self, records: &[u8], out: &mut Vec<u8>) -> std::io::Result<()> {
-        let compressed = match &mut self.encoder {
+        let (compressed, pieces): (&mut Vec<u8>, Vec<usize>) = match &mut self.encoder {
             #[cfg(feature = "zstd")]
             Encoder::Stream(encoder) => {
                 encoder.write_all(records)?;
                 encoder.flush()?;
-                encoder.get_mut()
+                let compressed = encoder.get_mut();
+                let pieces = compressed
+                    .chunks(MAX_COMPRESSED_PIECE)
+                    .map(|p| p.len())
+                    .collect();
+                (compressed, pieces)
             }
             Encoder::Frames(frame) => {
-                crate::frames::compress_frame(records, frame, CHUNK);
-                frame
+                // A frame a chunk at most, whatever was pushed at once: one COMPRESSED
+                // record decodes to at most a chunk (perf's buffer is the feature's two).
+                let mut pieces = Vec::new();
+                for part in records.chunks(CHUNK) {
+                    let start = frame.len();
+                    crate::frames::compress_frame(part, frame, CHUNK);
+                    pieces.extend(
+                        crate::frames::pieces(&frame[start..], MAX_COMPRESSED_PIECE)
+                            .iter()
+                            .map(|p| p.len()),
+                    );
+                }
+                (frame, pieces)
             }
         };
-        for piece in compressed.chunks(MAX_COMPRESSED_PIECE) {
+        let mut at = 0;
+        for len in pieces {
+            let piece: &[u8] = &compressed[at..at + len];
+            at += len;
             out.extend_from_slice(&kind::COMPRESSED.to_le_bytes());
             out.extend_from_slice(&0u16.to_le_bytes());
             out.extend_from_slice(&((8 + piece.len()) as u16).to_le_bytes());
@@ -961,21 +980,22 @@ mod tests {
                 Compression::ZstdRust
             }
         );
-        let mut w = many_samples(30_000);
-        w.compression = Compression::ZstdRust;
-        let (bytes, _) = w.encode().unwrap();
+        // 30,000 samples given at once (as `push_records` gives a batch): a frame a
+        // chunk all the same.
+        let w = many_samples(30_000);
+        let mut compressor = Compressor::new(Compression::ZstdRust).unwrap().unwrap();
+        let mut stored = Vec::new();
+        compressor.compress(&w.data, &mut stored).unwrap();
         // The COMPRESSED records' payloads, end to end: zstd frames back to back, one a
         // chunk of records, that decode (by ruzstd's whole-input decoder, apart from the
-        // reader) to the records.
-        // The file header's data section: offset and size at bytes 40 and 48.
-        let u64_at = |i: usize| u64::from_le_bytes(bytes[i..i + 8].try_into().unwrap()) as usize;
+        // reader) to the records. Each record within perf's reach: at most 64 KiB, and
+        // giving at most a chunk.
         let mut payload = Vec::new();
-        let mut at = u64_at(40);
-        let end = at + u64_at(48);
-        while at < end {
-            let h = RecordHeader::parse(&bytes[at..], at as u64).unwrap();
+        let mut at = 0;
+        while at < stored.len() {
+            let h = RecordHeader::parse(&stored[at..], at as u64).unwrap();
             assert_eq!(h.type_, kind::COMPRESSED);
-            payload.extend_from_slice(&bytes[at + 8..at + h.size as usize]);
+            payload.extend_from_slice(&stored[at + 8..at + h.size as usize]);
             at += h.size as usize;
         }
         let magic = [0x28, 0xb5, 0x2f, 0xfd];
