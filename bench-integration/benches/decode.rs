@@ -158,7 +158,7 @@ fn main() {
                     b.try_iter(|| perf_script(&path));
                 });
                 if !sparkles_perf_data::ZSTD {
-                    eprintln!("decode: this build reads no zstd-compressed captures (the `zstd` feature is off): no zstd cases");
+                    eprintln!("decode: this build reads no perf -z capture (libzstd, the `zstd` feature, is off): no zstd cases");
                     return;
                 }
                 let path = capture_z.clone();

@@ -339,9 +339,8 @@ pub struct HarnessArgs {
     pub profile_format: Vec<ViewerFormat>,
 
     /// Store profile captures as they are: by default their records are zstd-compressed,
-    /// as `perf record -z` stores them (perf 6.1 and `sparkles report` read both), where
-    /// the harness is built with its `zstd` feature; without it they are always stored as
-    /// they are.
+    /// as `perf record -z` stores them (perf 6.1 and `sparkles report` read both): by
+    /// libzstd where the harness is built with its `zstd` feature, else by ruzstd.
     #[arg(long)]
     pub profile_no_compress: bool,
 

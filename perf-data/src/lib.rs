@@ -43,7 +43,9 @@ pub mod topology;
 pub mod tracing;
 pub mod writer;
 
-/// Whether this build reads and writes zstd-compressed captures (the `zstd` feature).
+/// Whether this build has libzstd (the `zstd` feature): it reads `perf record -z`'s one
+/// endless stream, and writes faster and smaller. Every build reads and writes the
+/// compressed captures sparkles writes (ruzstd, a zstd frame a chunk).
 pub const ZSTD: bool = cfg!(feature = "zstd");
 
 pub use attr::Attr;

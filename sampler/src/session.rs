@@ -492,7 +492,7 @@ fn online_cpus() -> Vec<usize> {
 
 impl SamplingConfig {
     /// Sampling of `events` at `rate` with stacks by `call_graph`, as a profile takes it:
-    /// ring buffers of 256 pages or 250 ms of samples if larger, stacks compacted, records zstd-compressed (where built with `zstd`), kept in
+    /// ring buffers of 256 pages or 250 ms of samples if larger, stacks compacted, records zstd-compressed (libzstd with `zstd`, else ruzstd), kept in
     /// memory; no memory or off-CPU sampling (set those fields to add them).
     pub fn new(events: Vec<SampledEvent>, rate: Rate, call_graph: CallGraph) -> SamplingConfig {
         SamplingConfig {
