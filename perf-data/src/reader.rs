@@ -692,6 +692,27 @@ mod tests {
             .feed(&[1, 2, 3, 4, 5, 6, 7, 8], &mut Vec::new())
             .unwrap_err();
         assert!(e.contains("no zstd frame"), "{e}");
+        // Any bit of a frame flipped, or the frame cut anywhere: an error or bytes, never a
+        // panic, and never more than the frame's bytes and a block (a flipped block
+        // header may say a block of 128 KiB).
+        let small = records_like(20_000);
+        let f = frame(&small);
+        let mut rng = 0x2545_f491_4f6c_dd1d_u64;
+        for k in 0..3000 {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            let mut bad = f.clone();
+            let at = (rng as usize) % bad.len();
+            if k % 3 == 0 {
+                bad.truncate(at);
+            } else {
+                bad[at] ^= 1 << (rng >> 60 & 7);
+            }
+            let mut out = Vec::new();
+            let _ = FramesInflater::new().unwrap().feed(&bad, &mut out);
+            assert!(out.len() <= small.len() + (128 << 10), "flip {k}");
+        }
         // A skippable frame is skipped.
         let mut skip = vec![0x50, 0x2a, 0x4d, 0x18, 3, 0, 0, 0, 9, 9, 9];
         skip.extend(frame(b"after"));
