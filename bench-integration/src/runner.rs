@@ -369,6 +369,27 @@ pub(crate) struct Measured {
     /// What the probe's thread used while it ran (its involuntary switches say whether
     /// other work ran beside the run), where the kernel says.
     pub probe_usage: Option<crate::busy::ThreadUsage>,
+    /// Where the run's time went, pass by pass.
+    pub phases: Phases,
+}
+
+/// The wall time of each pass over all cases: setting up, warming up, calibrating and
+/// timing; counting; sampling (the profile passes).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Phases {
+    pub timing: Duration,
+    pub counting: Duration,
+    pub sampling: Duration,
+}
+
+impl Phases {
+    /// Runs `f`, its time added to the pass `pass` picks.
+    fn add<T>(&mut self, pass: fn(&mut Phases) -> &mut Duration, f: impl FnOnce() -> T) -> T {
+        let start = std::time::Instant::now();
+        let out = f();
+        *pass(self) += start.elapsed();
+        out
+    }
 }
 
 /// Whether blocked order takes a probe sample after sample `index` of `total` (every
@@ -393,6 +414,7 @@ pub(crate) fn measure(
     progress: &Progress,
 ) -> Measured {
     let total = cases.len();
+    let mut phases = Phases::default();
     // The twins of the references some case is held to (in round-robin order only).
     let twin_cases: Vec<(usize, Case)> = cases
         .iter_mut()
@@ -433,6 +455,7 @@ pub(crate) fn measure(
                 .enumerate()
                 .map(|(i, case)| {
                     let settings = protocol.for_case(case.settings);
+                    let started = std::time::Instant::now();
                     let mut r = Running::spawn(case);
                     progress.show(&format!(
                         "[{}/{total}] calibrating {}",
@@ -456,16 +479,20 @@ pub(crate) fn measure(
                         }
                         index += 1;
                     }
+                    phases.timing += started.elapsed();
                     if protocol.count_plan.is_some() {
                         progress.pass("counting", Some(&r.report.name));
                     }
                     progress.show(&format!("[{}/{total}] counting {}", i + 1, r.report.name));
-                    r.count(protocol);
+                    phases.add(|p| &mut p.counting, || r.count(protocol));
                     if protocol.profile.is_some() {
                         progress.pass("profile", Some(&r.report.name));
                     }
                     progress.show(&format!("[{}/{total}] profiling {}", i + 1, r.report.name));
-                    r.profile(protocol, settings.profile_time);
+                    phases.add(
+                        |p| &mut p.sampling,
+                        || r.profile(protocol, settings.profile_time),
+                    );
                     r.finish()
                 })
                 .collect()
@@ -475,6 +502,7 @@ pub(crate) fn measure(
                 .iter()
                 .map(|c| protocol.for_case(c.settings))
                 .collect();
+            let started = std::time::Instant::now();
             let mut runs: Vec<Running> = cases
                 .into_iter()
                 .enumerate()
@@ -559,22 +587,37 @@ pub(crate) fn measure(
                 .into_iter()
                 .map(|(k, twin)| (k, twin.finish()))
                 .collect();
+            phases.timing += started.elapsed();
             if protocol.count_plan.is_some() {
                 progress.pass("counting", None);
             }
-            for (i, r) in runs.iter_mut().enumerate() {
-                progress.show(&format!("[{}/{total}] counting {}", i + 1, r.report.name));
-                r.count(protocol);
-            }
+            phases.add(
+                |p| &mut p.counting,
+                || {
+                    for (i, r) in runs.iter_mut().enumerate() {
+                        progress.show(&format!("[{}/{total}] counting {}", i + 1, r.report.name));
+                        r.count(protocol);
+                    }
+                },
+            );
             if protocol.profile.is_some() {
                 progress.pass("profile", None);
             }
-            for (i, r) in runs.iter_mut().enumerate() {
-                if protocol.profile.is_some() {
-                    progress.show(&format!("[{}/{total}] profiling {}", i + 1, r.report.name));
-                }
-                r.profile(protocol, settings[i].profile_time);
-            }
+            phases.add(
+                |p| &mut p.sampling,
+                || {
+                    for (i, r) in runs.iter_mut().enumerate() {
+                        if protocol.profile.is_some() {
+                            progress.show(&format!(
+                                "[{}/{total}] profiling {}",
+                                i + 1,
+                                r.report.name
+                            ));
+                        }
+                        r.profile(protocol, settings[i].profile_time);
+                    }
+                },
+            );
             runs.into_iter().map(Running::finish).collect()
         }
     };
@@ -586,6 +629,7 @@ pub(crate) fn measure(
         probe_waits: if probe.ok { probe.waits } else { None },
         probe_samples: if probe.ok { probe.samples } else { Vec::new() },
         probe_usage: usage_rx.try_recv().ok(),
+        phases,
     }
 }
 

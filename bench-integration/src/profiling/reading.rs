@@ -142,7 +142,9 @@ impl BaselineProfiles {
 /// unwound, and the case's artifacts beside the capture (flamegraph.svg, folded.txt,
 /// profile.json); with `--save-baseline` the profiles to save with the rows, and where
 /// `against` is given the profile it names is diffed against it (a baseline's, or
-/// another process's in serve mode). A SIGINT or SIGTERM stops it before the next case.
+/// another process's in serve mode). The captures are read on every CPU at once, each
+/// by one thread (nothing is timed or sampled any more); a SIGINT or SIGTERM stops each
+/// thread before its next case.
 pub(crate) fn read_captures(
     reports: &mut [CaseReport],
     args: &HarnessArgs,
@@ -150,90 +152,132 @@ pub(crate) fn read_captures(
     save_path: Option<&Path>,
     against: Option<&Against<'_>>,
 ) -> BaselineProfiles {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(reports.len())
+        .max(1);
+    let queue = std::sync::Mutex::new(reports.iter_mut().enumerate());
+    let mut parts: Vec<(usize, BaselineProfiles)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        if sparkles_perf_data::atomic_write::interrupted().is_some() {
+                            break;
+                        }
+                        let next = queue.lock().unwrap_or_else(|e| e.into_inner()).next();
+                        let Some((i, r)) = next else {
+                            break;
+                        };
+                        done.push((i, read_case(r, args, event_note, save_path, against)));
+                    }
+                    done
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    });
+    // In the cases' order, whichever thread read each.
+    parts.sort_by_key(|(i, _)| *i);
     let mut to_save = BaselineProfiles::default();
-    for r in reports {
-        if sparkles_perf_data::atomic_write::interrupted().is_some() {
-            break;
+    for (_, part) in parts {
+        to_save.0.extend(part.0);
+        to_save.1.extend(part.1);
+    }
+    to_save
+}
+
+/// One case's part of [`read_captures`]: what to save with a baseline.
+fn read_case(
+    r: &mut CaseReport,
+    args: &HarnessArgs,
+    event_note: &str,
+    save_path: Option<&Path>,
+    against: Option<&Against<'_>>,
+) -> BaselineProfiles {
+    let mut to_save = BaselineProfiles::default();
+    let case = r.name.clone();
+    let Some(p) = r.profile.as_mut() else {
+        return to_save;
+    };
+    let Some(capture) = p.capture.clone().map(std::path::PathBuf::from) else {
+        return to_save;
+    };
+    let is_alloc = capture
+        .file_name()
+        .is_some_and(|n| n == sparkles_results::profile::ALLOC_CAPTURE);
+    // The profiles read, the one the run compares first.
+    let read: Vec<(Kind, Profile, Folded)> = if is_alloc {
+        match read_alloc_capture(&case, &capture, p, args) {
+            Some(read) => read,
+            None => return to_save,
         }
-        let case = r.name.clone();
-        let Some(p) = r.profile.as_mut() else {
-            continue;
+    } else {
+        let Some((on_cpu, wall)) = read_capture(&case, &capture, p, args, event_note) else {
+            return to_save;
         };
-        let Some(capture) = p.capture.clone().map(std::path::PathBuf::from) else {
-            continue;
-        };
-        let is_alloc = capture
-            .file_name()
-            .is_some_and(|n| n == sparkles_results::profile::ALLOC_CAPTURE);
-        // The profiles read, the one the run compares first.
-        let read: Vec<(Kind, Profile, Folded)> = if is_alloc {
-            match read_alloc_capture(&case, &capture, p, args) {
-                Some(read) => read,
-                None => continue,
-            }
-        } else {
-            let Some((on_cpu, wall)) = read_capture(&case, &capture, p, args, event_note) else {
-                continue;
-            };
-            // A wall profile is what its run compares: where the time went, waits included.
-            match wall {
-                Some((w, wf)) => vec![(Kind::Wall, w, wf)],
-                None => vec![(Kind::Cpu, on_cpu.0, on_cpu.1)],
-            }
-        };
-        let dir = capture.parent().unwrap_or(Path::new("."));
-        let slug = dir
-            .file_name()
-            .map(|n| n.to_os_string())
-            .unwrap_or_default();
-        // Beside the baseline's rows: its profile folder, one per case.
-        let beside = |rows: &Path| sparkles_results::baseline::kept_profile_dir(rows, &slug);
-        let Some((kind, profile, folded)) = read.first() else {
-            continue;
-        };
-        let (_, diff_json, diff_svg) = kind.svg_and_diff();
-        // An earlier run's diff is not this capture's: gone whether or not one is made.
-        for name in [diff_json, diff_svg] {
-            let _ = std::fs::remove_file(dir.join(name));
+        // A wall profile is what its run compares: where the time went, waits included.
+        match wall {
+            Some((w, wf)) => vec![(Kind::Wall, w, wf)],
+            None => vec![(Kind::Cpu, on_cpu.0, on_cpu.1)],
         }
-        if let Some(against) = against {
-            let from = match against {
+    };
+    let dir = capture.parent().unwrap_or(Path::new("."));
+    let slug = dir
+        .file_name()
+        .map(|n| n.to_os_string())
+        .unwrap_or_default();
+    // Beside the baseline's rows: its profile folder, one per case.
+    let beside = |rows: &Path| sparkles_results::baseline::kept_profile_dir(rows, &slug);
+    let Some((kind, profile, folded)) = read.first() else {
+        return to_save;
+    };
+    let (_, diff_json, diff_svg) = kind.svg_and_diff();
+    // An earlier run's diff is not this capture's: gone whether or not one is made.
+    for name in [diff_json, diff_svg] {
+        let _ = std::fs::remove_file(dir.join(name));
+    }
+    if let Some(against) = against {
+        let from = match against {
+            Against::Baseline(base) => beside(&base.path),
+            Against::Folder(folder) => folder.to_path_buf(),
+        };
+        match diff_against(&case, &from, profile, folded, dir, *kind) {
+            Ok((movers, warnings)) => {
+                p.movers = movers;
+                p.notes
+                    .extend(warnings.into_iter().map(|w| format!("profile diff: {w}")));
+            }
+            Err(e) => p.notes.push(format!("no profile diff: {e}")),
+        }
+    }
+    if !is_alloc {
+        let kept = annotate_capture(
+            &capture,
+            p,
+            args,
+            against.map(|a| match a {
                 Against::Baseline(base) => beside(&base.path),
                 Against::Folder(folder) => folder.to_path_buf(),
-            };
-            match diff_against(&case, &from, profile, folded, dir, *kind) {
-                Ok((movers, warnings)) => {
-                    p.movers = movers;
-                    p.notes
-                        .extend(warnings.into_iter().map(|w| format!("profile diff: {w}")));
-                }
-                Err(e) => p.notes.push(format!("no profile diff: {e}")),
-            }
+            }),
+        );
+        if let (Some(json), Some(save)) = (kept, save_path) {
+            to_save.keep_bytes(&case, json, beside(save).join(ANNOTATION));
         }
-        if !is_alloc {
-            let kept = annotate_capture(
-                &capture,
-                p,
-                args,
-                against.map(|a| match a {
-                    Against::Baseline(base) => beside(&base.path),
-                    Against::Folder(folder) => folder.to_path_buf(),
-                }),
-            );
-            if let (Some(json), Some(save)) = (kept, save_path) {
-                to_save.keep_bytes(&case, json, beside(save).join(ANNOTATION));
-            }
-        }
-        if let Some(save) = save_path {
-            for (kind, _, folded) in read {
-                to_save.0.push(BaselineProfile {
-                    case: case.clone(),
-                    dir: dir.to_path_buf(),
-                    keep: beside(save),
-                    folded,
-                    kind,
-                });
-            }
+    }
+    if let Some(save) = save_path {
+        for (kind, _, folded) in read {
+            to_save.0.push(BaselineProfile {
+                case: case.clone(),
+                dir: dir.to_path_buf(),
+                keep: beside(save),
+                folded,
+                kind,
+            });
         }
     }
     to_save
