@@ -86,7 +86,7 @@ fn inputs(out_dir: &Path, smoke: bool) -> Result<Vec<PathBuf>, String> {
         .map(|e| e.path().join("capture.perf.data"))
         .filter_map(|p| Some((std::fs::metadata(&p).ok()?.len(), p)))
         .collect();
-    found.sort_by(|a, b| b.0.cmp(&a.0));
+    found.sort_by_key(|f| std::cmp::Reverse(f.0));
     if !found.is_empty() {
         eprintln!(
             "compress: {} captures of the demo's --profile run under {}",
