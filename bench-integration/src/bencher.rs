@@ -45,6 +45,9 @@ pub(crate) struct CountPlan {
     /// only, every bracket a base run and a full one, each dumped under the case's index
     /// in the parent's run ([`crate::tiers::valgrind`]).
     pub valgrind: Option<u32>,
+    /// With `valgrind`, the first bracket's number: a case counted again goes on from the
+    /// brackets its first count took.
+    pub valgrind_from: u32,
     /// The counting allocator ([`crate::tiers::alloc`]).
     pub alloc: bool,
 }
@@ -713,7 +716,7 @@ fn count_in_brackets(
     plan: &CountPlan,
 ) -> Result<Counted, String> {
     if let Some(case) = plan.valgrind {
-        return count_under_callgrind(routine, iterations, brackets, case);
+        return count_under_callgrind(routine, iterations, plan.valgrind_from..brackets, case);
     }
     let mut per_metric: Vec<(MetricId, Vec<f64>)> = Vec::new();
     let mut first_report = None;
@@ -753,20 +756,20 @@ fn count_in_brackets(
     Ok((medians, brackets, first_report.unwrap_or_default()))
 }
 
-/// The valgrind child's counting pass: each bracket a run of one iteration and one of
-/// `iterations + 1`, callgrind collecting inside the timed loop only, each run dumped with
-/// its label for the parent to read ([`crate::tiers::valgrind::dump_label`]).
+/// The valgrind child's counting pass: each bracket of `brackets` a run of one iteration
+/// and one of `iterations + 1`, callgrind collecting inside the timed loop only, each run
+/// dumped with its label for the parent to read ([`crate::tiers::valgrind::dump_label`]).
 fn count_under_callgrind(
     routine: &mut dyn Routine,
     iterations: u64,
-    brackets: u32,
+    brackets: std::ops::Range<u32>,
     case: u32,
 ) -> Result<Counted, String> {
     let plan = CountPlan {
         valgrind: Some(case),
         ..CountPlan::default()
     };
-    for bracket in 0..brackets.max(1) {
+    for bracket in brackets {
         for full in [false, true] {
             crate::tiers::valgrind::zero_stats();
             let n = if full { iterations + 1 } else { 1 };

@@ -701,8 +701,8 @@ fn valgrind_child(suite: Suite, request: &valgrind::ChildRequest) -> Outcome {
         std::process::exit(3);
     }
     let mut cases: Vec<Option<suite::Case>> = suite.cases.into_iter().map(Some).collect();
-    let brackets = request.brackets.max(1);
     for asked in &request.cases {
+        let brackets = asked.brackets.unwrap_or(request.brackets).max(1);
         valgrind::write_marker(&request.dir, asked.index, "started", "");
         let case = cases
             .iter_mut()
@@ -717,14 +717,27 @@ fn valgrind_child(suite: Suite, request: &valgrind::ChildRequest) -> Outcome {
         // The setup is done: from here callgrind instruments (and simulates the caches).
         // One warm-up iteration, uncollected: first-call costs (lazy binding, first
         // touches, cold simulated caches) stay out of every bracket.
+        // A second, timed: what an iteration costs under callgrind, to size the runs.
         valgrind::start_instrumentation();
         running.sample(1);
+        let iterations = if asked.size_by_cost {
+            valgrind::sized_by_cost(asked.iterations, running.sample(1))
+        } else {
+            asked.iterations
+        };
+        valgrind::write_marker(
+            &request.dir,
+            asked.index,
+            "iterations",
+            &iterations.to_string(),
+        );
         running.count_with(
             CountPlan {
                 valgrind: Some(asked.index),
+                valgrind_from: asked.first_bracket,
                 ..CountPlan::default()
             },
-            asked.iterations.saturating_mul(u64::from(brackets)),
+            iterations.saturating_mul(u64::from(brackets)),
             u64::MAX,
             brackets,
         );
@@ -1122,6 +1135,7 @@ fn count_plan(selection: &Selection, catalog: &Catalog) -> Option<CountPlan> {
             .clone()
             .filter(|_| selection.needs(Source::Syscalls)),
         valgrind: None,
+        valgrind_from: 0,
         alloc: selection.needs(Source::Alloc),
     })
 }

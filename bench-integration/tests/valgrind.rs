@@ -54,6 +54,15 @@ fn suite(build: u32) -> Suite {
         })
     });
     s.case("same", |b| b.iter(|| spin(10_000)));
+    // Work that grows from call to call: each bracket counts more an iteration than the
+    // one before, so it takes them all.
+    s.case("varies", |b| {
+        let calls = std::sync::atomic::AtomicU64::new(0);
+        b.iter(|| {
+            let k = calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            spin(10_000 + k % 5_000)
+        })
+    });
     s.case("fails_under_valgrind", |b| {
         b.try_iter(|| {
             if sparkles_bench::valgrind::running_on_valgrind() {
@@ -148,15 +157,26 @@ fn a_one_percent_change_is_higher_exactly_and_the_same_code_counts_the_same() {
         None
     );
 
-    // The same body: the same count in every bracket of both runs.
+    // The same body: the same count in every bracket of both runs, shown exact in the
+    // first three brackets, so no more were taken.
     let (a, b) = (row(&first, "same"), row(&second, "same"));
     let counts: Vec<f64> = a.metric_samples["valgrind.instructions"]
         .iter()
         .chain(&b.metric_samples["valgrind.instructions"])
         .copied()
         .collect();
-    assert!(counts.len() >= 12, "{counts:?}");
+    assert_eq!(counts.len(), 6, "{counts:?}");
     assert!(counts.iter().all(|c| *c == counts[0]), "{counts:?}");
+    let account = b.counting.as_ref().unwrap().valgrind.clone().unwrap();
+    assert_eq!(account.brackets, 3, "{account:?}");
+    // Beside it, a count that is not the same from bracket to bracket takes every bracket
+    // (eight), and keeps its spread.
+    let varies = row(&second, "varies");
+    let account = varies.counting.as_ref().unwrap().valgrind.clone().unwrap();
+    assert_eq!(account.brackets, 8, "{account:?}");
+    let counts = &varies.metric_samples["valgrind.instructions"];
+    assert_eq!(counts.len(), 8, "{counts:?}");
+    assert!(counts.iter().any(|c| *c != counts[0]), "{counts:?}");
     // About the loop's 10 000 steps of a few instructions each.
     assert!((20_000.0..200_000.0).contains(&counts[0]), "{}", counts[0]);
     let c = b.comparison.as_ref().unwrap();

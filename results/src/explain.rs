@@ -22,11 +22,37 @@ fn samples_of(row: &BenchRow, id: &str) -> Option<Vec<f64>> {
 }
 
 /// `new` against `base`, as timing is compared; a zero baseline (a count that was 0) is
-/// compared by whether the new values are all above it.
+/// compared by whether the new values are all above it. Exact counts, too few for a
+/// bootstrap (callgrind's, which take three brackets where they repeat to the
+/// instruction: every value of each side the same, two at least a side), compare exactly:
+/// the change is the difference, its interval that point, higher or lower wherever they
+/// differ.
 pub fn compare_metric(id: &str, base: &[f64], new: &[f64]) -> Option<MetricChange> {
     let b = Summary::of(base)?;
     let n = Summary::of(new)?;
     let underpowered = base.len() < MIN_SAMPLES_FOR_VERDICT || new.len() < MIN_SAMPLES_FOR_VERDICT;
+    let repeats = |v: &[f64]| v.len() >= 2 && v.iter().all(|x| x.to_bits() == v[0].to_bits());
+    if underpowered && repeats(base) && repeats(new) {
+        let pct = if b.median != 0.0 {
+            Some((n.median / b.median - 1.0) * 100.0)
+        } else {
+            (n.median == 0.0).then_some(0.0)
+        };
+        let verdict = match n.median.total_cmp(&b.median) {
+            std::cmp::Ordering::Greater => MetricVerdict::Higher,
+            std::cmp::Ordering::Less => MetricVerdict::Lower,
+            std::cmp::Ordering::Equal => MetricVerdict::InsideTheNoise,
+        };
+        return Some(MetricChange {
+            id: id.to_string(),
+            base: b.median,
+            new: n.median,
+            change_pct: pct,
+            ci_low_pct: pct,
+            ci_high_pct: pct,
+            verdict,
+        });
+    }
     let change = |change_pct, lo, hi, verdict| MetricChange {
         id: id.to_string(),
         base: b.median,
@@ -366,6 +392,28 @@ mod tests {
             base_rev: None,
             variant_rev: None,
         }
+    }
+
+    #[test]
+    fn exact_counts_in_three_brackets_compare_exactly_and_scattered_few_do_not() {
+        // callgrind's count repeated in three brackets a side: 1% higher exactly.
+        let c = compare_metric("valgrind.instructions", &[1000.0; 3], &[1010.0; 3]).unwrap();
+        assert_eq!(c.verdict, MetricVerdict::Higher);
+        let pct = c.change_pct.unwrap();
+        assert!((pct - 1.0).abs() < 1e-9, "{c:?}");
+        assert_eq!((c.ci_low_pct, c.ci_high_pct), (Some(pct), Some(pct)));
+        // The same count: inside the noise, a change of exactly 0; against a baseline of
+        // eight brackets too.
+        let same = compare_metric("valgrind.instructions", &[1000.0; 8], &[1000.0; 3]).unwrap();
+        assert_eq!(same.verdict, MetricVerdict::InsideTheNoise);
+        assert_eq!(same.change_pct, Some(0.0));
+        let lower = compare_metric("valgrind.instructions", &[1000.0; 3], &[990.0; 3]).unwrap();
+        assert_eq!(lower.verdict, MetricVerdict::Lower);
+        // Three that scatter are too few for a verdict, as before; so is one value a side.
+        let few = compare_metric("x", &[1000.0, 1001.0, 999.0], &[1010.0; 3]).unwrap();
+        assert_eq!(few.verdict, MetricVerdict::Underpowered);
+        let one = compare_metric("x", &[1000.0], &[1010.0]).unwrap();
+        assert_eq!(one.verdict, MetricVerdict::Underpowered);
     }
 
     #[test]

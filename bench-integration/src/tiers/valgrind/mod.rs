@@ -40,6 +40,6 @@ pub(crate) use client::{
 };
 pub(crate) use dumps::Costs;
 pub use dumps::{brackets_of, per_iteration};
-pub(crate) use pass::{count_cases, medians, Pass};
+pub(crate) use pass::{count_cases, medians, sized_by_cost, Pass};
 pub(crate) use program::descriptors;
 pub use program::{capability, program, Absent, PROGRAM_ENV};

@@ -19,6 +19,44 @@ use crate::suite::Reexec;
 /// callgrind's cache and branch simulation, about 50 to 100 times longer.
 const COLLECTED_BUDGET: Duration = Duration::from_millis(10);
 
+/// Time under callgrind a bracket's full run may take, where an iteration is slow there
+/// (what the native budget gives is cut to it): [`sized_by_cost`].
+const FULL_RUN_UNDER_VALGRIND: Duration = Duration::from_millis(40);
+
+/// Brackets every case is counted in first. Where their instruction counts agree to the
+/// instruction (as a body that does the same work every time does), that is the count,
+/// exactly: no more brackets are taken (the simulated misses, which may differ by a few
+/// where the heap's blocks land, keep these three). A case whose counts differ is counted
+/// again in the rest of `--count-brackets`, for a median and a spread.
+pub(crate) const EXACT_BRACKETS: u32 = 3;
+
+/// The iterations a full run adds, at most `asked`, and fewer where one iteration under
+/// callgrind (`one`, timed with instrumentation on) makes the run longer than
+/// [`FULL_RUN_UNDER_VALGRIND`].
+pub(crate) fn sized_by_cost(asked: u64, one: Option<Duration>) -> u64 {
+    match one {
+        Some(t) if !t.is_zero() => {
+            let fit = FULL_RUN_UNDER_VALGRIND.as_nanos() / t.as_nanos();
+            asked.min(u64::try_from(fit).unwrap_or(u64::MAX)).max(1)
+        }
+        _ => asked.max(1),
+    }
+}
+
+/// Whether every bracket counted the same instructions an iteration (two brackets at
+/// least).
+pub(crate) fn exact(brackets: &[MetricSeries]) -> bool {
+    brackets
+        .iter()
+        .find(|s| s.id == "valgrind.instructions")
+        .is_some_and(|s| {
+            s.values.len() >= 2
+                && s.values
+                    .iter()
+                    .all(|v| v.to_bits() == s.values[0].to_bits())
+        })
+}
+
 /// The parent's side of the pass: valgrind, and how long a case may take under it.
 pub(crate) struct Pass {
     pub program: PathBuf,
@@ -38,6 +76,8 @@ pub(crate) struct Counted {
     pub wall: Duration,
     /// Its instruction costs over all brackets, where the pass reads profiles.
     pub costs: Option<Costs>,
+    /// The iterations each full run added (what the child took: at most those asked).
+    pub iterations: u64,
 }
 
 /// Iterations a bracket's full run adds to its base run: those of all brackets take about
@@ -49,6 +89,12 @@ pub(crate) fn iterations_for(ns_per_iter: f64, brackets: u32) -> u64 {
     } else {
         1
     }
+}
+
+/// Where a pass's rounds keep their files, and how many cases the pass has.
+struct Rounds<'a> {
+    dir: &'a Path,
+    cases: usize,
 }
 
 /// How a child run ended for the cases it was given.
@@ -63,13 +109,13 @@ enum ChildEnd {
 }
 
 impl Pass {
-    /// Counts `cases` (`(name, n)`: the iterations a full run adds) under callgrind, in
-    /// one child for all of them (valgrind's start, most of a case's cost on a quick body,
+    /// Counts `cases` (`(name, n)`: the iterations a full run adds at most) under
+    /// callgrind: first every case in [`EXACT_BRACKETS`] brackets, then the cases whose
+    /// brackets did not count the same in the rest of the pass's. Each round runs one
+    /// child for all its cases (valgrind's start, most of a case's cost on a quick body,
     /// is paid once), another for the rest where a case hangs or kills its child. Each
     /// case's values, or why there are none, in order.
     pub(crate) fn count_all(&self, cases: &[(String, u64)]) -> Vec<Result<Counted, String>> {
-        let mut results: Vec<Option<Result<Counted, String>>> =
-            cases.iter().map(|_| None).collect();
         let dir = match tempfile_dir() {
             Ok(d) => d,
             Err(e) => return cases.iter().map(|_| Err(e.clone())).collect(),
@@ -77,27 +123,101 @@ impl Pass {
         let mut dumps = Vec::new();
         let mut sums = CostSums::default();
         let mut attempt = 0;
-        loop {
-            let pending: Vec<ChildCase> = cases
-                .iter()
-                .enumerate()
-                .filter(|(i, _)| results[*i].is_none())
-                .map(|(i, (name, n))| ChildCase {
+        let first = self.brackets.clamp(1, EXACT_BRACKETS);
+        let asked: Vec<ChildCase> = cases
+            .iter()
+            .enumerate()
+            .map(|(i, (name, n))| ChildCase {
+                index: i as u32,
+                name: name.clone(),
+                iterations: *n,
+                first_bracket: 0,
+                brackets: Some(first),
+                size_by_cost: true,
+            })
+            .collect();
+        let rounds = Rounds {
+            dir: dir.path(),
+            cases: cases.len(),
+        };
+        let once = self.count_round(&rounds, &mut attempt, &asked, &mut dumps, &mut sums);
+        // The cases whose first brackets differ, in the rest of the brackets.
+        let again: Vec<ChildCase> = once
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| {
+                let c = r.as_ref()?.as_ref().ok()?;
+                let counted = brackets_of(&dumps, i as u32, first, c.iterations).ok()?;
+                (first < self.brackets && !exact(&counted)).then(|| ChildCase {
                     index: i as u32,
-                    name: name.clone(),
-                    iterations: *n,
+                    name: cases[i].0.clone(),
+                    iterations: c.iterations,
+                    first_bracket: first,
+                    brackets: Some(self.brackets),
+                    size_by_cost: false,
                 })
+            })
+            .collect();
+        let mut twice = if again.is_empty() {
+            cases.iter().map(|_| None).collect()
+        } else {
+            self.count_round(&rounds, &mut attempt, &again, &mut dumps, &mut sums)
+        };
+        once.into_iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let c = r.unwrap_or_else(|| Err("interrupted".to_string()))?;
+                let (brackets, wall) = match twice[i].take() {
+                    None if again.iter().any(|a| a.index == i as u32) => {
+                        return Err("interrupted".to_string())
+                    }
+                    None => (first, c.wall),
+                    Some(Ok(more)) => (self.brackets, c.wall + more.wall),
+                    Some(Err(why)) => return Err(why),
+                };
+                brackets_of(&dumps, i as u32, brackets, c.iterations).map(|brackets| Counted {
+                    brackets,
+                    wall,
+                    costs: sums.take(i as u32),
+                    iterations: c.iterations,
+                })
+            })
+            .collect()
+    }
+
+    /// One round: `asked` counted in children until each is counted or lost, their
+    /// dumps appended to `dumps` (and their costs to `sums`); each case's end by its
+    /// index (`None`: not asked, or interrupted).
+    fn count_round(
+        &self,
+        rounds: &Rounds<'_>,
+        attempt: &mut u32,
+        asked: &[ChildCase],
+        dumps: &mut Vec<Dump>,
+        sums: &mut CostSums,
+    ) -> Vec<Option<Result<Counted, String>>> {
+        let dir = rounds.dir;
+        let mut results: Vec<Option<Result<Counted, String>>> =
+            (0..rounds.cases).map(|_| None).collect();
+        loop {
+            let pending: Vec<ChildCase> = asked
+                .iter()
+                .filter(|c| results[c.index as usize].is_none())
+                .cloned()
                 .collect();
             if pending.is_empty() {
                 break;
             }
-            attempt += 1;
-            let end = self.run_child(dir.path(), attempt, &pending, &mut results);
-            match self.read_dumps(dir.path(), attempt, &mut sums) {
+            *attempt += 1;
+            let end = self.run_child(dir, *attempt, &pending, &mut results);
+            match self.read_dumps(dir, *attempt, sums) {
                 Ok(mut d) => dumps.append(&mut d),
                 Err(e) => {
-                    for r in results.iter_mut().filter(|r| r.is_none()) {
-                        *r = Some(Err(e.clone()));
+                    for c in &pending {
+                        let r = &mut results[c.index as usize];
+                        if r.is_none() {
+                            *r = Some(Err(e.clone()));
+                        }
                     }
                 }
             }
@@ -105,8 +225,11 @@ impl Pass {
                 ChildEnd::Finished => {}
                 ChildEnd::Lost { case, why } => results[case as usize] = Some(Err(why)),
                 ChildEnd::NotStarted(why) => {
-                    for r in results.iter_mut().filter(|r| r.is_none()) {
-                        *r = Some(Err(why.clone()));
+                    for c in &pending {
+                        let r = &mut results[c.index as usize];
+                        if r.is_none() {
+                            *r = Some(Err(why.clone()));
+                        }
                     }
                 }
             }
@@ -115,22 +238,6 @@ impl Pass {
             }
         }
         results
-            .into_iter()
-            .enumerate()
-            .map(|(i, r)| match r {
-                Some(Ok(c)) => {
-                    brackets_of(&dumps, i as u32, self.brackets, cases[i].1).map(|brackets| {
-                        Counted {
-                            brackets,
-                            wall: c.wall,
-                            costs: sums.take(i as u32),
-                        }
-                    })
-                }
-                Some(Err(why)) => Err(why),
-                None => Err("interrupted".to_string()),
-            })
-            .collect()
     }
 
     /// Runs one child for `pending`, recording each case it finishes in `results` (its
@@ -240,11 +347,18 @@ impl Pass {
                     let wall = current
                         .filter(|(c, _)| *c == k)
                         .map_or(Duration::ZERO, |(_, t)| t.elapsed());
+                    // What the child took, where it said (at most what was asked).
+                    let iterations = std::fs::read_to_string(marker(dir, case.index, "iterations"))
+                        .ok()
+                        .and_then(|t| t.trim().parse().ok())
+                        .filter(|n| (1..=case.iterations).contains(n))
+                        .unwrap_or(case.iterations);
                     results[case.index as usize] = Some(if text.is_empty() {
                         Ok(Counted {
                             brackets: Vec::new(),
                             wall,
                             costs: None,
+                            iterations,
                         })
                     } else {
                         Err(format!("the case failed under valgrind: {text}"))
@@ -395,6 +509,7 @@ pub(crate) fn count_cases(cases: &[(String, f64)], pass: &Pass) -> Vec<CaseCount
     progress.clear();
     let mut slowest: Option<(String, f64)> = None;
     let mut counted = 0;
+    let mut exact_cases = 0;
     let mut counts = Vec::new();
     for ((name, n), result) in asked.into_iter().zip(results) {
         let mut count = CaseCount {
@@ -410,6 +525,11 @@ pub(crate) fn count_cases(cases: &[(String, f64)], pass: &Pass) -> Vec<CaseCount
         match result {
             Ok(c) => {
                 count.account.wall_s = c.wall.as_secs_f64();
+                count.account.iterations = c.iterations;
+                count.account.brackets = c.brackets.first().map_or(0, |s| s.values.len() as u32);
+                if exact(&c.brackets) {
+                    exact_cases += 1;
+                }
                 count.brackets = c.brackets;
                 count.costs = c.costs;
                 counted += 1;
@@ -429,10 +549,12 @@ pub(crate) fn count_cases(cases: &[(String, f64)], pass: &Pass) -> Vec<CaseCount
     }
     if let Some((case, seconds)) = slowest {
         eprintln!(
-            "counting: valgrind: {counted} case{} counted under callgrind ({}) in {:.1} s, the slowest {case} ({seconds:.1} s); {} brackets each",
+            "counting: valgrind: {counted} case{} counted under callgrind ({}) in {:.1} s, the slowest {case} ({seconds:.1} s); {exact_cases} exact in {} brackets, {} in {}",
             if counted == 1 { "" } else { "s" },
             pass.program.display(),
             start.elapsed().as_secs_f64(),
+            pass.brackets.clamp(1, EXACT_BRACKETS),
+            counted - exact_cases,
             pass.brackets
         );
     }

@@ -161,6 +161,41 @@ fn the_full_runs_share_the_budget_among_brackets() {
 }
 
 #[test]
+fn a_run_slow_under_callgrind_takes_fewer_iterations_never_more() {
+    use std::time::Duration;
+    // 2 ms an iteration under callgrind: 40 ms a full run holds 20 of the 12,500 asked.
+    assert_eq!(sized_by_cost(12_500, Some(Duration::from_millis(2))), 20);
+    // Quick enough: what was asked.
+    assert_eq!(sized_by_cost(100, Some(Duration::from_micros(10))), 100);
+    // Slower than the whole run, or untimed: one, or what was asked.
+    assert_eq!(sized_by_cost(100, Some(Duration::from_secs(1))), 1);
+    assert_eq!(sized_by_cost(100, None), 100);
+    assert_eq!(sized_by_cost(100, Some(Duration::ZERO)), 100);
+}
+
+#[test]
+fn a_count_is_exact_where_its_brackets_repeat_it_to_the_instruction() {
+    use sparkles_results::metric::MetricSeries;
+    let series = |ir: &[f64], misses: &[f64]| {
+        vec![
+            MetricSeries {
+                id: "valgrind.instructions".into(),
+                values: ir.to_vec(),
+            },
+            MetricSeries {
+                id: "valgrind.l1_misses".into(),
+                values: misses.to_vec(),
+            },
+        ]
+    };
+    // The misses may differ where the heap's blocks land: the count is what is exact.
+    assert!(exact(&series(&[700.0; 3], &[3.0, 4.0, 3.0])));
+    assert!(!exact(&series(&[700.0, 700.0, 701.0], &[3.0; 3])));
+    assert!(!exact(&series(&[700.0], &[3.0])));
+    assert!(!exact(&[]));
+}
+
+#[test]
 fn not_under_valgrind_the_requests_are_no_ops() {
     if running_on_valgrind() {
         return;
