@@ -701,8 +701,10 @@ fn valgrind_child(suite: Suite, request: &valgrind::ChildRequest) -> Outcome {
         std::process::exit(3);
     }
     let mut cases: Vec<Option<suite::Case>> = suite.cases.into_iter().map(Some).collect();
+    let brackets = request.brackets.max(1);
+    // The dump files this child has looked at: each case's first brackets are the new ones.
+    let mut seen = std::collections::HashSet::new();
     for asked in &request.cases {
-        let brackets = asked.brackets.unwrap_or(request.brackets).max(1);
         valgrind::write_marker(&request.dir, asked.index, "started", "");
         let case = cases
             .iter_mut()
@@ -731,16 +733,35 @@ fn valgrind_child(suite: Suite, request: &valgrind::ChildRequest) -> Outcome {
             "iterations",
             &iterations.to_string(),
         );
+        // The first brackets; the rest only where their instruction counts differ.
+        let plan = |from| CountPlan {
+            valgrind: Some(asked.index),
+            valgrind_from: from,
+            ..CountPlan::default()
+        };
+        let first = brackets.min(valgrind::EXACT_BRACKETS);
         running.count_with(
-            CountPlan {
-                valgrind: Some(asked.index),
-                valgrind_from: asked.first_bracket,
-                ..CountPlan::default()
-            },
-            iterations.saturating_mul(u64::from(brackets)),
+            plan(0),
+            iterations.saturating_mul(u64::from(first)),
             u64::MAX,
-            brackets,
+            first,
         );
+        let mut taken = first;
+        if first < brackets {
+            let dumps = valgrind::dumps_of_case(&request.dir, &mut seen, asked.index);
+            let exact = valgrind::brackets_of(&dumps, asked.index, first, iterations)
+                .is_ok_and(|b| valgrind::exact(&b));
+            if !exact {
+                running.count_with(
+                    plan(first),
+                    iterations.saturating_mul(u64::from(brackets)),
+                    u64::MAX,
+                    brackets,
+                );
+                taken = brackets;
+            }
+        }
+        valgrind::write_marker(&request.dir, asked.index, "brackets", &taken.to_string());
         valgrind::stop_instrumentation();
         let report = running.finish();
         valgrind::write_marker(

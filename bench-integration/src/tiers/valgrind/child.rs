@@ -31,12 +31,6 @@ pub struct ChildCase {
     /// A bracket's full run is this many iterations longer than its base run (at most:
     /// see `size_by_cost`).
     pub iterations: u64,
-    /// The first bracket to count: a case counted again goes on from its first count's.
-    #[serde(default)]
-    pub first_bracket: u32,
-    /// The brackets to count up to (none: the request's).
-    #[serde(default)]
-    pub brackets: Option<u32>,
     /// Take fewer iterations where one takes long under callgrind
     /// ([`super::pass::sized_by_cost`]); the iterations taken are said in the case's
     /// `iterations` marker.
@@ -45,8 +39,9 @@ pub struct ChildCase {
 }
 
 /// The marker file of case `index`: `started` (empty) when the child begins it,
-/// `iterations` (the full runs' iterations over their base runs) before it counts, `done`
-/// (empty, or why the case failed) when it is over.
+/// `iterations` (the full runs' iterations over their base runs) before it counts,
+/// `brackets` (how many it counted), then `done` (empty, or why the case failed) when it
+/// is over.
 pub fn marker(dir: &Path, index: u32, what: &str) -> PathBuf {
     dir.join(format!("case-{index}.{what}"))
 }

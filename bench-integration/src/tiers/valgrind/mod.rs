@@ -38,8 +38,9 @@ pub(crate) use client::{
     dump_label, dump_stats_at, start_instrumentation, stop_instrumentation, toggle_collect,
     zero_stats,
 };
+pub(crate) use dumps::dumps_of_case;
 pub(crate) use dumps::Costs;
 pub use dumps::{brackets_of, per_iteration};
-pub(crate) use pass::{count_cases, medians, sized_by_cost, Pass};
+pub(crate) use pass::{count_cases, exact, medians, sized_by_cost, Pass, EXACT_BRACKETS};
 pub(crate) use program::descriptors;
 pub use program::{capability, program, Absent, PROGRAM_ENV};

@@ -78,6 +78,8 @@ pub(crate) struct Counted {
     pub costs: Option<Costs>,
     /// The iterations each full run added (what the child took: at most those asked).
     pub iterations: u64,
+    /// The brackets the child counted.
+    pub brackets_taken: u32,
 }
 
 /// Iterations a bracket's full run adds to its base run: those of all brackets take about
@@ -110,11 +112,11 @@ enum ChildEnd {
 
 impl Pass {
     /// Counts `cases` (`(name, n)`: the iterations a full run adds at most) under
-    /// callgrind: first every case in [`EXACT_BRACKETS`] brackets, then the cases whose
-    /// brackets did not count the same in the rest of the pass's. Each round runs one
-    /// child for all its cases (valgrind's start, most of a case's cost on a quick body,
-    /// is paid once), another for the rest where a case hangs or kills its child. Each
-    /// case's values, or why there are none, in order.
+    /// callgrind, in one child for all of them (valgrind's start, most of a case's cost on
+    /// a quick body, is paid once), another for the rest where a case hangs or kills its
+    /// child. Each case's values, or why there are none, in order: in [`EXACT_BRACKETS`]
+    /// brackets where their instruction counts agree, else in all the pass's (the child
+    /// decides, from its own dumps, and says how many in the case's `brackets` marker).
     pub(crate) fn count_all(&self, cases: &[(String, u64)]) -> Vec<Result<Counted, String>> {
         let dir = match tempfile_dir() {
             Ok(d) => d,
@@ -123,7 +125,6 @@ impl Pass {
         let mut dumps = Vec::new();
         let mut sums = CostSums::default();
         let mut attempt = 0;
-        let first = self.brackets.clamp(1, EXACT_BRACKETS);
         let asked: Vec<ChildCase> = cases
             .iter()
             .enumerate()
@@ -131,8 +132,6 @@ impl Pass {
                 index: i as u32,
                 name: name.clone(),
                 iterations: *n,
-                first_bracket: 0,
-                brackets: Some(first),
                 size_by_cost: true,
             })
             .collect();
@@ -140,46 +139,18 @@ impl Pass {
             dir: dir.path(),
             cases: cases.len(),
         };
-        let once = self.count_round(&rounds, &mut attempt, &asked, &mut dumps, &mut sums);
-        // The cases whose first brackets differ, in the rest of the brackets.
-        let again: Vec<ChildCase> = once
-            .iter()
-            .enumerate()
-            .filter_map(|(i, r)| {
-                let c = r.as_ref()?.as_ref().ok()?;
-                let counted = brackets_of(&dumps, i as u32, first, c.iterations).ok()?;
-                (first < self.brackets && !exact(&counted)).then(|| ChildCase {
-                    index: i as u32,
-                    name: cases[i].0.clone(),
-                    iterations: c.iterations,
-                    first_bracket: first,
-                    brackets: Some(self.brackets),
-                    size_by_cost: false,
-                })
-            })
-            .collect();
-        let mut twice = if again.is_empty() {
-            cases.iter().map(|_| None).collect()
-        } else {
-            self.count_round(&rounds, &mut attempt, &again, &mut dumps, &mut sums)
-        };
-        once.into_iter()
+        let counted = self.count_round(&rounds, &mut attempt, &asked, &mut dumps, &mut sums);
+        counted
+            .into_iter()
             .enumerate()
             .map(|(i, r)| {
                 let c = r.unwrap_or_else(|| Err("interrupted".to_string()))?;
-                let (brackets, wall) = match twice[i].take() {
-                    None if again.iter().any(|a| a.index == i as u32) => {
-                        return Err("interrupted".to_string())
+                brackets_of(&dumps, i as u32, c.brackets_taken, c.iterations).map(|brackets| {
+                    Counted {
+                        brackets,
+                        costs: sums.take(i as u32),
+                        ..c
                     }
-                    None => (first, c.wall),
-                    Some(Ok(more)) => (self.brackets, c.wall + more.wall),
-                    Some(Err(why)) => return Err(why),
-                };
-                brackets_of(&dumps, i as u32, brackets, c.iterations).map(|brackets| Counted {
-                    brackets,
-                    wall,
-                    costs: sums.take(i as u32),
-                    iterations: c.iterations,
                 })
             })
             .collect()
@@ -353,12 +324,19 @@ impl Pass {
                         .and_then(|t| t.trim().parse().ok())
                         .filter(|n| (1..=case.iterations).contains(n))
                         .unwrap_or(case.iterations);
+                    let brackets_taken =
+                        std::fs::read_to_string(marker(dir, case.index, "brackets"))
+                            .ok()
+                            .and_then(|t| t.trim().parse().ok())
+                            .filter(|n| (1..=self.brackets).contains(n))
+                            .unwrap_or(self.brackets);
                     results[case.index as usize] = Some(if text.is_empty() {
                         Ok(Counted {
                             brackets: Vec::new(),
                             wall,
                             costs: None,
                             iterations,
+                            brackets_taken,
                         })
                     } else {
                         Err(format!("the case failed under valgrind: {text}"))
