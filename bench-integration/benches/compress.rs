@@ -10,19 +10,21 @@
 //!
 //! The inputs are the captures under `target/sparkles/profile/*/capture.perf.data` (run
 //! `cargo bench -p sparkles-bench --bench demo -- --profile` first); without them, one
-//! `perf record --call-graph dwarf,16384 -F 4000` of a second of `sha1sum /dev/zero`
+//! `perf record --call-graph dwarf,8192 -F 4000` of a second of `sha1sum /dev/zero`
 //! (said). Smoke mode (`cargo test`) takes the first 2 MiB of records of two of them.
 //! libzstd needs `sparkles-perf-data`'s `zstd` feature, which the workspace's build turns
 //! on (sparkles-cli, a dev-dependency); without it the libzstd cases are left out, said.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use clap::Parser;
 use sparkles_bench::{HarnessArgs, Suite, Throughput};
 use sparkles_perf_data::reader::RecordReader;
 use sparkles_perf_data::writer::{CaptureWriter, Compression};
 use sparkles_perf_data::PerfData;
+
+mod perf_capture;
+use perf_capture::{perf_available, record_capture};
 
 /// A capture's records, decompressed, and its first event.
 struct Input {
@@ -102,31 +104,10 @@ fn inputs(out_dir: &Path, smoke: bool) -> Result<Vec<PathBuf>, String> {
         out_dir.join("profile").display(),
         path.display()
     );
-    if !path.is_file() {
-        std::fs::create_dir_all(path.parent().unwrap_or(Path::new(".")))
-            .map_err(|e| e.to_string())?;
-        let tmp = path.with_extension("tmp");
-        let status = Command::new("perf")
-            .args([
-                "record",
-                "-q",
-                "-F",
-                "4000",
-                "--call-graph",
-                "dwarf,16384",
-                "-o",
-            ])
-            .arg(&tmp)
-            .args(["--", "timeout", "1", "sha1sum", "/dev/zero"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .map_err(|e| format!("perf record: {e}"))?;
-        if !status.success() && status.code() != Some(124) {
-            return Err(format!("perf record failed ({status})"));
-        }
-        std::fs::rename(&tmp, &path).map_err(|e| e.to_string())?;
+    if !perf_available() {
+        return Err("perf is not installed".to_string());
     }
+    record_capture(&path, 1, 1, &[])?;
     Ok(vec![path])
 }
 

@@ -366,8 +366,19 @@ pub(crate) fn pieces(frame: &[u8], max: usize) -> Vec<&[u8]> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// A xorshift64 generator from `seed`: test bytes, the same every run.
+    pub(crate) fn xorshift(seed: u64) -> impl FnMut() -> u64 {
+        let mut rng = seed;
+        move || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        }
+    }
 
     fn decode(frame: &[u8]) -> Vec<u8> {
         let mut decoder = ruzstd::decoding::FrameDecoder::new();
@@ -382,13 +393,7 @@ mod tests {
 
     #[test]
     fn frames_decode_to_their_bytes_whatever_the_bytes() {
-        let mut rng = 0x1234_5678_u64;
-        let mut next = || {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng
-        };
+        let mut next = xorshift(0x1234_5678_u64);
         let noise: Vec<u8> = (0..300_000).map(|_| next() as u8).collect();
         // Samples alike but for a few words, as stack copies are.
         let mut stacks = Vec::new();
@@ -439,62 +444,8 @@ mod tests {
     }
 
     #[test]
-    fn each_piece_of_a_frame_decodes_to_bytes_of_its_own() {
-        // perf stops at a COMPRESSED record that decodes to nothing.
-        let mut rng = 0x5eed_u64;
-        let mut next = || {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng
-        };
-        let noise: Vec<u8> = (0..1_000_000).map(|_| next() as u8).collect();
-        let half: Vec<u8> = (0..1_000_000)
-            .map(|i| if i % 2 == 0 { next() as u8 } else { 0 })
-            .collect();
-        for bytes in [noise, half] {
-            let mut frame = Vec::new();
-            compress_frame(&bytes, &mut frame, 1 << 20);
-            let max = u16::MAX as usize - 8;
-            let pieces = pieces(&frame, max);
-            assert!(pieces.len() > 2, "{} pieces", pieces.len());
-            assert!(pieces.concat() == frame);
-            assert!(pieces.iter().all(|p| p.len() <= max));
-            // What perf does: libzstd's stream decoder (which gives what it decodes at
-            // once) fed a piece at a time.
-            #[cfg(feature = "zstd")]
-            {
-                let mut inflater = crate::reader::Inflater::new().unwrap();
-                let mut out = Vec::new();
-                for (k, piece) in pieces.iter().enumerate() {
-                    let before = out.len();
-                    inflater.feed(piece, &mut out).unwrap();
-                    assert!(
-                        out.len() > before,
-                        "piece {k} of {} gave nothing",
-                        pieces.len()
-                    );
-                }
-                assert!(out == bytes);
-            }
-            let mut inflater = crate::reader::FramesInflater::new().unwrap();
-            let mut out = Vec::new();
-            for piece in &pieces {
-                inflater.feed(piece, &mut out).unwrap();
-            }
-            assert!(out == bytes);
-        }
-    }
-
-    #[test]
     fn many_shapes_of_bytes_make_frames_that_decode_and_nothing_panics() {
-        let mut rng = 0x9e37_79b9_7f4a_7c15_u64;
-        let mut next = move || {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng
-        };
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15_u64);
         for case in 0..150 {
             let len = (next() % 200_000) as usize;
             let alphabet = 1 + (next() % 255) as u8;

@@ -697,11 +697,9 @@ mod tests {
         // header may say a block of 128 KiB).
         let small = records_like(20_000);
         let f = frame(&small);
-        let mut rng = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = crate::frames::tests::xorshift(0x2545_f491_4f6c_dd1d);
         for k in 0..3000 {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
+            let rng = next();
             let mut bad = f.clone();
             let at = (rng as usize) % bad.len();
             if k % 3 == 0 {
@@ -756,6 +754,48 @@ mod tests {
             }
         };
         assert!(e.message.contains("ends inside a zstd frame"), "{e}");
+    }
+
+    #[test]
+    fn each_piece_of_a_frame_decodes_to_bytes_of_its_own() {
+        // perf stops at a COMPRESSED record that decodes to nothing.
+        let mut next = crate::frames::tests::xorshift(0x5eed_u64);
+        let noise: Vec<u8> = (0..1_000_000).map(|_| next() as u8).collect();
+        let half: Vec<u8> = (0..1_000_000)
+            .map(|i| if i % 2 == 0 { next() as u8 } else { 0 })
+            .collect();
+        for bytes in [noise, half] {
+            let mut frame = Vec::new();
+            crate::frames::compress_frame(&bytes, &mut frame, 1 << 20);
+            let max = u16::MAX as usize - 8;
+            let pieces = crate::frames::pieces(&frame, max);
+            assert!(pieces.len() > 2, "{} pieces", pieces.len());
+            assert!(pieces.concat() == frame);
+            assert!(pieces.iter().all(|p| p.len() <= max));
+            // What perf does: libzstd's stream decoder (which gives what it decodes at
+            // once) fed a piece at a time.
+            #[cfg(feature = "zstd")]
+            {
+                let mut inflater = Inflater::new().unwrap();
+                let mut out = Vec::new();
+                for (k, piece) in pieces.iter().enumerate() {
+                    let before = out.len();
+                    inflater.feed(piece, &mut out).unwrap();
+                    assert!(
+                        out.len() > before,
+                        "piece {k} of {} gave nothing",
+                        pieces.len()
+                    );
+                }
+                assert!(out == bytes);
+            }
+            let mut inflater = FramesInflater::new().unwrap();
+            let mut out = Vec::new();
+            for piece in &pieces {
+                inflater.feed(piece, &mut out).unwrap();
+            }
+            assert!(out == bytes);
+        }
     }
 
     #[test]
