@@ -1227,14 +1227,7 @@ fn print_counting_coverage(rows: &[BenchRow]) {
 /// Where a profiled run's time went: `sparkles: 41.0 s: timing 5.2 s, counting 2.1 s,
 /// sampling 30.4 s, analysis 3.3 s (15 captures on 2 threads)`.
 fn say_phases(phases: &runner::Phases, analysis: std::time::Duration, reports: &[CaseReport]) {
-    let captures = reports
-        .iter()
-        .filter(|r| r.profile.as_ref().is_some_and(|p| p.capture.is_some()))
-        .count();
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(captures)
-        .max(1);
+    let (captures, threads) = profiling::analysis_threads(reports);
     let s = |d: std::time::Duration| format!("{:.1} s", d.as_secs_f64());
     let threads = match threads {
         1 => "1 thread".to_string(),

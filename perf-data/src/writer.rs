@@ -61,11 +61,6 @@ impl Default for Compression {
 }
 
 impl Compression {
-    /// Whether this build can write it: every build can.
-    pub fn available(self) -> Result<(), crate::Error> {
-        Ok(())
-    }
-
     /// What this build writes for it: `ZstdRust` for `Zstd` without libzstd.
     pub fn in_this_build(self) -> Compression {
         match self {
@@ -96,7 +91,6 @@ struct Compressor {
 
 impl Compressor {
     fn new(compression: Compression) -> Result<Option<Compressor>, crate::Error> {
-        compression.available()?;
         let (encoder, level) = match compression.in_this_build() {
             Compression::Off => return Ok(None),
             #[cfg(feature = "zstd")]

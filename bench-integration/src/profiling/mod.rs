@@ -23,6 +23,20 @@ pub(crate) use reading::read_capture;
 #[cfg(feature = "profile")]
 pub(crate) use reading::{read_captures, BaselineProfiles};
 
+/// The cases with a capture to read, and the threads that read them: one a CPU, at most
+/// one a capture (one at least).
+pub(crate) fn analysis_threads(reports: &[crate::case_report::CaseReport]) -> (usize, usize) {
+    let captures = reports
+        .iter()
+        .filter(|r| r.profile.as_ref().is_some_and(|p| p.capture.is_some()))
+        .count();
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(captures)
+        .max(1);
+    (captures, threads)
+}
+
 /// Without the `profile` feature no profile is saved with a baseline.
 #[cfg(not(feature = "profile"))]
 pub(crate) struct BaselineProfiles;

@@ -152,10 +152,7 @@ pub(crate) fn read_captures(
     save_path: Option<&Path>,
     against: Option<&Against<'_>>,
 ) -> BaselineProfiles {
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(reports.len())
-        .max(1);
+    let (_, threads) = super::analysis_threads(reports);
     let queue = std::sync::Mutex::new(reports.iter_mut().enumerate());
     let mut parts: Vec<(usize, BaselineProfiles)> = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..threads)

@@ -93,12 +93,6 @@ pub(crate) fn iterations_for(ns_per_iter: f64, brackets: u32) -> u64 {
     }
 }
 
-/// Where a pass's rounds keep their files, and how many cases the pass has.
-struct Rounds<'a> {
-    dir: &'a Path,
-    cases: usize,
-}
-
 /// How a child run ended for the cases it was given.
 enum ChildEnd {
     /// Every case it began, it finished; it began them all.
@@ -135,12 +129,41 @@ impl Pass {
                 size_by_cost: true,
             })
             .collect();
-        let rounds = Rounds {
-            dir: dir.path(),
-            cases: cases.len(),
-        };
-        let counted = self.count_round(&rounds, &mut attempt, &asked, &mut dumps, &mut sums);
-        counted
+        let mut results: Vec<Option<Result<Counted, String>>> =
+            cases.iter().map(|_| None).collect();
+        loop {
+            let pending: Vec<ChildCase> = asked
+                .iter()
+                .filter(|c| results[c.index as usize].is_none())
+                .cloned()
+                .collect();
+            if pending.is_empty() {
+                break;
+            }
+            attempt += 1;
+            let end = self.run_child(dir.path(), attempt, &pending, &mut results);
+            match self.read_dumps(dir.path(), attempt, &mut sums) {
+                Ok(mut d) => dumps.append(&mut d),
+                Err(e) => {
+                    for r in results.iter_mut().filter(|r| r.is_none()) {
+                        *r = Some(Err(e.clone()));
+                    }
+                }
+            }
+            match end {
+                ChildEnd::Finished => {}
+                ChildEnd::Lost { case, why } => results[case as usize] = Some(Err(why)),
+                ChildEnd::NotStarted(why) => {
+                    for r in results.iter_mut().filter(|r| r.is_none()) {
+                        *r = Some(Err(why.clone()));
+                    }
+                }
+            }
+            if sparkles_perf_data::atomic_write::interrupted().is_some() {
+                break;
+            }
+        }
+        results
             .into_iter()
             .enumerate()
             .map(|(i, r)| {
@@ -154,61 +177,6 @@ impl Pass {
                 })
             })
             .collect()
-    }
-
-    /// One round: `asked` counted in children until each is counted or lost, their
-    /// dumps appended to `dumps` (and their costs to `sums`); each case's end by its
-    /// index (`None`: not asked, or interrupted).
-    fn count_round(
-        &self,
-        rounds: &Rounds<'_>,
-        attempt: &mut u32,
-        asked: &[ChildCase],
-        dumps: &mut Vec<Dump>,
-        sums: &mut CostSums,
-    ) -> Vec<Option<Result<Counted, String>>> {
-        let dir = rounds.dir;
-        let mut results: Vec<Option<Result<Counted, String>>> =
-            (0..rounds.cases).map(|_| None).collect();
-        loop {
-            let pending: Vec<ChildCase> = asked
-                .iter()
-                .filter(|c| results[c.index as usize].is_none())
-                .cloned()
-                .collect();
-            if pending.is_empty() {
-                break;
-            }
-            *attempt += 1;
-            let end = self.run_child(dir, *attempt, &pending, &mut results);
-            match self.read_dumps(dir, *attempt, sums) {
-                Ok(mut d) => dumps.append(&mut d),
-                Err(e) => {
-                    for c in &pending {
-                        let r = &mut results[c.index as usize];
-                        if r.is_none() {
-                            *r = Some(Err(e.clone()));
-                        }
-                    }
-                }
-            }
-            match end {
-                ChildEnd::Finished => {}
-                ChildEnd::Lost { case, why } => results[case as usize] = Some(Err(why)),
-                ChildEnd::NotStarted(why) => {
-                    for c in &pending {
-                        let r = &mut results[c.index as usize];
-                        if r.is_none() {
-                            *r = Some(Err(why.clone()));
-                        }
-                    }
-                }
-            }
-            if sparkles_perf_data::atomic_write::interrupted().is_some() {
-                break;
-            }
-        }
-        results
     }
 
     /// Runs one child for `pending`, recording each case it finishes in `results` (its
@@ -319,17 +287,15 @@ impl Pass {
                         .filter(|(c, _)| *c == k)
                         .map_or(Duration::ZERO, |(_, t)| t.elapsed());
                     // What the child took, where it said (at most what was asked).
-                    let iterations = std::fs::read_to_string(marker(dir, case.index, "iterations"))
-                        .ok()
-                        .and_then(|t| t.trim().parse().ok())
-                        .filter(|n| (1..=case.iterations).contains(n))
-                        .unwrap_or(case.iterations);
-                    let brackets_taken =
-                        std::fs::read_to_string(marker(dir, case.index, "brackets"))
+                    let said = |what, most: u64| {
+                        std::fs::read_to_string(marker(dir, case.index, what))
                             .ok()
                             .and_then(|t| t.trim().parse().ok())
-                            .filter(|n| (1..=self.brackets).contains(n))
-                            .unwrap_or(self.brackets);
+                            .filter(|n| (1..=most).contains(n))
+                            .unwrap_or(most)
+                    };
+                    let iterations = said("iterations", case.iterations);
+                    let brackets_taken = said("brackets", u64::from(self.brackets)) as u32;
                     results[case.index as usize] = Some(if text.is_empty() {
                         Ok(Counted {
                             brackets: Vec::new(),
