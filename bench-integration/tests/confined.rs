@@ -73,7 +73,12 @@ fn run_child(
 /// folder holds a capture cut short.
 fn assert_timed_and_whole(out: &Path, output: &Output) {
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{:?}\n{stderr}", output.status);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{:?}\n{stdout}\n{stderr}",
+        output.status
+    );
     let text = std::fs::read_to_string(out.join("rows.jsonl")).unwrap();
     let rows: Vec<serde_json::Value> = text
         .lines()

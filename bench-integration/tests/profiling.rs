@@ -714,3 +714,69 @@ fn a_wall_profile_accounts_for_the_time_a_case_waits() {
     let text = diff.to_string();
     assert!(text.contains("[off-cpu: "), "{text}");
 }
+
+/// A case whose body never runs on a CPU while it is sampled (it only sleeps) has a
+/// capture with no samples: the run still passes (nothing the user asked for was lost:
+/// there is nothing to draw), the row says why it has no profile, and the case beside it
+/// is profiled as ever. Beside a busy loop per CPU a case of mostly kernel time took no
+/// user-mode sample this way on a CI machine, and the run failed for want of a
+/// flamegraph.
+#[test]
+fn a_case_with_no_samples_says_so_and_the_run_passes() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let mut suite = Suite::new("empty");
+    suite.case("sleeps", |b| {
+        b.iter(|| std::thread::sleep(std::time::Duration::from_millis(5)))
+    });
+    suite.case("spins", |b| {
+        b.iter(|| spin_for(std::time::Duration::from_millis(1)))
+    });
+    let outcome = run(
+        suite,
+        &[
+            "--bench",
+            "--bench-min-time",
+            "1ms",
+            "--samples",
+            "3",
+            "--profile",
+            "--profile-time",
+            "300ms",
+            "--profile-event",
+            "cpu-clock",
+            // A sample each 20 ms on a CPU: the sleeper's 60 wakeups take far less, the
+            // spinner, beside a busy loop per CPU, at least a third of its 300 ms.
+            "--profile-period",
+            "20000000",
+            "--out-dir",
+            dir.path().to_str().unwrap(),
+        ],
+    );
+    let sleeps = outcome.rows[0].profile.as_ref().expect("a profile summary");
+    if let Some(error) = &sleeps.error {
+        skip::skip(
+            "perf_event",
+            format!("the sampler could not start here: {error}"),
+        );
+        return;
+    }
+    assert_eq!(sleeps.samples, 0, "{sleeps:?}");
+    assert!(sleeps.not_written.is_empty(), "{sleeps:?}");
+    assert!(outcome.not_written.is_empty(), "{:?}", outcome.not_written);
+    assert!(outcome.all_ok());
+    assert!(!dir.path().join("profile/sleeps/flamegraph.svg").exists());
+    assert!(dir.path().join("profile/sleeps/capture.perf.data").exists());
+    assert!(
+        sleeps.notes.iter().any(|n| n.contains("no samples")),
+        "{:?}",
+        sleeps.notes
+    );
+    let spins = outcome.rows[1].profile.as_ref().unwrap();
+    assert!(
+        spins.samples > 0 && spins.not_written.is_empty(),
+        "{spins:?}"
+    );
+    assert!(dir.path().join("profile/spins/flamegraph.svg").exists());
+    assert!(!spins.notes.iter().any(|n| n.contains("no samples")));
+}

@@ -382,7 +382,41 @@ pub(crate) fn read_capture(
         }
     };
     p.event_note = Some(event_note.to_string()).filter(|n| !n.is_empty());
-    summary.unwind = Some(unwind);
+    let dir = capture.parent().unwrap_or(Path::new("."));
+    let has_wall = wall.as_ref().is_some_and(|(w, _)| w.samples > 0);
+    if p.samples == 0 {
+        // The body ran under the sampler and was never on a CPU (in user mode, where only
+        // that is sampled) when a sample fell due: nothing to draw, which is no output lost.
+        // An earlier run's files are not this capture's.
+        summary.notes.push(format!(
+            "no samples: {} took none in the {:.2} s the body ran under it (its time was off \
+             the CPU{}); no profile",
+            p.event,
+            summary.seconds,
+            if summary.notes.iter().any(|n| n.contains("user mode only")) {
+                ", or in the kernel, which user-mode sampling leaves out"
+            } else {
+                ""
+            }
+        ));
+        use crate::args::ViewerFormat;
+        remove_artifacts(
+            dir,
+            Kind::Cpu,
+            &[ViewerFormat::Speedscope, ViewerFormat::Firefox],
+            "",
+        );
+        if !has_wall {
+            remove_artifacts(dir, Kind::Wall, &[], "");
+            let (_, diff_json, diff_svg) = Kind::Cpu.svg_and_diff();
+            for name in [diff_json, diff_svg, ANNOTATION] {
+                let _ = std::fs::remove_file(dir.join(name));
+            }
+            return None;
+        }
+    } else {
+        summary.unwind = Some(unwind);
+    }
     // Under the row: the hottest symbols (what perf report lists first), whose names are
     // the case's own code, and the hottest of the program's functions inlined into them;
     // inlined std helpers (`lt`, `copy<u64>`) stay in profile.json's `functions` view.
@@ -406,20 +440,38 @@ pub(crate) fn read_capture(
         summary.switch_samples = summary.samples.saturating_sub(p.samples);
         summary.samples = p.samples;
     }
-    let dir = capture.parent().unwrap_or(Path::new("."));
-    let mut written = write_artifacts(dir, &p, &folded, Kind::Cpu);
+    let mut written = Ok(());
+    if p.samples > 0 {
+        written = write_artifacts(dir, &p, &folded, Kind::Cpu);
+    }
     if let Some((w, wf)) = &wall {
         written = written.and_then(|()| write_artifacts(dir, w, wf, Kind::Wall));
     }
     if let Err(e) = written {
         summary.not_written.push(format!("profile artifacts: {e}"));
     }
-    if let Err(e) = write_viewer_files(capture, case, &options, &args.profile_format, "") {
-        summary
-            .not_written
-            .push(format!("--profile-format files: {e}"));
+    if p.samples > 0 {
+        if let Err(e) = write_viewer_files(capture, case, &options, &args.profile_format, "") {
+            summary
+                .not_written
+                .push(format!("--profile-format files: {e}"));
+        }
     }
     Some(((p, folded), wall))
+}
+
+/// Removes a profile's files of `kind` from `dir` (its JSON, folded stacks, flamegraph and
+/// `formats`' viewer files with `suffix`): an earlier run's, where this run has none.
+fn remove_artifacts(dir: &Path, kind: Kind, formats: &[crate::args::ViewerFormat], suffix: &str) {
+    let (json, folded) = artifact_names(kind);
+    let viewers = formats.iter().map(|f| f.file_name_with(suffix));
+    for name in [json, folded, kind.svg_and_diff().0]
+        .into_iter()
+        .map(String::from)
+        .chain(viewers)
+    {
+        let _ = std::fs::remove_file(dir.join(name));
+    }
 }
 
 /// A case's annotation beside its capture and beside a baseline's rows.
@@ -560,10 +612,7 @@ fn read_alloc_capture(
         if sampled == 0 {
             // Nothing sampled (no block outlived its iteration, say): nothing to draw, and
             // an earlier run's files are not this one's.
-            let (json, folded) = artifact_names(kind);
-            for name in [json, folded, kind.svg_and_diff().0] {
-                let _ = std::fs::remove_file(dir.join(name));
-            }
+            remove_artifacts(dir, kind, &[], "");
             continue;
         }
         let options = StackOptions {
