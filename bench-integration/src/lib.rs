@@ -1472,7 +1472,7 @@ mod tests {
                 "notes": [], "error": null
             }))
             .unwrap();
-        let ((p, _), _) =
+        let (((p, _), _), _) =
             super::profiling::read_capture("pebs", &capture, &mut summary, &args, "").unwrap();
         let m = summary.memory.as_ref().unwrap();
         assert_eq!((m.samples, m.weight_total), (14, 1725));

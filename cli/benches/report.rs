@@ -12,6 +12,10 @@
 //! - `report/sparkles_annotate_one` and `report/perf_annotate`: the hottest function
 //!   alone, `sparkles annotate FILE --symbol NAME` against `perf annotate -i FILE --stdio -s
 //!   NAME` (goal: faster).
+//! - `report/read_once` and `report/read_three_times`: a case's profile, annotation and
+//!   time line made in-process from one reading of the capture (the harness's
+//!   `--profile`), and from three readings (as it was before; each decoded, unwound and
+//!   named every sample again): the time the one reading saves.
 //! - `annotate1m/…`: `sparkles_svg` and the three annotate cases on a capture of
 //!   1,000,000 samples (the program's frame-pointer capture, `perf record -F 20000 -g`,
 //!   its samples repeated; smoke mode: 1,000).
@@ -69,6 +73,7 @@ fn main() {
                     bench.try_iter(|| support::shell(&format!("perf report -i '{f}' --stdio 2>/dev/null")))
                 });
                 annotate_cases(g, &sparkles, &file);
+                reading_cases(g, &path);
                 match &inferno {
                     Some(bin) => {
                         let f = file.clone();
@@ -118,6 +123,16 @@ fn main() {
             }
         }
     }
+    if let (Some(once), Some(apart)) = (
+        outcome.median("report/read_once"),
+        outcome.median("report/read_three_times"),
+    ) {
+        println!(
+            "report/read_once: {:.2}x the time of report/read_three_times ({:.0} ms saved a capture)",
+            once / apart,
+            (apart - once) / 1e6
+        );
+    }
     for group in ["report", "annotate1m"] {
         let median = |case: &str| outcome.median(&format!("{group}/{case}"));
         if let (Some(annotate), Some(report)) =
@@ -137,6 +152,46 @@ fn main() {
         }
     }
     std::process::exit(if outcome.all_ok() { 0 } else { 1 });
+}
+
+/// What `--profile` makes of each case's capture (its profile, the annotation of its three
+/// hottest functions, its time line for `--profile-format`), in-process: in one reading
+/// (`read_once`, the harness's way), and as three readings (`read_three_times`, the
+/// harness's way before: each decoded the records and found the stacks again).
+fn reading_cases(g: &mut sparkles_bench::Group<'_>, capture: &Path) {
+    use sparkles_report::annotate::{annotate, Select};
+    use sparkles_report::capture::{profiles_of_capture, read_capture, Wants};
+    use sparkles_report::export::Timeline;
+    use sparkles_report::stacks::StackOptions;
+    let select = Select {
+        top: 3,
+        ..Default::default()
+    };
+    let options = StackOptions::default();
+    let (path, o, sel) = (capture.to_path_buf(), options.clone(), select.clone());
+    g.case("read_once", move |bench| {
+        bench.try_iter(|| {
+            let wants = Wants {
+                profiles: vec![&o],
+                annotate: Some((&o, &sel)),
+                timeline: Some(&o),
+            };
+            let read = read_capture(&path, "c", &o, wants, |_| {}).map_err(|e| e.to_string())?;
+            let made = read.profiles.iter().all(Result::is_ok)
+                && read.annotation.as_ref().is_some_and(Result::is_ok)
+                && read.timeline.as_ref().is_some_and(Result::is_ok);
+            made.then_some(()).ok_or("a part of the reading failed".to_string())
+        })
+    });
+    let path = capture.to_path_buf();
+    g.case("read_three_times", move |bench| {
+        bench.try_iter(|| {
+            profiles_of_capture(&path, "c", &options, |_| {}).map_err(|e| e.to_string())?;
+            annotate(&path, &options, &select).map_err(|e| e.to_string())?;
+            Timeline::of_capture(&path, "c", &options).map_err(|e| e.to_string())?;
+            Ok::<(), String>(())
+        })
+    });
 }
 
 /// `sparkles_annotate` (`--top 5`), and the hottest function alone by `sparkles annotate

@@ -135,8 +135,34 @@ fn case_of(file: &Path) -> String {
 /// The profile of `file` (with `wall`, its wall-clock profile), its errors said in the
 /// words of the flags behind them.
 fn profile_of(file: &Path, options: &StackOptions, wall: bool) -> Result<(Profile, Folded), Error> {
-    let p = sparkles_report::capture::profiles_of_capture(file, &case_of(file), options, |_| {})
-        .map_err(|e| match e {
+    profile_and_annotation(file, options, wall, None).map(|(p, f, _)| (p, f))
+}
+
+/// An annotation made in the same reading as a profile, or why it could not be made.
+type Annotated = Option<Result<sparkles_report::annotate::Annotation, sparkles_report::Error>>;
+
+/// [`profile_of`], with the annotation `select` asks for made in the same reading of the
+/// capture.
+fn profile_and_annotation(
+    file: &Path,
+    options: &StackOptions,
+    wall: bool,
+    select: Option<&sparkles_report::annotate::Select>,
+) -> Result<(Profile, Folded, Annotated), Error> {
+    let wants = sparkles_report::capture::Wants {
+        profiles: vec![options],
+        annotate: select.map(|s| (options, s)),
+        ..Default::default()
+    };
+    let p = sparkles_report::capture::read_capture(file, &case_of(file), options, wants, |_| {})
+        .and_then(|mut read| {
+            let p = read
+                .profiles
+                .pop()
+                .unwrap_or(Err(sparkles_report::Error::Empty))?;
+            Ok((p, read.annotation))
+        });
+    let (p, annotation) = p.map_err(|e| match e {
             sparkles_report::Error::NoWeight { .. } => {
                 Error::usage("--weight latency", e.to_string())
             }
@@ -146,9 +172,9 @@ fn profile_of(file: &Path, options: &StackOptions, wall: bool) -> Result<(Profil
             other => other.into(),
         })?;
     if !wall {
-        return Ok((p.profile, p.folded));
+        return Ok((p.profile, p.folded, annotation));
     }
-    p.wall.ok_or_else(|| {
+    let (w, f) = p.wall.ok_or_else(|| {
         Error::usage(
             "--wall",
             format!(
@@ -156,7 +182,8 @@ fn profile_of(file: &Path, options: &StackOptions, wall: bool) -> Result<(Profil
                 file.display()
             ),
         )
-    })
+    })?;
+    Ok((w, f, annotation))
 }
 
 /// JSON, pretty, ending in a newline.
@@ -188,7 +215,15 @@ pub fn report(args: &ReportArgs) -> Result<(), Error> {
         let bytes = export(&args.file, &options, args.format, args.output.as_deref())?;
         return emit(args.output.as_deref(), &bytes);
     }
-    let (p, folded) = profile_of(&args.file, &options, args.wall)?;
+    // Inside the three hottest functions (for the page), on the same samples (the event
+    // chosen, on CPU), from the same reading of the capture.
+    let select = sparkles_report::annotate::Select {
+        top: 3,
+        ..Default::default()
+    };
+    let html = matches!(args.format, ReportFormat::Html);
+    let (p, folded, annotation) =
+        profile_and_annotation(&args.file, &options, args.wall, html.then_some(&select))?;
     // Everything is made before anything is written.
     let bytes = match args.format {
         ReportFormat::Table => profile::table(&p, args.top).into_bytes(),
@@ -197,13 +232,8 @@ pub fn report(args: &ReportArgs) -> Result<(), Error> {
         ReportFormat::Svg => flame::svg(&p, &folded)?.into_bytes(),
         ReportFormat::Pprof => pprof::gzipped(&p, &folded)?,
         ReportFormat::Html => {
-            // Inside the three hottest functions, on the same samples (the event chosen, on
-            // CPU); where that cannot be done, the page says why.
-            let select = sparkles_report::annotate::Select {
-                top: 3,
-                ..Default::default()
-            };
-            let inside = match sparkles_report::annotate::annotate(&args.file, &options, &select) {
+            // Where the view inside cannot be made, the page says why.
+            let inside = match annotation.unwrap_or(Err(sparkles_report::Error::Empty)) {
                 Ok(a) => sparkles_report::annotate::sections(&a, 2),
                 Err(e) => maud::html! { p { "No view inside the hot functions: " (e) } },
             };

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 use serde::{Deserialize, Serialize};
 use sparkles_perf_data::record::Record;
-use sparkles_perf_data::PerfData;
+use sparkles_perf_data::{Event, PerfData};
 use sparkles_symbolize::symbolizer::{ModuleKey, Place};
 
 use crate::error::Error;
@@ -199,75 +199,112 @@ struct Tally {
 
 /// Annotates the functions of `path` that `select` names, or its hottest.
 pub fn annotate(path: &Path, options: &StackOptions, select: &Select) -> Result<Annotation, Error> {
-    let data = PerfData::open(path)?;
-    let chosen = crate::capture::chosen_events(&data, options.event.as_deref())?;
-    let mut namer = StackNamer::for_capture(&data, options);
-    let mut tallies: HashMap<(ModuleKey, u64), Tally> = HashMap::new();
-    let mut samples = 0u64;
-    let mut precise = true;
-    let mut events: Vec<String> = Vec::new();
-    for (i, a) in data.attrs.iter().enumerate() {
-        if chosen.get(i).copied().unwrap_or(true) {
-            precise &= is_precise(&a.attr);
-            events.push(crate::capture::attr_name(a));
-        }
-    }
-    // Samples by process and IP, located once each (a hot loop's few addresses are most
-    // of a capture's samples); forgotten when an address space changes.
-    let mut at_ip: HashMap<(u32, u64), u64> = HashMap::new();
-    data.for_each_record_read_ahead(|e| {
-        if matches!(
-            e.record,
-            Record::Mmap(_) | Record::Comm { exec: true, .. } | Record::Fork(_) | Record::Exit(_)
-        ) {
-            tally(&mut namer, &mut tallies, std::mem::take(&mut at_ip));
-        }
-        namer.observe(&e.record);
-        let Record::Sample(s) = &e.record else {
-            return Ok::<(), Error>(());
-        };
-        if !chosen.get(e.attr.unwrap_or(0)).copied().unwrap_or(true) {
-            return Ok(());
-        }
-        samples += 1;
-        if let (Some(ip), pid) = (s.ip, s.pid.unwrap_or(0)) {
-            *at_ip.entry((pid, ip)).or_default() += 1;
-        }
-        Ok(())
-    })?;
-    tally(&mut namer, &mut tallies, at_ip);
-    let mut ranked: Vec<((ModuleKey, u64), Tally)> = tallies.into_iter().collect();
-    ranked.sort_by(|a, b| b.1.samples.cmp(&a.1.samples).then(a.0 .1.cmp(&b.0 .1)));
-    let mut notes = Vec::new();
-    let picked: Vec<((ModuleKey, u64), Tally)> = if select.symbols.is_empty() {
-        ranked.into_iter().take(select.top.max(1)).collect()
-    } else {
-        let mut picked = Vec::new();
-        for wanted in &select.symbols {
-            let matches = |n: &str| n == wanted || n.ends_with(&format!("::{wanted}"));
-            match ranked.iter().position(|(_, t)| matches(&t.name)) {
-                Some(i) => picked.push(ranked.swap_remove(i)),
-                None => notes.push(format!(
-                    "{wanted}: no sample landed in a function of that name"
-                )),
+    let wants = crate::capture::Wants {
+        annotate: Some((options, select)),
+        ..Default::default()
+    };
+    crate::capture::read_capture(path, "", options, wants, |_| {})?
+        .annotation
+        .unwrap_or(Err(Error::Empty))
+}
+
+/// [`annotate`]'s part of a reading of the capture ([`crate::capture::read_capture`]):
+/// the chosen events' samples counted by process and IP, each IP's function found where
+/// the address space holds it.
+pub(crate) struct Tallying {
+    chosen: Vec<bool>,
+    tallies: HashMap<(ModuleKey, u64), Tally>,
+    samples: u64,
+    precise: bool,
+    events: Vec<String>,
+    /// Samples by process and IP, located once each (a hot loop's few addresses are most
+    /// of a capture's samples); forgotten when an address space changes.
+    at_ip: HashMap<(u32, u64), u64>,
+}
+
+impl Tallying {
+    pub(crate) fn new(data: &PerfData, options: &StackOptions) -> Result<Tallying, Error> {
+        let chosen = crate::capture::chosen_events(data, options.event.as_deref())?;
+        let mut precise = true;
+        let mut events: Vec<String> = Vec::new();
+        for (i, a) in data.attrs.iter().enumerate() {
+            if chosen.get(i).copied().unwrap_or(true) {
+                precise &= is_precise(&a.attr);
+                events.push(crate::capture::attr_name(a));
             }
         }
-        picked.sort_by_key(|p| std::cmp::Reverse(p.1.samples));
-        picked
-    };
-    let functions = picked
-        .into_iter()
-        .map(|((key, start), t)| function(&mut namer, &key, start, t, samples, select))
-        .collect();
-    Ok(Annotation {
-        schema: SCHEMA.to_string(),
-        event: events.join(", "),
-        precise: precise && !events.is_empty(),
-        samples,
-        functions,
-        notes,
-        baseline: None,
-    })
+        Ok(Tallying {
+            chosen,
+            tallies: HashMap::new(),
+            samples: 0,
+            precise,
+            events,
+            at_ip: HashMap::new(),
+        })
+    }
+
+    /// Before the namer observes `record`: where it changes an address space, the samples
+    /// counted so far are located in the space they were taken in.
+    pub(crate) fn before_observed(&mut self, record: &Record<'_>, namer: &mut StackNamer) {
+        if matches!(
+            record,
+            Record::Mmap(_) | Record::Comm { exec: true, .. } | Record::Fork(_) | Record::Exit(_)
+        ) {
+            tally(namer, &mut self.tallies, std::mem::take(&mut self.at_ip));
+        }
+    }
+
+    /// Counts a sample of the chosen events by its process and IP.
+    pub(crate) fn record(&mut self, e: &Event<'_>) {
+        let Record::Sample(s) = &e.record else {
+            return;
+        };
+        if !self.chosen.get(e.attr.unwrap_or(0)).copied().unwrap_or(true) {
+            return;
+        }
+        self.samples += 1;
+        if let (Some(ip), pid) = (s.ip, s.pid.unwrap_or(0)) {
+            *self.at_ip.entry((pid, ip)).or_default() += 1;
+        }
+    }
+
+    /// The annotation of the functions `select` picks.
+    pub(crate) fn finish(mut self, namer: &mut StackNamer, select: &Select) -> Annotation {
+        let samples = self.samples;
+        tally(namer, &mut self.tallies, self.at_ip);
+        let mut ranked: Vec<((ModuleKey, u64), Tally)> = self.tallies.into_iter().collect();
+        ranked.sort_by(|a, b| b.1.samples.cmp(&a.1.samples).then(a.0 .1.cmp(&b.0 .1)));
+        let mut notes = Vec::new();
+        let picked: Vec<((ModuleKey, u64), Tally)> = if select.symbols.is_empty() {
+            ranked.into_iter().take(select.top.max(1)).collect()
+        } else {
+            let mut picked = Vec::new();
+            for wanted in &select.symbols {
+                let matches = |n: &str| n == wanted || n.ends_with(&format!("::{wanted}"));
+                match ranked.iter().position(|(_, t)| matches(&t.name)) {
+                    Some(i) => picked.push(ranked.swap_remove(i)),
+                    None => notes.push(format!(
+                        "{wanted}: no sample landed in a function of that name"
+                    )),
+                }
+            }
+            picked.sort_by_key(|p| std::cmp::Reverse(p.1.samples));
+            picked
+        };
+        let functions = picked
+            .into_iter()
+            .map(|((key, start), t)| function(namer, &key, start, t, samples, select))
+            .collect();
+        Annotation {
+            schema: SCHEMA.to_string(),
+            event: self.events.join(", "),
+            precise: self.precise && !self.events.is_empty(),
+            samples,
+            functions,
+            notes,
+            baseline: None,
+        }
+    }
 }
 
 /// Whether an event's samples name the instruction that caused them: `precise_ip` asked

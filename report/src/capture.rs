@@ -152,26 +152,122 @@ pub fn profiles_of_capture(
     path: &Path,
     case: &str,
     options: &StackOptions,
-    mut observe: impl FnMut(&NamedStack),
+    observe: impl FnMut(&NamedStack),
 ) -> Result<Profiles, Error> {
-    let data = PerfData::open(path)?;
-    if options.weight == Weighting::Latency
-        && !data
-            .attrs
-            .iter()
-            .any(|a| a.attr.sample_type & (st::WEIGHT | st::WEIGHT_STRUCT) != 0)
-    {
-        return Err(Error::NoWeight {
-            path: path.to_path_buf(),
-        });
+    let wants = Wants {
+        profiles: vec![options],
+        ..Wants::default()
+    };
+    let mut read = read_capture(path, case, options, wants, observe)?;
+    read.profiles.pop().unwrap_or(Err(Error::Empty))
+}
+
+/// What one reading of a capture makes ([`read_capture`]): each with the options it is
+/// read with.
+#[derive(Debug, Default)]
+pub struct Wants<'o> {
+    /// Profiles ([`profiles_of_capture`]'s), one for each options (of one event each, say).
+    pub profiles: Vec<&'o StackOptions>,
+    /// The annotation of its hottest functions ([`crate::annotate::annotate`]'s).
+    #[cfg(feature = "annotate")]
+    pub annotate: Option<(&'o StackOptions, &'o crate::annotate::Select)>,
+    /// Its samples on their time line, for the viewers
+    /// ([`crate::export::Timeline::of_capture`]'s).
+    pub timeline: Option<&'o StackOptions>,
+}
+
+/// What [`read_capture`] made: each what it was asked for, or why that one could not be
+/// made (an event the capture lacks, say); a capture that cannot be read is the reading's
+/// error.
+#[derive(Debug)]
+pub struct Read {
+    /// The profiles, in the order asked.
+    pub profiles: Vec<Result<Profiles, Error>>,
+    /// The annotation, where asked.
+    #[cfg(feature = "annotate")]
+    pub annotation: Option<Result<crate::annotate::Annotation, Error>>,
+    /// The time line, where asked.
+    pub timeline: Option<Result<crate::export::Timeline, Error>>,
+}
+
+/// A sample's stack, unwound and named once however many readers take it: its number, made
+/// by the first that asks.
+#[derive(Debug, Default)]
+pub(crate) struct Found(Option<StackId>);
+
+impl Found {
+    /// The sample's stack number (unwound and named the first time).
+    pub(crate) fn of(&mut self, namer: &mut StackNamer, s: &Sample<'_>) -> StackId {
+        *self.0.get_or_insert_with(|| namer.interned_id(s))
     }
-    let mut pass = Pass::new(&data, case, options)?;
+}
+
+/// Reads a capture once for everything `wants`: its records decoded once, each sample's
+/// stack unwound and named once (by one namer, made with `options`: the unwinding mode,
+/// symbol paths and allocator frames every reader shares) for the profiles, the
+/// annotation and the time line alike. `observe` sees each sample's stack that the first
+/// profile takes.
+pub fn read_capture(
+    path: &Path,
+    case: &str,
+    options: &StackOptions,
+    wants: Wants<'_>,
+    mut observe: impl FnMut(&NamedStack),
+) -> Result<Read, Error> {
+    let data = PerfData::open(path)?;
+    let mut namer = StackNamer::for_capture(&data, options);
+    let mut passes: Vec<Result<Pass<'_>, Error>> = wants
+        .profiles
+        .iter()
+        .map(|o| Pass::new(&data, case, o))
+        .collect();
+    #[cfg(feature = "annotate")]
+    let mut annotating = wants
+        .annotate
+        .map(|(o, _)| crate::annotate::Tallying::new(&data, o));
+    let mut timeline = wants
+        .timeline
+        .map(|o| crate::export::TimelineBuilder::new(&data, case, o));
     // Read and ordered on another thread while this one names and counts.
     data.for_each_record_read_ahead(|e| {
-        pass.record(e, &mut observe);
+        #[cfg(feature = "annotate")]
+        if let Some(Ok(a)) = annotating.as_mut() {
+            a.before_observed(&e.record, &mut namer);
+        }
+        namer.observe(&e.record);
+        let mut found = Found::default();
+        for (i, pass) in passes.iter_mut().enumerate() {
+            if let Ok(pass) = pass {
+                if i == 0 {
+                    pass.record(e, &mut namer, &mut found, &mut observe);
+                } else {
+                    pass.record(e, &mut namer, &mut found, &mut |_| {});
+                }
+            }
+        }
+        #[cfg(feature = "annotate")]
+        if let Some(Ok(a)) = annotating.as_mut() {
+            a.record(e);
+        }
+        if let Some(Ok(t)) = timeline.as_mut() {
+            t.record(e, &mut namer, &mut found);
+        }
         Ok::<(), Error>(())
     })?;
-    Ok(pass.finish(case, options))
+    let profiles = passes
+        .into_iter()
+        .map(|p| p.map(|p| p.finish(&mut namer, case)))
+        .collect();
+    #[cfg(feature = "annotate")]
+    let annotation = annotating.zip(wants.annotate).map(|(a, (_, select))| {
+        a.map(|a| a.finish(&mut namer, select))
+    });
+    Ok(Read {
+        profiles,
+        #[cfg(feature = "annotate")]
+        annotation,
+        timeline: timeline.map(|t| t.map(crate::export::TimelineBuilder::finish)),
+    })
 }
 
 /// The capture's `sched:sched_switch` event: its attr's index and format, where it has
@@ -211,12 +307,16 @@ pub(crate) const PERF_TYPE_TRACEPOINT: u32 = 2;
 /// profile, and to the memory and NUMA sections where it carries what they need.
 struct Pass<'a> {
     data: &'a PerfData,
+    /// How its stacks are read (the unwinding mode, rooted at the case or not).
+    options: &'a StackOptions,
     weighting: Weighting,
+    /// Its samples' stacks: how many it asked for and why those cut short were cut (its
+    /// own: the namer it shares may unwind other events' samples too).
+    unwound: sparkles_unwind::Stats,
     /// Which events' samples are taken.
     chosen: Vec<bool>,
     /// Samples taken per event, to say which events a profile mixes.
     per_event: Vec<u64>,
-    namer: StackNamer,
     builder: Builder,
     memory: MemoryBuilder,
     numa: Result<(NumaBuilder, Option<PageNodes>), NoNuma>,
@@ -234,16 +334,27 @@ struct Pass<'a> {
 }
 
 impl<'a> Pass<'a> {
-    fn new(data: &'a PerfData, case: &str, options: &StackOptions) -> Result<Pass<'a>, Error> {
+    fn new(data: &'a PerfData, case: &str, options: &'a StackOptions) -> Result<Pass<'a>, Error> {
+        if options.weight == Weighting::Latency
+            && !data
+                .attrs
+                .iter()
+                .any(|a| a.attr.sample_type & (st::WEIGHT | st::WEIGHT_STRUCT) != 0)
+        {
+            return Err(Error::NoWeight {
+                path: data.path().to_path_buf(),
+            });
+        }
         let chosen = chosen_events(data, options.event.as_deref())?;
         let switches = has_switch_records(data);
         let sched_switch = sched_switch_event(data);
         Ok(Pass {
             data,
+            options,
             weighting: options.weight,
+            unwound: sparkles_unwind::Stats::default(),
             per_event: vec![0; chosen.len()],
             chosen,
-            namer: StackNamer::for_capture(data, options),
             builder: {
                 let mut b = if options.root_at_case {
                     Builder::rooted_at(case)
@@ -277,8 +388,30 @@ impl<'a> Pass<'a> {
         })
     }
 
-    fn record(&mut self, e: &Event<'_>, observe: &mut impl FnMut(&NamedStack)) {
-        self.namer.observe(&e.record);
+    /// The stack of a sample this pass takes, counted in its unwinding figures.
+    fn stack_of(
+        &mut self,
+        namer: &mut StackNamer,
+        found: &mut Found,
+        s: &Sample<'_>,
+    ) -> StackId {
+        let id = found.of(namer, s);
+        self.unwound.samples += 1;
+        match namer.interned(id.id).truncated {
+            None => self.unwound.complete += 1,
+            Some(t) => *self.unwound.truncated.entry(t).or_default() += 1,
+        }
+        id
+    }
+
+    /// Takes a record (the namer has observed it).
+    fn record(
+        &mut self,
+        e: &Event<'_>,
+        namer: &mut StackNamer,
+        found: &mut Found,
+        observe: &mut impl FnMut(&NamedStack),
+    ) {
         if let Some(time) = e.time {
             self.throttling.saw(time);
         }
@@ -288,15 +421,17 @@ impl<'a> Pass<'a> {
                 if let Some((index, format)) = &self.sched_switch {
                     // A switch-out, not time on a CPU: where the thread blocked.
                     if *index == event {
-                        if let (Some(off), Some(tid), Some(time)) =
-                            (self.offcpu.as_mut(), s.tid, s.time)
+                        let state = format
+                            .as_ref()
+                            .zip(s.raw)
+                            .and_then(|(f, raw)| f.read("prev_state", raw));
+                        if let (true, Some(tid), Some(time)) =
+                            (self.offcpu.is_some(), s.tid, s.time)
                         {
-                            let stack = self.namer.interned_stack(s);
-                            let state = format
-                                .as_ref()
-                                .zip(s.raw)
-                                .and_then(|(f, raw)| f.read("prev_state", raw));
-                            off.switch_sample(tid, time, &stack.stack, state);
+                            let id = self.stack_of(namer, found, s).id;
+                            if let Some(off) = self.offcpu.as_mut() {
+                                off.switch_sample(tid, time, namer.interned(id), state);
+                            }
                         }
                         return;
                     }
@@ -307,18 +442,18 @@ impl<'a> Pass<'a> {
                 if let Some(n) = self.per_event.get_mut(event) {
                     *n += 1;
                 }
-                let found = self.namer.interned_id(s);
-                observe(self.namer.interned(found.id));
+                let found = self.stack_of(namer, found, s);
+                observe(namer.interned(found.id));
                 if let (Some(off), Some(tid), Some(time)) = (self.offcpu.as_mut(), s.tid, s.time) {
                     off.on_cpu_sample(
                         tid,
                         time,
                         found.id,
-                        self.namer.interned(found.id),
+                        namer.interned(found.id),
                         s.period.unwrap_or(1).max(1),
                     );
                 }
-                self.sample(s, found);
+                self.sample(namer, s, found);
             }
             Record::Switch { out, preempt, .. } => {
                 if let (Some(off), Some(tid), Some(time)) = (
@@ -348,7 +483,7 @@ impl<'a> Pass<'a> {
 
     /// Adds one sample: its stack to the profile, its access to the memory and NUMA
     /// sections.
-    fn sample(&mut self, s: &Sample<'_>, found: StackId) {
+    fn sample(&mut self, namer: &mut StackNamer, s: &Sample<'_>, found: StackId) {
         let weight = match self.weighting {
             Weighting::Period => s.period.unwrap_or(1).max(1),
             Weighting::Latency => s.weight.map_or(0, |w| w.latency()),
@@ -356,7 +491,7 @@ impl<'a> Pass<'a> {
         };
         // A stack the profile has seen is counted by its number alone.
         if !self.builder.add_again(found.id, weight) {
-            let stack = Rc::clone(self.namer.interned(found.id));
+            let stack = Rc::clone(namer.interned(found.id));
             self.builder
                 .add_interned(found.id, &stack.frames, found.truncated, weight);
         }
@@ -375,8 +510,8 @@ impl<'a> Pass<'a> {
         }
         let pid = s.pid.unwrap_or(0);
         // Its memory (a variable, or the kind of memory), its code (the leaf frame).
-        let stack = Rc::clone(self.namer.interned(found.id));
-        let object = s.addr.map(|a| self.namer.data_object(pid, a));
+        let stack = Rc::clone(namer.interned(found.id));
+        let object = s.addr.map(|a| namer.data_object(pid, a));
         let sample = MemorySample {
             data_src: data_src.unwrap_or(0),
             weight: s.weight.map_or(0, |w| w.latency()),
@@ -415,9 +550,9 @@ impl<'a> Pass<'a> {
 
     /// The profile: its views, its event named by the events that sampled, its memory
     /// and NUMA sections, and every note.
-    fn finish(mut self, case: &str, options: &StackOptions) -> Profiles {
-        let data = self.data;
-        let stats = self.namer.unwind_stats();
+    fn finish(mut self, namer: &mut StackNamer, case: &str) -> Profiles {
+        let (data, options) = (self.data, self.options);
+        let stats = &self.unwound;
         let unwinding = Unwinding {
             mode: options.unwind.as_str().into(),
             samples: stats.samples,
@@ -469,7 +604,7 @@ impl<'a> Pass<'a> {
                 } else {
                     let w = &off.waits[j];
                     j += 1;
-                    let frames = OffCpuBuilder::wait_frames(&mut self.namer, w);
+                    let frames = OffCpuBuilder::wait_frames(namer, w);
                     let truncated = w.stack.as_ref().is_some_and(|s| s.truncated.is_some());
                     builder.add(&frames, truncated, w.ns);
                 }
@@ -485,7 +620,7 @@ impl<'a> Pass<'a> {
         profile.lost_samples = self.lost_samples;
         profile.throttled = self.throttling.finish();
         profile.weighting = options.weight.as_str().into();
-        let mut notes: Vec<Note> = self.namer.notes.clone();
+        let mut notes: Vec<Note> = namer.notes.clone();
         if sampling.len() > 1 {
             notes.push(Note::MixedEvents(sampling));
         }
@@ -507,7 +642,7 @@ impl<'a> Pass<'a> {
                 event: profile.event.clone(),
             });
         }
-        notes.extend(self.namer.unavailable());
+        notes.extend(namer.unavailable());
         // After the builder's own (too few rounds, a bench without line tables).
         profile.notes.extend(notes.iter().map(ToString::to_string));
         if let Some((w, _)) = wall.as_mut() {

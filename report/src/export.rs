@@ -13,7 +13,7 @@ use std::path::Path;
 
 use rustc_hash::FxHashMap;
 use serde::Serialize;
-use sparkles_perf_data::{PerfData, Record};
+use sparkles_perf_data::{Event, PerfData, Record};
 
 use crate::capture::{attr_name, chosen_events, sched_switch_event};
 use crate::profile::{function_name, kind_of, Kind};
@@ -194,10 +194,51 @@ impl Timeline {
     /// samples of an off-CPU capture are switch-outs, not time on a CPU, and are left
     /// out).
     pub fn of_capture(path: &Path, case: &str, options: &StackOptions) -> Result<Timeline, Error> {
-        let data = PerfData::open(path)?;
-        let chosen = chosen_events(&data, options.event.as_deref())?;
+        let wants = crate::capture::Wants {
+            timeline: Some(options),
+            ..Default::default()
+        };
+        crate::capture::read_capture(path, case, options, wants, |_| {})?
+            .timeline
+            .unwrap_or(Err(Error::Empty))
+    }
+
+    /// Samples in all threads.
+    pub fn samples(&self) -> usize {
+        self.threads.iter().map(|t| t.samples.len()).sum()
+    }
+}
+
+/// [`Timeline::of_capture`]'s part of a reading of the capture
+/// ([`crate::capture::read_capture`]).
+pub(crate) struct TimelineBuilder {
+    case: String,
+    chosen: Vec<bool>,
+    /// The `sched:sched_switch` event of an off-CPU capture: switch-outs, not time on a CPU.
+    switch: Option<usize>,
+    clock: bool,
+    event: String,
+    b: Building,
+    threads: Vec<ThreadLine>,
+    thread_of: FxHashMap<u32, usize>,
+    names: FxHashMap<u32, String>,
+    processes: BTreeMap<u32, String>,
+    start: u64,
+    end: u64,
+    lost: Vec<(u64, u64)>,
+    throttled: Vec<(u64, u64)>,
+    throttle_start: FxHashMap<u64, u64>,
+}
+
+impl TimelineBuilder {
+    pub(crate) fn new(
+        data: &PerfData,
+        case: &str,
+        options: &StackOptions,
+    ) -> Result<TimelineBuilder, Error> {
+        let chosen = chosen_events(data, options.event.as_deref())?;
         // Switch-outs, not time on a CPU, in an off-CPU capture.
-        let switch = sched_switch_event(&data).map(|(i, _)| i);
+        let switch = sched_switch_event(data).map(|(i, _)| i);
         let clock = data
             .attrs
             .iter()
@@ -219,7 +260,6 @@ impl Timeline {
             .map(|(_, a)| attr_name(a))
             .collect::<Vec<_>>()
             .join(", ");
-        let mut namer = StackNamer::for_capture(&data, options);
         let mut b = Building {
             frames: Vec::new(),
             frame_ids: FxHashMap::default(),
@@ -233,82 +273,117 @@ impl Timeline {
         if options.root_at_case {
             b.root = Some(b.label(case));
         }
-        let mut threads: Vec<ThreadLine> = Vec::new();
-        let mut thread_of: FxHashMap<u32, usize> = FxHashMap::default();
-        let mut names: FxHashMap<u32, String> = FxHashMap::default();
-        let mut processes = BTreeMap::new();
-        let (mut start, mut end) = (u64::MAX, 0u64);
-        let mut lost = Vec::new();
-        let mut throttled = Vec::new();
-        let mut throttle_start: FxHashMap<u64, u64> = FxHashMap::default();
-        let mut records = data.records()?;
-        while let Some(e) = records.next_record()? {
-            namer.observe(&e.record);
-            if let Some(t) = e.time {
-                start = start.min(t);
-                end = end.max(t);
-            }
-            match &e.record {
-                Record::Sample(s) => {
-                    let event = e.attr.unwrap_or(0);
-                    if Some(event) == switch || !chosen.get(event).copied().unwrap_or(true) {
-                        continue;
-                    }
-                    let interned = namer.interned_stack(s);
-                    let weight = s.period.unwrap_or(1).max(1);
-                    if b.by_namer.len() <= interned.id {
-                        b.by_namer.resize(interned.id + 1, None);
-                    }
-                    let stack = match b.by_namer[interned.id] {
-                        Some(id) => id,
-                        None => {
-                            let id = b.stack(&interned.stack.frames);
-                            b.by_namer[interned.id] = Some(id);
-                            id
-                        }
-                    };
-                    b.weigh(stack, weight);
-                    let (pid, tid) = (s.pid.unwrap_or(0), s.tid.unwrap_or(0));
-                    let index = *thread_of.entry(tid).or_insert_with(|| {
-                        threads.push(ThreadLine {
-                            pid,
-                            tid,
-                            name: String::new(),
-                            samples: Vec::new(),
-                        });
-                        threads.len() - 1
-                    });
-                    threads[index].samples.push(TimedSample {
-                        time: s.time.unwrap_or(0),
-                        weight,
-                        stack,
-                    });
-                }
-                Record::Comm { pid, tid, comm, .. } => {
-                    let name = String::from_utf8_lossy(comm).into_owned();
-                    if pid == tid {
-                        processes.insert(*pid, name.clone());
-                    }
-                    names.insert(*tid, name);
-                }
-                Record::Lost { lost: n, .. } | Record::LostSamples { lost: n } => {
-                    lost.push((e.time.unwrap_or(end), *n));
-                }
-                Record::Throttle {
-                    throttled: on,
-                    time,
-                    id,
-                    ..
-                } => {
-                    if *on {
-                        throttle_start.entry(*id).or_insert(*time);
-                    } else if let Some(from) = throttle_start.remove(id) {
-                        throttled.push((from, *time));
-                    }
-                }
-                _ => {}
-            }
+        Ok(TimelineBuilder {
+            case: case.to_string(),
+            chosen,
+            switch,
+            clock,
+            event,
+            b,
+            threads: Vec::new(),
+            thread_of: FxHashMap::default(),
+            names: FxHashMap::default(),
+            processes: BTreeMap::new(),
+            start: u64::MAX,
+            end: 0,
+            lost: Vec::new(),
+            throttled: Vec::new(),
+            throttle_start: FxHashMap::default(),
+        })
+    }
+
+    /// Takes a record (the namer has observed it).
+    pub(crate) fn record(
+        &mut self,
+        e: &Event<'_>,
+        namer: &mut StackNamer,
+        found: &mut crate::capture::Found,
+    ) {
+        if let Some(t) = e.time {
+            self.start = self.start.min(t);
+            self.end = self.end.max(t);
         }
+        match &e.record {
+            Record::Sample(s) => {
+                let event = e.attr.unwrap_or(0);
+                if Some(event) == self.switch || !self.chosen.get(event).copied().unwrap_or(true) {
+                    return;
+                }
+                let id = found.of(namer, s).id;
+                let weight = s.period.unwrap_or(1).max(1);
+                let b = &mut self.b;
+                if b.by_namer.len() <= id {
+                    b.by_namer.resize(id + 1, None);
+                }
+                let stack = match b.by_namer[id] {
+                    Some(stack) => stack,
+                    None => {
+                        let stack = b.stack(&namer.interned(id).frames);
+                        b.by_namer[id] = Some(stack);
+                        stack
+                    }
+                };
+                b.weigh(stack, weight);
+                let (pid, tid) = (s.pid.unwrap_or(0), s.tid.unwrap_or(0));
+                let threads = &mut self.threads;
+                let index = *self.thread_of.entry(tid).or_insert_with(|| {
+                    threads.push(ThreadLine {
+                        pid,
+                        tid,
+                        name: String::new(),
+                        samples: Vec::new(),
+                    });
+                    threads.len() - 1
+                });
+                threads[index].samples.push(TimedSample {
+                    time: s.time.unwrap_or(0),
+                    weight,
+                    stack,
+                });
+            }
+            Record::Comm { pid, tid, comm, .. } => {
+                let name = String::from_utf8_lossy(comm).into_owned();
+                if pid == tid {
+                    self.processes.insert(*pid, name.clone());
+                }
+                self.names.insert(*tid, name);
+            }
+            Record::Lost { lost: n, .. } | Record::LostSamples { lost: n } => {
+                self.lost.push((e.time.unwrap_or(self.end), *n));
+            }
+            Record::Throttle {
+                throttled: on,
+                time,
+                id,
+                ..
+            } => {
+                if *on {
+                    self.throttle_start.entry(*id).or_insert(*time);
+                } else if let Some(from) = self.throttle_start.remove(id) {
+                    self.throttled.push((from, *time));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The time line.
+    pub(crate) fn finish(self) -> Timeline {
+        let TimelineBuilder {
+            case,
+            clock,
+            event,
+            mut b,
+            mut threads,
+            names,
+            mut processes,
+            mut start,
+            end,
+            lost,
+            mut throttled,
+            throttle_start,
+            ..
+        } = self;
         // A throttle never lifted lasts to the end.
         throttled.extend(throttle_start.into_values().map(|from| (from, end)));
         throttled.sort_unstable();
@@ -333,8 +408,8 @@ impl Timeline {
         if start > end {
             start = end;
         }
-        Ok(Timeline {
-            case: case.to_string(),
+        Timeline {
+            case,
             event,
             unit: if clock { "nanoseconds" } else { "none" },
             frames: b.frames,
@@ -345,12 +420,7 @@ impl Timeline {
             end,
             lost,
             throttled,
-        })
-    }
-
-    /// Samples in all threads.
-    pub fn samples(&self) -> usize {
-        self.threads.iter().map(|t| t.samples.len()).sum()
+        }
     }
 }
 

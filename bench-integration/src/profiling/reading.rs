@@ -207,16 +207,20 @@ fn read_case(
     let is_alloc = capture
         .file_name()
         .is_some_and(|n| n == sparkles_results::profile::ALLOC_CAPTURE);
-    // The profiles read, the one the run compares first.
+    // The profiles read, the one the run compares first; beside an on-CPU profile, what
+    // the same reading gave for its annotation.
+    let mut annotation = None;
     let read: Vec<(Kind, Profile, Folded)> = if is_alloc {
         match read_alloc_capture(&case, &capture, p, args) {
             Some(read) => read,
             None => return to_save,
         }
     } else {
-        let Some((on_cpu, wall)) = read_capture(&case, &capture, p, args, event_note) else {
+        let Some(((on_cpu, wall), besides)) = read_capture(&case, &capture, p, args, event_note)
+        else {
             return to_save;
         };
+        annotation = Some(besides);
         // A wall profile is what its run compares: where the time went, waits included.
         match wall {
             Some((w, wf)) => vec![(Kind::Wall, w, wf)],
@@ -252,11 +256,11 @@ fn read_case(
             Err(e) => p.notes.push(format!("no profile diff: {e}")),
         }
     }
-    if !is_alloc {
+    if let Some(besides) = annotation {
         let kept = annotate_capture(
             &capture,
             p,
-            args,
+            besides,
             against.map(|a| match a {
                 Against::Baseline(base) => beside(&base.path),
                 Against::Folder(folder) => folder.to_path_buf(),
@@ -367,14 +371,34 @@ pub(crate) fn read_capture(
     summary: &mut ProfileSummary,
     args: &HarnessArgs,
     event_note: &str,
-) -> Option<ReadProfiles> {
+) -> Option<(ReadProfiles, Besides)> {
     let options = stack_options(args, summary)?;
+    #[cfg(feature = "annotate")]
+    let select = sparkles_report::annotate::Select {
+        top: 3,
+        ..Default::default()
+    };
+    // One reading for the profiles, the annotation and the viewers' time line.
+    let wants = report::Wants {
+        profiles: vec![&options],
+        #[cfg(feature = "annotate")]
+        annotate: Some((&options, &select)),
+        timeline: (!args.profile_format.is_empty()).then_some(&options),
+    };
     let mut unwind = UnwindSummary::default();
-    let report::Profiles {
-        profile: mut p,
-        folded,
-        wall,
-    } = match report::profiles_of_capture(capture, case, &options, |s| unwind.add(s)) {
+    let read = report::read_capture(capture, case, &options, wants, |s| unwind.add(s))
+        .and_then(|mut read| {
+            let profiles = read.profiles.pop().unwrap_or(Err(sparkles_report::Error::Empty))?;
+            Ok((profiles, read))
+        });
+    let (
+        report::Profiles {
+            profile: mut p,
+            folded,
+            wall,
+        },
+        read,
+    ) = match read {
         Ok(done) => done,
         Err(e) => {
             summary.notes.push(format!("no profile: {e}"));
@@ -451,13 +475,26 @@ pub(crate) fn read_capture(
         summary.not_written.push(format!("profile artifacts: {e}"));
     }
     if p.samples > 0 {
-        if let Err(e) = write_viewer_files(capture, case, &options, &args.profile_format, "") {
+        if let Err(e) = write_viewer_files(capture, read.timeline, &args.profile_format, "") {
             summary
                 .not_written
                 .push(format!("--profile-format files: {e}"));
         }
     }
-    Some(((p, folded), wall))
+    Some((
+        ((p, folded), wall),
+        Besides {
+            #[cfg(feature = "annotate")]
+            annotation: read.annotation,
+        },
+    ))
+}
+
+/// What the reading of a case's capture gave beside its profiles, for the steps after
+/// them: the annotation of its hottest functions (with the `annotate` feature).
+pub(crate) struct Besides {
+    #[cfg(feature = "annotate")]
+    annotation: Option<Result<sparkles_report::annotate::Annotation, sparkles_report::Error>>,
 }
 
 /// Removes a profile's files of `kind` from `dir` (its JSON, folded stacks, flamegraph and
@@ -483,7 +520,7 @@ pub(crate) const ANNOTATION: &str = "annotate.json";
 fn annotate_capture(
     capture: &Path,
     _summary: &mut ProfileSummary,
-    _args: &HarnessArgs,
+    _besides: Besides,
     _base: Option<std::path::PathBuf>,
 ) -> Option<Vec<u8>> {
     let _ = std::fs::remove_file(capture.parent().unwrap_or(Path::new(".")).join(ANNOTATION));
@@ -499,18 +536,13 @@ fn annotate_capture(
 fn annotate_capture(
     capture: &Path,
     summary: &mut ProfileSummary,
-    args: &HarnessArgs,
+    besides: Besides,
     base: Option<std::path::PathBuf>,
 ) -> Option<Vec<u8>> {
     let dir = capture.parent().unwrap_or(Path::new("."));
     let annotation = dir.join(ANNOTATION);
     let _ = std::fs::remove_file(&annotation);
-    let options = stack_options(args, summary)?;
-    let select = sparkles_report::annotate::Select {
-        top: 3,
-        ..Default::default()
-    };
-    let mut a = match sparkles_report::annotate::annotate(capture, &options, &select) {
+    let mut a = match besides.annotation? {
         Ok(a) => a,
         Err(e) => {
             summary.notes.push(format!("{ANNOTATION} not written: {e}"));
@@ -603,8 +635,8 @@ fn read_alloc_capture(
     use crate::tiers::alloc::sampling::{EVENT, LIVE_EVENT};
     let base = stack_options(args, summary)?;
     let dir = capture.parent().unwrap_or(Path::new("."));
-    let mut read = Vec::new();
     let live = summary.alloc.as_ref().map_or(0, |a| a.live_samples);
+    let mut kinds = Vec::new();
     for (kind, event, sampled) in [
         (Kind::Alloc, EVENT, summary.samples),
         (Kind::AllocLive, LIVE_EVENT, live),
@@ -619,12 +651,32 @@ fn read_alloc_capture(
             event: Some(event.to_string()),
             ..base.clone()
         };
-        let mut unwind = UnwindSummary::default();
+        kinds.push((kind, event, options));
+    }
+    // One reading for both profiles and the viewers' time line (every sample's).
+    let wants = report::Wants {
+        profiles: kinds.iter().map(|(_, _, o)| o).collect(),
+        timeline: kinds
+            .first()
+            .filter(|_| !args.profile_format.is_empty())
+            .map(|(_, _, o)| o),
+        ..report::Wants::default()
+    };
+    let mut unwind = UnwindSummary::default();
+    let done = match report::read_capture(capture, case, &base, wants, |s| unwind.add(s)) {
+        Ok(done) => done,
+        Err(e) => {
+            summary.notes.push(format!("no {EVENT} profile: {e}"));
+            return None;
+        }
+    };
+    let mut read = Vec::new();
+    for ((kind, event, _), profiles) in kinds.into_iter().zip(done.profiles) {
         let report::Profiles {
             profile: mut p,
             folded,
             ..
-        } = match report::profiles_of_capture(capture, case, &options, |s| unwind.add(s)) {
+        } = match profiles {
             Ok(done) => done,
             Err(e) => {
                 summary.notes.push(format!("no {event} profile: {e}"));
@@ -640,7 +692,7 @@ fn read_alloc_capture(
         ));
         match kind {
             Kind::Alloc => {
-                summary.unwind = Some(unwind);
+                summary.unwind = Some(std::mem::take(&mut unwind));
                 // The functions view: the first frame outside the allocator, inlined or not.
                 summary.top = allocating(&p);
             }
@@ -657,17 +709,7 @@ fn read_alloc_capture(
         }
         read.push((kind, p, folded));
     }
-    let alloc_options = StackOptions {
-        event: Some(EVENT.to_string()),
-        ..base
-    };
-    if let Err(e) = write_viewer_files(
-        capture,
-        case,
-        &alloc_options,
-        &args.profile_format,
-        "-alloc",
-    ) {
+    if let Err(e) = write_viewer_files(capture, done.timeline, &args.profile_format, "-alloc") {
         summary
             .notes
             .push(format!("--profile-format files not written: {e}"));
@@ -691,8 +733,7 @@ fn allocating(p: &Profile) -> Vec<HotFunction> {
 /// speedscope and the Firefox Profiler.
 fn write_viewer_files(
     capture: &Path,
-    case: &str,
-    options: &StackOptions,
+    timeline: Option<Result<sparkles_report::export::Timeline, sparkles_report::Error>>,
     formats: &[crate::args::ViewerFormat],
     suffix: &str,
 ) -> Result<(), ArtifactError> {
@@ -701,7 +742,7 @@ fn write_viewer_files(
     if formats.is_empty() {
         return Ok(());
     }
-    let timeline = export::Timeline::of_capture(capture, case, options)?;
+    let timeline = timeline.unwrap_or(Err(sparkles_report::Error::Empty))?;
     let dir = capture.parent().unwrap_or(Path::new("."));
     for &format in formats {
         let viewer = match format {
