@@ -180,7 +180,8 @@ fn reading_cases(g: &mut sparkles_bench::Group<'_>, capture: &Path) {
             let made = read.profiles.iter().all(Result::is_ok)
                 && read.annotation.as_ref().is_some_and(Result::is_ok)
                 && read.timeline.as_ref().is_some_and(Result::is_ok);
-            made.then_some(()).ok_or("a part of the reading failed".to_string())
+            made.then_some(())
+                .ok_or("a part of the reading failed".to_string())
         })
     });
     let path = capture.to_path_buf();

@@ -163,14 +163,12 @@ fn profile_and_annotation(
             Ok((p, read.annotation))
         });
     let (p, annotation) = p.map_err(|e| match e {
-            sparkles_report::Error::NoWeight { .. } => {
-                Error::usage("--weight latency", e.to_string())
-            }
-            sparkles_report::Error::NoSuchEvent { ref wanted, .. } => {
-                Error::usage(format!("--event {wanted}"), e.to_string())
-            }
-            other => other.into(),
-        })?;
+        sparkles_report::Error::NoWeight { .. } => Error::usage("--weight latency", e.to_string()),
+        sparkles_report::Error::NoSuchEvent { ref wanted, .. } => {
+            Error::usage(format!("--event {wanted}"), e.to_string())
+        }
+        other => other.into(),
+    })?;
     if !wall {
         return Ok((p.profile, p.folded, annotation));
     }

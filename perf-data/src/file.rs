@@ -606,7 +606,9 @@ impl PerfData {
                         return None;
                     }
                 };
+                let mut read = ReadInput::default();
                 loop {
+                    records.release_read_input(&mut read);
                     let mut batch = given_back.try_recv().unwrap_or_default();
                     batch.bytes.clear();
                     batch.records.clear();
@@ -775,6 +777,22 @@ struct Batch {
     records: Vec<(usize, usize, Located)>,
 }
 
+/// How much of a mapped input a read-ahead reading has given back to the kernel, and
+/// where it next looks for more ([`Records::release_read_input`]).
+#[derive(Debug, Default)]
+struct ReadInput {
+    /// The input before this byte is given back.
+    released: usize,
+    /// Where the reading looks again.
+    next_look: usize,
+}
+
+/// How far the reading goes between looks for input to give back: a look walks the
+/// records waiting for their round.
+const RELEASE_STEP: usize = 16 << 20;
+/// Given back in whole pieces of this size (a multiple of every page size).
+const RELEASE_ALIGN: usize = 64 << 10;
+
 /// Records per batch read ahead, and bytes: a batch handed over can wake the reader
 /// (a futex wake, dear in a VM: with 256 records a batch that was a tenth of the
 /// decoding thread's time), and its bytes should still be in cache when decoded.
@@ -849,6 +867,40 @@ impl Records<'_> {
                 time: Some(q.time),
             }),
         })
+    }
+
+    /// Gives back to the kernel the pages of a mapped input that no record still needs
+    /// (those before the earliest record waiting for its round and the reader's place):
+    /// a capture read front to back then holds a window of its file in memory, not the
+    /// whole file (a 670 MB capture's pages were most of a report's peak memory). Only
+    /// for a reading that copies each record out as it goes (read ahead): a record
+    /// delivered by [`Records::next_record`] borrows the input.
+    fn release_read_input(&mut self, read: &mut ReadInput) {
+        let Storage::Mapped(map) = &self.data.storage else {
+            return;
+        };
+        let Some(at) = self.raw.input_position() else {
+            return;
+        };
+        if at < read.next_look {
+            return;
+        }
+        read.next_look = at + RELEASE_STEP;
+        let keep = self.order.lowest_input_place().map_or(at, |q| q.min(at));
+        let end = keep & !(RELEASE_ALIGN - 1);
+        if end > read.released {
+            // SAFETY: the map is read-only: a page given back comes back from the file as
+            // it was when touched again, and the read-ahead reading holds no reference
+            // into the input before `keep` (it copies each record into a batch).
+            let _ = unsafe {
+                map.unchecked_advise_range(
+                    memmap2::UncheckedAdvice::DontNeed,
+                    read.released,
+                    end - read.released,
+                )
+            };
+            read.released = end;
+        }
     }
 
     /// What the records so far held.

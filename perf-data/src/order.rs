@@ -157,6 +157,19 @@ impl Order {
         Some(q)
     }
 
+    /// The lowest place in the input that a record still queued or ready has its bytes
+    /// at: the input before it is no longer needed (`None`: no record waits there).
+    pub fn lowest_input_place(&self) -> Option<usize> {
+        self.queue
+            .iter()
+            .chain(self.ready.iter())
+            .filter_map(|q| match q.place() {
+                Place::Input(at) => Some(at),
+                Place::Arena(_) => None,
+            })
+            .min()
+    }
+
     /// The arena's bytes (where [`Place::Arena`] points).
     pub fn arena(&self) -> &[u8] {
         &self.arena
@@ -212,6 +225,30 @@ mod tests {
             ),
             (Some(3), Some(77), Place::Input(24), 8)
         );
+    }
+
+    #[test]
+    fn the_lowest_input_place_is_the_earliest_record_still_waiting() {
+        let mut o = Order::default();
+        assert_eq!(o.lowest_input_place(), None);
+        o.push(30, None, Some(100), &[0; 8], 100, None);
+        o.push(10, None, Some(200), &[0; 8], 200, None);
+        o.push(20, None, None, &[0; 8], 300, None);
+        assert_eq!(o.lowest_input_place(), Some(100));
+        o.round();
+        o.push(40, None, Some(400), &[0; 8], 400, None);
+        o.round();
+        // Released, not yet delivered: still needed.
+        assert_eq!(o.lowest_input_place(), Some(100));
+        assert_eq!(o.pop().unwrap().time, 10);
+        assert_eq!(o.lowest_input_place(), Some(100));
+        assert_eq!(o.pop().unwrap().time, 20);
+        assert_eq!(o.pop().unwrap().time, 30);
+        // Only the record at 400 is left: the input before it is read.
+        assert_eq!(o.lowest_input_place(), Some(400));
+        o.finish();
+        o.pop();
+        assert_eq!(o.lowest_input_place(), None);
     }
 
     #[test]

@@ -164,6 +164,16 @@ impl<'a> RecordReader<'a> {
         }
     }
 
+    /// Where the input in memory is read to: the next record's first byte. The record
+    /// [`RecordReader::current`] gives, where it is the input's, lies before it.
+    pub fn input_position(&self) -> Option<usize> {
+        match (self.current, &self.input) {
+            (Current::Input(at, _), Input::Bytes { .. }) => Some(at),
+            (_, Input::Bytes { pos, .. }) => Some(*pos),
+            (_, Input::Stream { .. }) => None,
+        }
+    }
+
     /// The bytes (header included) of the record the last [`RecordReader::advance`]
     /// found; empty before the first.
     pub fn current(&self) -> &[u8] {

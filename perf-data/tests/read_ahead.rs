@@ -192,3 +192,70 @@ fn every_fixture_arrives_alike() {
         }
     }
 }
+
+/// This process's mapped file pages (`RssFile` in /proc/self/status), in bytes.
+#[cfg(target_os = "linux")]
+fn rss_file() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status
+        .lines()
+        .find(|l| l.starts_with("RssFile:"))
+        .expect("RssFile in /proc/self/status");
+    let kb: u64 = line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .unwrap();
+    kb * 1024
+}
+
+/// A reading ahead of a mapped capture gives back the pages it is done with: through a
+/// 96 MB file it holds a window of it (the input since the earliest record waiting for
+/// its round, what is read ahead, and up to 16 MiB read since it last gave pages back),
+/// not the whole file; and it delivers what the plain reading delivers.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_long_reading_ahead_holds_a_window_of_the_file_not_all_of_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    // 20,000 samples of about 4.8 KB (callchains 600 deep), a round each 300.
+    let path = capture_of(tmp.path(), 20_000, Compression::Off, 600);
+    let size = std::fs::metadata(&path).unwrap().len();
+    assert!(size > 90 << 20, "{size}");
+    let summed = |read_ahead: bool| {
+        let data = PerfData::open(&path).unwrap();
+        let before = rss_file();
+        let (mut n, mut ips, mut peak) = (0u64, 0u64, 0u64);
+        let visit = |e: &sparkles_perf_data::Event<'_>| {
+            n += 1;
+            if let sparkles_perf_data::Record::Sample(s) = &e.record {
+                ips = ips.wrapping_add(
+                    s.ip.unwrap_or(0) + s.callchain.map_or(0, |c| c.iter().sum::<u64>()),
+                );
+            }
+            if n % 200 == 0 {
+                peak = peak.max(rss_file().saturating_sub(before));
+            }
+            Ok::<(), Error>(())
+        };
+        if read_ahead {
+            data.for_each_record_read_ahead(visit).unwrap();
+        } else {
+            data.for_each_record(visit).unwrap();
+        }
+        (n, ips, peak)
+    };
+    let (n, ips, plain_peak) = summed(false);
+    let (ahead_n, ahead_ips, ahead_peak) = summed(true);
+    eprintln!("{size}-byte file: read ahead {ahead_peak} bytes of it mapped in at most, plain {plain_peak}");
+    assert_eq!((ahead_n, ahead_ips), (n, ips));
+    assert!(n >= 20_000, "{n}");
+    // The plain reading borrows every record from the map: the whole file comes in.
+    assert!(
+        plain_peak > 80 << 20,
+        "plain reading: {plain_peak} bytes of the file mapped in"
+    );
+    assert!(
+        ahead_peak < 48 << 20,
+        "read ahead: {ahead_peak} bytes of the {size}-byte file mapped in at once"
+    );
+}

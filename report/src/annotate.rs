@@ -259,7 +259,12 @@ impl Tallying {
         let Record::Sample(s) = &e.record else {
             return;
         };
-        if !self.chosen.get(e.attr.unwrap_or(0)).copied().unwrap_or(true) {
+        if !self
+            .chosen
+            .get(e.attr.unwrap_or(0))
+            .copied()
+            .unwrap_or(true)
+        {
             return;
         }
         self.samples += 1;

@@ -259,9 +259,9 @@ pub fn read_capture(
         .map(|p| p.map(|p| p.finish(&mut namer, case)))
         .collect();
     #[cfg(feature = "annotate")]
-    let annotation = annotating.zip(wants.annotate).map(|(a, (_, select))| {
-        a.map(|a| a.finish(&mut namer, select))
-    });
+    let annotation = annotating
+        .zip(wants.annotate)
+        .map(|(a, (_, select))| a.map(|a| a.finish(&mut namer, select)));
     Ok(Read {
         profiles,
         #[cfg(feature = "annotate")]
@@ -389,12 +389,7 @@ impl<'a> Pass<'a> {
     }
 
     /// The stack of a sample this pass takes, counted in its unwinding figures.
-    fn stack_of(
-        &mut self,
-        namer: &mut StackNamer,
-        found: &mut Found,
-        s: &Sample<'_>,
-    ) -> StackId {
+    fn stack_of(&mut self, namer: &mut StackNamer, found: &mut Found, s: &Sample<'_>) -> StackId {
         let id = found.of(namer, s);
         self.unwound.samples += 1;
         match namer.interned(id.id).truncated {

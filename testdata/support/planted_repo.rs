@@ -185,7 +185,11 @@ fn make(
         ("", "")
     };
     // criterion's analysis is its own code: optimized as a user's build has it.
-    let unoptimized = if criterion { "" } else { UNOPTIMIZED_DEPENDENCIES };
+    let unoptimized = if criterion {
+        ""
+    } else {
+        UNOPTIMIZED_DEPENDENCIES
+    };
     std::fs::create_dir_all(dir.join("benches")).unwrap();
     std::fs::create_dir_all(dir.join("src")).unwrap();
     std::fs::write(

@@ -386,11 +386,15 @@ pub(crate) fn read_capture(
         timeline: (!args.profile_format.is_empty()).then_some(&options),
     };
     let mut unwind = UnwindSummary::default();
-    let read = report::read_capture(capture, case, &options, wants, |s| unwind.add(s))
-        .and_then(|mut read| {
-            let profiles = read.profiles.pop().unwrap_or(Err(sparkles_report::Error::Empty))?;
+    let read = report::read_capture(capture, case, &options, wants, |s| unwind.add(s)).and_then(
+        |mut read| {
+            let profiles = read
+                .profiles
+                .pop()
+                .unwrap_or(Err(sparkles_report::Error::Empty))?;
             Ok((profiles, read))
-        });
+        },
+    );
     let (
         report::Profiles {
             profile: mut p,
