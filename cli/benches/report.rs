@@ -16,6 +16,8 @@
 //!   time line made in-process from one reading of the capture (the harness's
 //!   `--profile`), and from three readings (as it was before; each decoded, unwound and
 //!   named every sample again): the time the one reading saves.
+//! - After timing, `sparkles report FILE --format svg`'s peak resident memory (wait4's
+//!   `ru_maxrss`) on the DWARF capture.
 //! - `annotate1m/…`: `sparkles_svg` and the three annotate cases on a capture of
 //!   1,000,000 samples (the program's frame-pointer capture, `perf record -F 20000 -g`,
 //!   its samples repeated; smoke mode: 1,000).
@@ -53,8 +55,10 @@ fn main() {
         .filter(|b| {
             b.join("inferno-collapse-perf").is_file() && b.join("inferno-flamegraph").is_file()
         });
+    let mut dwarf_capture = None;
     match support::callchains_capture(&dir, "report", if measuring { 60 } else { 0 }, 20000, 2048) {
         Ok(path) => {
+            dwarf_capture = Some(path.clone());
             let n = samples_in(&path).unwrap_or(0);
             eprintln!("report: {} ({n} samples)", path.display());
             if measuring && n < 100_000 {
@@ -116,6 +120,22 @@ fn main() {
         Err(why) => eprintln!("report: no capture of {n} samples: {why}"),
     }
     let outcome = sparkles_bench::run_or_exit(suite, &args);
+    // After timing: `sparkles report`'s peak resident memory on the DWARF capture (its
+    // mapped file's pages counted: a reading gives back those it is done with).
+    if let Some(path) = dwarf_capture.as_ref().filter(|_| measuring) {
+        let sparkles = Path::new(env!("CARGO_BIN_EXE_sparkles"));
+        let file = path.to_string_lossy();
+        let size = std::fs::metadata(path).map_or(0, |m| m.len());
+        match support::peak_memory(sparkles, &["report", &file, "--format", "svg"]) {
+            Ok(Some(kib)) => println!(
+                "report/sparkles_svg: peak resident memory {:.1} MiB on the {:.0} MB capture",
+                kib as f64 / 1024.0,
+                size as f64 / 1e6
+            ),
+            Ok(None) => {}
+            Err(e) => eprintln!("report: no peak memory: {e}"),
+        }
+    }
     if let Some(ours) = outcome.median("report/sparkles_svg") {
         for peer in ["report/perf_report", "report/perf_inferno"] {
             if let Some(p) = outcome.median(peer) {

@@ -27,6 +27,10 @@ use sparkles_bench::{HarnessArgs, Suite};
 use sparkles_symbolize::symbolizer::{ModuleKey, Place, Symbolizer};
 use sparkles_symbolize::{Module, SearchPaths};
 
+#[path = "../../testdata/support/skip.rs"]
+mod skip;
+mod support;
+
 const ADDRESSES: usize = 10_000;
 
 /// The debug `sparkles` binary in the target folder this bench was built into, built if
@@ -131,7 +135,7 @@ fn tool(
         let mut out = Vec::new();
         std::io::Read::read_to_end(&mut stdout, &mut out).map(|_| out)
     });
-    let (ok, peak) = reap(&mut child)?;
+    let (ok, peak) = support::reap(&mut child)?;
     let _ = writer.join();
     let out = reader
         .join()
@@ -141,29 +145,6 @@ fn tool(
         return Err(format!("{} failed", program.display()));
     }
     Ok((out.iter().filter(|&&b| b == b'\n').count(), peak))
-}
-
-/// Reaps the child: whether it exited with 0, and its peak resident memory in KiB
-/// (wait4's `ru_maxrss`).
-#[cfg(unix)]
-fn reap(child: &mut std::process::Child) -> Result<(bool, Option<u64>), String> {
-    let mut status = 0;
-    // SAFETY: an all-zero rusage is valid, and wait4 fills it for our own child.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: waits for our own child; status and usage are ours to fill.
-    let pid = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut usage) };
-    if pid < 0 {
-        return Err(format!("wait4: {}", std::io::Error::last_os_error()));
-    }
-    let ok = libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
-    Ok((ok, u64::try_from(usage.ru_maxrss).ok()))
-}
-
-/// Reaps the child: whether it exited with 0; no peak memory (no wait4 here).
-#[cfg(not(unix))]
-fn reap(child: &mut std::process::Child) -> Result<(bool, Option<u64>), String> {
-    let status = child.wait().map_err(|e| format!("wait: {e}"))?;
-    Ok((status.success(), None))
 }
 
 fn main() {

@@ -252,3 +252,42 @@ pub fn synthesized(source: &Path, n: u64, out: &Path) -> Result<(), String> {
     w.write(out).map_err(|e| e.to_string())?;
     Ok(())
 }
+
+/// Reaps the child: whether it exited with 0, and its peak resident memory in KiB
+/// (wait4's `ru_maxrss`).
+#[cfg(unix)]
+pub fn reap(child: &mut std::process::Child) -> Result<(bool, Option<u64>), String> {
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is valid, and wait4 fills it for our own child.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: waits for our own child; status and usage are ours to fill.
+    let pid = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut usage) };
+    if pid < 0 {
+        return Err(format!("wait4: {}", std::io::Error::last_os_error()));
+    }
+    let ok = libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
+    Ok((ok, u64::try_from(usage.ru_maxrss).ok()))
+}
+
+/// Reaps the child: whether it exited with 0; no peak memory (no wait4 here).
+#[cfg(not(unix))]
+pub fn reap(child: &mut std::process::Child) -> Result<(bool, Option<u64>), String> {
+    let status = child.wait().map_err(|e| format!("wait: {e}"))?;
+    Ok((status.success(), None))
+}
+
+/// Runs `program ARGS`, its output discarded: its peak resident memory in KiB (where
+/// wait4 gives it).
+pub fn peak_memory(program: &Path, args: &[&str]) -> Result<Option<u64>, String> {
+    let mut child = Command::new(program)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("{}: {e}", program.display()))?;
+    let (ok, peak) = reap(&mut child)?;
+    if !ok {
+        return Err(format!("{} {} failed", program.display(), args.join(" ")));
+    }
+    Ok(peak)
+}
