@@ -16,8 +16,12 @@
 //!   time line made in-process from one reading of the capture (the harness's
 //!   `--profile`), and from three readings (as it was before; each decoded, unwound and
 //!   named every sample again): the time the one reading saves.
+//! - `report/sparkles_firefox` and `report/samply_import`: `sparkles report FILE --format
+//!   firefox` against `samply import FILE --save-only` (the Firefox Profiler's file from a
+//!   perf.data, both), where `cargo install samply` put samply (goal: 2x faster).
 //! - After timing, `sparkles report FILE --format svg`'s peak resident memory (wait4's
-//!   `ru_maxrss`) on the DWARF capture.
+//!   `ru_maxrss`) on the DWARF capture, and `samply import`'s where samply is installed
+//!   (goal: at most 2x).
 //! - `annotate1m/…`: `sparkles_svg` and the three annotate cases on a capture of
 //!   1,000,000 samples (the program's frame-pointer capture, `perf record -F 20000 -g`,
 //!   its samples repeated; smoke mode: 1,000).
@@ -55,6 +59,17 @@ fn main() {
         .filter(|b| {
             b.join("inferno-collapse-perf").is_file() && b.join("inferno-flamegraph").is_file()
         });
+    // samply, where `cargo install samply` put it (or on the PATH).
+    let samply = std::env::var_os("HOME")
+        .map(|h| PathBuf::from(h).join(".cargo/bin/samply"))
+        .filter(|p| p.is_file())
+        .or_else(|| {
+            std::env::var_os("PATH").and_then(|paths| {
+                std::env::split_paths(&paths)
+                    .map(|d| d.join("samply"))
+                    .find(|p| p.is_file())
+            })
+        });
     let mut dwarf_capture = None;
     match support::callchains_capture(&dir, "report", if measuring { 60 } else { 0 }, 20000, 2048) {
         Ok(path) => {
@@ -78,6 +93,29 @@ fn main() {
                 });
                 annotate_cases(g, &sparkles, &file);
                 reading_cases(g, &path);
+                let (f, ours) = (file.clone(), sparkles.clone());
+                g.case("sparkles_firefox", move |bench| {
+                    bench.try_iter(|| {
+                        support::shell(&format!(
+                            "'{ours}' report '{f}' --format firefox -o /dev/null"
+                        ))
+                    })
+                });
+                match &samply {
+                    Some(samply) => {
+                        let (f, samply) = (file.clone(), samply.display().to_string());
+                        g.case("samply_import", move |bench| {
+                            bench.try_iter(|| {
+                                support::shell(&format!(
+                                    "'{samply}' import '{f}' --save-only --no-open -o /dev/null"
+                                ))
+                            })
+                        });
+                    }
+                    None => eprintln!(
+                        "report: samply is not installed (cargo install samply): no samply_import case"
+                    ),
+                }
                 match &inferno {
                     Some(bin) => {
                         let f = file.clone();
@@ -126,15 +164,47 @@ fn main() {
         let sparkles = Path::new(env!("CARGO_BIN_EXE_sparkles"));
         let file = path.to_string_lossy();
         let size = std::fs::metadata(path).map_or(0, |m| m.len());
-        match support::peak_memory(sparkles, &["report", &file, "--format", "svg"]) {
-            Ok(Some(kib)) => println!(
+        let ours = match support::peak_memory(sparkles, &["report", &file, "--format", "svg"]) {
+            Ok(kib) => kib,
+            Err(e) => {
+                eprintln!("report: no peak memory: {e}");
+                None
+            }
+        };
+        if let Some(kib) = ours {
+            println!(
                 "report/sparkles_svg: peak resident memory {:.1} MiB on the {:.0} MB capture",
                 kib as f64 / 1024.0,
                 size as f64 / 1e6
-            ),
-            Ok(None) => {}
-            Err(e) => eprintln!("report: no peak memory: {e}"),
+            );
         }
+        let import = [
+            "import",
+            &file,
+            "--save-only",
+            "--no-open",
+            "-o",
+            "/dev/null",
+        ];
+        let theirs = samply
+            .as_ref()
+            .and_then(|s| support::peak_memory(s, &import).ok().flatten());
+        if let (Some(ours), Some(theirs)) = (ours, theirs) {
+            println!(
+                "report/samply_import: peak resident memory {:.1} MiB: sparkles report's is {:.2}x it (goal: at most 2x)",
+                theirs as f64 / 1024.0,
+                ours as f64 / theirs as f64
+            );
+        }
+    }
+    if let (Some(ours), Some(theirs)) = (
+        outcome.median("report/sparkles_firefox"),
+        outcome.median("report/samply_import"),
+    ) {
+        println!(
+            "report/sparkles_firefox: {:.2}x faster than report/samply_import (goal: 2x)",
+            theirs / ours
+        );
     }
     if let Some(ours) = outcome.median("report/sparkles_svg") {
         for peer in ["report/perf_report", "report/perf_inferno"] {
@@ -180,8 +250,9 @@ fn main() {
 /// harness's way before: each decoded the records and found the stacks again).
 fn reading_cases(g: &mut sparkles_bench::Group<'_>, capture: &Path) {
     use sparkles_report::annotate::{annotate, Select};
-    use sparkles_report::capture::{profiles_of_capture, read_capture, Wants};
+    use sparkles_report::capture::profiles_of_capture;
     use sparkles_report::export::Timeline;
+    use sparkles_report::reading::{read_capture, Wants};
     use sparkles_report::stacks::StackOptions;
     let select = Select {
         top: 3,

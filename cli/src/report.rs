@@ -149,12 +149,12 @@ fn profile_and_annotation(
     wall: bool,
     select: Option<&sparkles_report::annotate::Select>,
 ) -> Result<(Profile, Folded, Annotated), Error> {
-    let wants = sparkles_report::capture::Wants {
+    let wants = sparkles_report::reading::Wants {
         profiles: vec![options],
         annotate: select.map(|s| (options, s)),
         ..Default::default()
     };
-    let p = sparkles_report::capture::read_capture(file, &case_of(file), options, wants, |_| {})
+    let p = sparkles_report::reading::read_capture(file, &case_of(file), options, wants, |_| {})
         .and_then(|mut read| {
             let p = read
                 .profiles

@@ -199,16 +199,14 @@ struct Tally {
 
 /// Annotates the functions of `path` that `select` names, or its hottest.
 pub fn annotate(path: &Path, options: &StackOptions, select: &Select) -> Result<Annotation, Error> {
-    let wants = crate::capture::Wants {
-        annotate: Some((options, select)),
-        ..Default::default()
-    };
-    crate::capture::read_capture(path, "", options, wants, |_| {})?
-        .annotation
-        .unwrap_or(Err(Error::Empty))
+    let data = PerfData::open(path)?;
+    let mut namer = StackNamer::for_capture(&data, options);
+    let mut tallying = Tallying::new(&data, options)?;
+    crate::capture::each_record(&data, &mut namer, &mut tallying)?;
+    Ok(tallying.finish(&mut namer, select))
 }
 
-/// [`annotate`]'s part of a reading of the capture ([`crate::capture::read_capture`]):
+/// [`annotate`]'s part of a reading of the capture ([`crate::reading::read_capture`]):
 /// the chosen events' samples counted by process and IP, each IP's function found where
 /// the address space holds it.
 pub(crate) struct Tallying {
@@ -242,10 +240,12 @@ impl Tallying {
             at_ip: HashMap::new(),
         })
     }
+}
 
+impl crate::capture::Visit for Tallying {
     /// Before the namer observes `record`: where it changes an address space, the samples
     /// counted so far are located in the space they were taken in.
-    pub(crate) fn before_observed(&mut self, record: &Record<'_>, namer: &mut StackNamer) {
+    fn before_observed(&mut self, record: &Record<'_>, namer: &mut StackNamer) {
         if matches!(
             record,
             Record::Mmap(_) | Record::Comm { exec: true, .. } | Record::Fork(_) | Record::Exit(_)
@@ -255,7 +255,12 @@ impl Tallying {
     }
 
     /// Counts a sample of the chosen events by its process and IP.
-    pub(crate) fn record(&mut self, e: &Event<'_>) {
+    fn record(
+        &mut self,
+        e: &Event<'_>,
+        _namer: &mut StackNamer,
+        _found: &mut crate::capture::Found,
+    ) {
         let Record::Sample(s) = &e.record else {
             return;
         };
@@ -272,7 +277,9 @@ impl Tallying {
             *self.at_ip.entry((pid, ip)).or_default() += 1;
         }
     }
+}
 
+impl Tallying {
     /// The annotation of the functions `select` picks.
     pub(crate) fn finish(mut self, namer: &mut StackNamer, select: &Select) -> Annotation {
         let samples = self.samples;

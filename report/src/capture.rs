@@ -152,42 +152,22 @@ pub fn profiles_of_capture(
     path: &Path,
     case: &str,
     options: &StackOptions,
-    observe: impl FnMut(&NamedStack),
+    mut observe: impl FnMut(&NamedStack),
 ) -> Result<Profiles, Error> {
-    let wants = Wants {
-        profiles: vec![options],
-        ..Wants::default()
-    };
-    let mut read = read_capture(path, case, options, wants, observe)?;
-    read.profiles.pop().unwrap_or(Err(Error::Empty))
+    let data = PerfData::open(path)?;
+    let mut namer = StackNamer::for_capture(&data, options);
+    let mut one = One(Pass::new(&data, case, options)?, &mut observe);
+    each_record(&data, &mut namer, &mut one)?;
+    Ok(one.0.finish(&mut namer, case))
 }
 
-/// What one reading of a capture makes ([`read_capture`]): each with the options it is
-/// read with.
-#[derive(Debug, Default)]
-pub struct Wants<'o> {
-    /// Profiles ([`profiles_of_capture`]'s), one for each options (of one event each, say).
-    pub profiles: Vec<&'o StackOptions>,
-    /// The annotation of its hottest functions ([`crate::annotate::annotate`]'s).
-    #[cfg(feature = "annotate")]
-    pub annotate: Option<(&'o StackOptions, &'o crate::annotate::Select)>,
-    /// Its samples on their time line, for the viewers
-    /// ([`crate::export::Timeline::of_capture`]'s).
-    pub timeline: Option<&'o StackOptions>,
-}
+/// A profile's pass alone, showing each sample's stack to its observer.
+struct One<'a, 'o, F>(Pass<'a>, &'o mut F);
 
-/// What [`read_capture`] made: each what it was asked for, or why that one could not be
-/// made (an event the capture lacks, say); a capture that cannot be read is the reading's
-/// error.
-#[derive(Debug)]
-pub struct Read {
-    /// The profiles, in the order asked.
-    pub profiles: Vec<Result<Profiles, Error>>,
-    /// The annotation, where asked.
-    #[cfg(feature = "annotate")]
-    pub annotation: Option<Result<crate::annotate::Annotation, Error>>,
-    /// The time line, where asked.
-    pub timeline: Option<Result<crate::export::Timeline, Error>>,
+impl<F: FnMut(&NamedStack)> Visit for One<'_, '_, F> {
+    fn record(&mut self, e: &Event<'_>, namer: &mut StackNamer, found: &mut Found) {
+        self.0.record(e, namer, found, self.1);
+    }
 }
 
 /// A sample's stack, unwound and named once however many readers take it: its number, made
@@ -202,72 +182,31 @@ impl Found {
     }
 }
 
-/// Reads a capture once for everything `wants`: its records decoded once, each sample's
-/// stack unwound and named once (by one namer, made with `options`: the unwinding mode,
-/// symbol paths and allocator frames every reader shares) for the profiles, the
-/// annotation and the time line alike. `observe` sees each sample's stack that the first
-/// profile takes.
-pub fn read_capture(
-    path: &Path,
-    case: &str,
-    options: &StackOptions,
-    wants: Wants<'_>,
-    mut observe: impl FnMut(&NamedStack),
-) -> Result<Read, Error> {
-    let data = PerfData::open(path)?;
-    let mut namer = StackNamer::for_capture(&data, options);
-    let mut passes: Vec<Result<Pass<'_>, Error>> = wants
-        .profiles
-        .iter()
-        .map(|o| Pass::new(&data, case, o))
-        .collect();
-    #[cfg(feature = "annotate")]
-    let mut annotating = wants
-        .annotate
-        .map(|(o, _)| crate::annotate::Tallying::new(&data, o));
-    let mut timeline = wants
-        .timeline
-        .map(|o| crate::export::TimelineBuilder::new(&data, case, o));
-    // Read and ordered on another thread while this one names and counts.
+/// A reader of a capture's records ([`each_record`]): the profile's pass, the
+/// annotation's tally, the viewers' time line, or all of them in one reading.
+pub(crate) trait Visit {
+    /// Sees a record before the namer observes it (an address space about to change).
+    fn before_observed(&mut self, _record: &Record<'_>, _namer: &mut StackNamer) {}
+
+    /// Takes a record (the namer has observed it); a sample's stack is `found`'s, found
+    /// at most once however many readers ask for it.
+    fn record(&mut self, e: &Event<'_>, namer: &mut StackNamer, found: &mut Found);
+}
+
+/// Reads `data`'s records once, in time order (read and ordered on another thread while
+/// this one names and counts), for `visit`.
+pub(crate) fn each_record(
+    data: &PerfData,
+    namer: &mut StackNamer,
+    visit: &mut impl Visit,
+) -> Result<(), Error> {
     data.for_each_record_read_ahead(|e| {
-        #[cfg(feature = "annotate")]
-        if let Some(Ok(a)) = annotating.as_mut() {
-            a.before_observed(&e.record, &mut namer);
-        }
+        visit.before_observed(&e.record, namer);
         namer.observe(&e.record);
-        let mut found = Found::default();
-        for (i, pass) in passes.iter_mut().enumerate() {
-            if let Ok(pass) = pass {
-                if i == 0 {
-                    pass.record(e, &mut namer, &mut found, &mut observe);
-                } else {
-                    pass.record(e, &mut namer, &mut found, &mut |_| {});
-                }
-            }
-        }
-        #[cfg(feature = "annotate")]
-        if let Some(Ok(a)) = annotating.as_mut() {
-            a.record(e);
-        }
-        if let Some(Ok(t)) = timeline.as_mut() {
-            t.record(e, &mut namer, &mut found);
-        }
+        visit.record(e, namer, &mut Found::default());
         Ok::<(), Error>(())
     })?;
-    let profiles = passes
-        .into_iter()
-        .map(|p| p.map(|p| p.finish(&mut namer, case)))
-        .collect();
-    #[cfg(feature = "annotate")]
-    let annotation = annotating
-        .zip(wants.annotate)
-        .map(|(a, (_, select))| a.map(|a| a.finish(&mut namer, select)));
-    Ok(Read {
-        profiles,
-        #[cfg(feature = "annotate")]
-        annotation,
-        timeline: timeline.map(|t| t.map(crate::export::TimelineBuilder::finish)),
-    })
+    Ok(())
 }
 
 /// The capture's `sched:sched_switch` event: its attr's index and format, where it has
@@ -305,7 +244,7 @@ pub(crate) const PERF_TYPE_TRACEPOINT: u32 = 2;
 
 /// One pass over a capture's records: every sample named, weighed and added to the
 /// profile, and to the memory and NUMA sections where it carries what they need.
-struct Pass<'a> {
+pub(crate) struct Pass<'a> {
     data: &'a PerfData,
     /// How its stacks are read (the unwinding mode, rooted at the case or not).
     options: &'a StackOptions,
@@ -334,7 +273,11 @@ struct Pass<'a> {
 }
 
 impl<'a> Pass<'a> {
-    fn new(data: &'a PerfData, case: &str, options: &'a StackOptions) -> Result<Pass<'a>, Error> {
+    pub(crate) fn new(
+        data: &'a PerfData,
+        case: &str,
+        options: &'a StackOptions,
+    ) -> Result<Pass<'a>, Error> {
         if options.weight == Weighting::Latency
             && !data
                 .attrs
@@ -400,7 +343,7 @@ impl<'a> Pass<'a> {
     }
 
     /// Takes a record (the namer has observed it).
-    fn record(
+    pub(crate) fn record(
         &mut self,
         e: &Event<'_>,
         namer: &mut StackNamer,
@@ -545,7 +488,7 @@ impl<'a> Pass<'a> {
 
     /// The profile: its views, its event named by the events that sampled, its memory
     /// and NUMA sections, and every note.
-    fn finish(mut self, namer: &mut StackNamer, case: &str) -> Profiles {
+    pub(crate) fn finish(mut self, namer: &mut StackNamer, case: &str) -> Profiles {
         let (data, options) = (self.data, self.options);
         let stats = &self.unwound;
         let unwinding = Unwinding {

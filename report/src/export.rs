@@ -194,13 +194,11 @@ impl Timeline {
     /// samples of an off-CPU capture are switch-outs, not time on a CPU, and are left
     /// out).
     pub fn of_capture(path: &Path, case: &str, options: &StackOptions) -> Result<Timeline, Error> {
-        let wants = crate::capture::Wants {
-            timeline: Some(options),
-            ..Default::default()
-        };
-        crate::capture::read_capture(path, case, options, wants, |_| {})?
-            .timeline
-            .unwrap_or(Err(Error::Empty))
+        let data = PerfData::open(path)?;
+        let mut namer = StackNamer::for_capture(&data, options);
+        let mut builder = TimelineBuilder::new(&data, case, options)?;
+        crate::capture::each_record(&data, &mut namer, &mut builder)?;
+        Ok(builder.finish())
     }
 
     /// Samples in all threads.
@@ -210,7 +208,7 @@ impl Timeline {
 }
 
 /// [`Timeline::of_capture`]'s part of a reading of the capture
-/// ([`crate::capture::read_capture`]).
+/// ([`crate::reading::read_capture`]).
 pub(crate) struct TimelineBuilder {
     case: String,
     chosen: Vec<bool>,
@@ -291,14 +289,10 @@ impl TimelineBuilder {
             throttle_start: FxHashMap::default(),
         })
     }
+}
 
-    /// Takes a record (the namer has observed it).
-    pub(crate) fn record(
-        &mut self,
-        e: &Event<'_>,
-        namer: &mut StackNamer,
-        found: &mut crate::capture::Found,
-    ) {
+impl crate::capture::Visit for TimelineBuilder {
+    fn record(&mut self, e: &Event<'_>, namer: &mut StackNamer, found: &mut crate::capture::Found) {
         if let Some(t) = e.time {
             self.start = self.start.min(t);
             self.end = self.end.max(t);
@@ -366,7 +360,9 @@ impl TimelineBuilder {
             _ => {}
         }
     }
+}
 
+impl TimelineBuilder {
     /// The time line.
     pub(crate) fn finish(self) -> Timeline {
         let TimelineBuilder {

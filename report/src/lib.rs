@@ -32,6 +32,7 @@ pub mod offcpu;
 #[cfg(feature = "pprof")]
 pub mod pprof;
 pub mod profile;
+pub mod reading;
 pub mod stacks;
 
 pub use error::Error;

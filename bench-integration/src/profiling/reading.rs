@@ -8,6 +8,7 @@ use serde::Serialize;
 use sparkles_report::capture as report;
 use sparkles_report::diff::{self, Mover};
 use sparkles_report::profile::{Blocks, Folded, Profile};
+use sparkles_report::reading;
 use sparkles_report::stacks::{StackOptions, UnwindSummary};
 
 use super::plan::Against;
@@ -379,14 +380,14 @@ pub(crate) fn read_capture(
         ..Default::default()
     };
     // One reading for the profiles, the annotation and the viewers' time line.
-    let wants = report::Wants {
+    let wants = reading::Wants {
         profiles: vec![&options],
         #[cfg(feature = "annotate")]
         annotate: Some((&options, &select)),
         timeline: (!args.profile_format.is_empty()).then_some(&options),
     };
     let mut unwind = UnwindSummary::default();
-    let read = report::read_capture(capture, case, &options, wants, |s| unwind.add(s)).and_then(
+    let read = reading::read_capture(capture, case, &options, wants, |s| unwind.add(s)).and_then(
         |mut read| {
             let profiles = read
                 .profiles
@@ -657,17 +658,19 @@ fn read_alloc_capture(
         };
         kinds.push((kind, event, options));
     }
-    // One reading for both profiles and the viewers' time line (every sample's).
-    let wants = report::Wants {
+    // One reading for both profiles and the viewers' time line (every sample's). Without
+    // the `annotate` feature `Wants` has no other field: the update is for builds with it.
+    #[allow(clippy::needless_update)]
+    let wants = reading::Wants {
         profiles: kinds.iter().map(|(_, _, o)| o).collect(),
         timeline: kinds
             .first()
             .filter(|_| !args.profile_format.is_empty())
             .map(|(_, _, o)| o),
-        ..report::Wants::default()
+        ..reading::Wants::default()
     };
     let mut unwind = UnwindSummary::default();
-    let done = match report::read_capture(capture, case, &base, wants, |s| unwind.add(s)) {
+    let done = match reading::read_capture(capture, case, &base, wants, |s| unwind.add(s)) {
         Ok(done) => done,
         Err(e) => {
             summary.notes.push(format!("no {EVENT} profile: {e}"));
