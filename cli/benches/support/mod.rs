@@ -276,18 +276,37 @@ pub fn reap(child: &mut std::process::Child) -> Result<(bool, Option<u64>), Stri
     Ok((status.success(), None))
 }
 
-/// Runs `program ARGS`, its output discarded: its peak resident memory in KiB (where
-/// wait4 gives it).
+/// Runs `program ARGS`, its output discarded: its peak resident memory in KiB, as GNU
+/// time (`/usr/bin/time -f %M`) measures it; `None` where that is not installed. Not
+/// wait4's `ru_maxrss` of our own child: Linux keeps a process's high-water mark across
+/// exec, and a child starts with its parent's (a bench that has read a large capture
+/// in-process gave every child the same 751 MiB). Time's child starts from time's.
 pub fn peak_memory(program: &Path, args: &[&str]) -> Result<Option<u64>, String> {
-    let mut child = Command::new(program)
+    let time = Path::new("/usr/bin/time");
+    if !time.is_file() {
+        return Ok(None);
+    }
+    let out = tempfile::NamedTempFile::new().map_err(|e| e.to_string())?;
+    let status = Command::new(time)
+        .args(["-f", "%M", "-o"])
+        .arg(out.path())
+        .arg(program)
         .args(args)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("{}: {e}", program.display()))?;
-    let (ok, peak) = reap(&mut child)?;
-    if !ok {
-        return Err(format!("{} {} failed", program.display(), args.join(" ")));
+        .status()
+        .map_err(|e| format!("{}: {e}", time.display()))?;
+    let said = std::fs::read_to_string(out.path()).unwrap_or_default();
+    if !status.success() {
+        return Err(format!(
+            "{} {} failed ({status})",
+            program.display(),
+            args.join(" ")
+        ));
     }
-    Ok(peak)
+    Ok(said
+        .trim()
+        .lines()
+        .last()
+        .and_then(|l| l.trim().parse().ok()))
 }
