@@ -18,6 +18,25 @@ use std::path::Path;
 use sparkles_bench::Suite;
 use support::{run, SERIAL};
 
+/// `suite` run with `--bench --profile` on cpu-clock for `profile_time`, three timing
+/// samples of a millisecond, and `extra`.
+fn run_profiled(suite: Suite, profile_time: &str, extra: &[&str]) -> sparkles_bench::Outcome {
+    let mut args = vec![
+        "--bench",
+        "--bench-min-time",
+        "1ms",
+        "--samples",
+        "3",
+        "--profile",
+        "--profile-time",
+        profile_time,
+        "--profile-event",
+        "cpu-clock",
+    ];
+    args.extend(extra);
+    run(suite, &args)
+}
+
 #[test]
 fn profile_writes_a_capture_per_case() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -36,19 +55,10 @@ fn profile_writes_a_capture_per_case() {
     // it lowers itself when sampling interrupts run long, as a VM's do).
     let rate = sparkles_sampler::session::allowed_frequency(4000);
     let profile_time = format!("{}ms", (400_000 / rate).max(300));
-    let outcome = run(
+    let outcome = run_profiled(
         suite,
+        &profile_time,
         &[
-            "--bench",
-            "--bench-min-time",
-            "1ms",
-            "--samples",
-            "3",
-            "--profile",
-            "--profile-time",
-            &profile_time,
-            "--profile-event",
-            "cpu-clock",
             "--profile-format",
             // The Firefox Profiler's format is feature `firefox`'s (on where the workspace
             // is built with the sparkles command).
@@ -732,19 +742,10 @@ fn a_case_with_no_samples_says_so_and_the_run_passes() {
     suite.case("spins", |b| {
         b.iter(|| spin_for(std::time::Duration::from_millis(1)))
     });
-    let outcome = run(
+    let outcome = run_profiled(
         suite,
+        "300ms",
         &[
-            "--bench",
-            "--bench-min-time",
-            "1ms",
-            "--samples",
-            "3",
-            "--profile",
-            "--profile-time",
-            "300ms",
-            "--profile-event",
-            "cpu-clock",
             // A sample each 20 ms on a CPU: the sleeper's 60 wakeups take far less, the
             // spinner, beside a busy loop per CPU, at least a third of its 300 ms.
             "--profile-period",
