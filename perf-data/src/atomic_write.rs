@@ -65,12 +65,24 @@ fn whole_temp_file(path: &Path, bytes: &[u8], mode: u32) -> Result<TempFile, Err
 /// that could not be made, or `path` when its temporary file could not be (a read-only
 /// or full file system).
 pub fn temp_file_beside(path: &Path, mode: u32) -> Result<TempFile, Error> {
+    // Not beside a device or a pipe (`-o /dev/null`): /dev is no place for it, and the
+    // file is copied into the path, not renamed over it.
+    if is_special(path) {
+        let dir = std::env::temp_dir();
+        return TempFile::create_in(&dir, mode).map_err(|e| Error::io(&dir, e));
+    }
     let dir = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     TempFile::create_in(dir, mode).map_err(|e| Error::io(path, e))
+}
+
+/// Whether `path` (its links followed) is something other than a file or a folder: a
+/// device, a pipe or a socket, which a file is written into, never renamed over.
+fn is_special(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir())
 }
 
 /// A file written under a temporary name (`.sparkles-PID-N.tmp`, created new, so never
@@ -121,8 +133,19 @@ impl TempFile {
     }
 
     /// Renames the file over `to` (on the same file system: it is in `to`'s folder). On an
-    /// error the temporary file is removed and `to` is as it was.
+    /// error the temporary file is removed and `to` is as it was. Where `to` is a device,
+    /// a pipe or a socket (`-o /dev/null`, `-o /dev/stdout`, a shell's `>(…)`), the bytes
+    /// are written into it instead: renamed over, /dev/null would become a regular file
+    /// (as root; every later write to it then landed in that file and every read of it
+    /// returned them).
     pub fn persist(mut self, to: &Path) -> std::io::Result<()> {
+        if is_special(to) {
+            use std::io::Seek;
+            self.file.seek(std::io::SeekFrom::Start(0))?;
+            let mut out = std::fs::OpenOptions::new().write(true).open(to)?;
+            std::io::copy(&mut self.file, &mut out)?;
+            return out.flush();
+        }
         std::fs::rename(&self.path, to)?;
         self.kept = true;
         Ok(())
@@ -235,6 +258,38 @@ mod tests {
             std::fs::read_dir(path.parent().unwrap()).unwrap().count(),
             1
         );
+    }
+
+    /// A pipe (as `-o /dev/stdout` or a shell's `>(…)` name one) is written into and stays
+    /// a pipe; no temporary file is left beside it or in the temporary folder. (/dev/null
+    /// itself is not tested: before this, the test would have replaced it.)
+    #[test]
+    #[cfg(unix)]
+    fn a_pipe_is_written_into_not_replaced() {
+        use std::os::unix::fs::FileTypeExt;
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("out");
+        let name = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a NUL-terminated path; mkfifo only creates the node.
+        assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || std::fs::read(fifo).unwrap())
+        };
+        let bytes: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+        write_atomically(&fifo, &bytes).unwrap();
+        // Checked before the reader is waited for: renamed over, the pipe would never
+        // have had a writer.
+        assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+        assert_eq!(reader.join().unwrap(), bytes);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        let pid = format!(".sparkles-{}-", std::process::id());
+        let left = std::fs::read_dir(std::env::temp_dir())
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with(&pid))
+            .count();
+        assert_eq!(left, 0);
     }
 
     /// Outputs are readable as the umask allows; captures by their owner alone.
