@@ -18,9 +18,14 @@ use std::path::Path;
 use sparkles_bench::Suite;
 use support::{run, SERIAL};
 
-/// `suite` run with `--bench --profile` on cpu-clock for `profile_time`, three timing
+/// `suite` run with `--bench --profile` on `event` for `profile_time`, three timing
 /// samples of a millisecond, and `extra`.
-fn run_profiled(suite: Suite, profile_time: &str, extra: &[&str]) -> sparkles_bench::Outcome {
+fn run_profiled(
+    suite: Suite,
+    profile_time: &str,
+    event: &str,
+    extra: &[&str],
+) -> sparkles_bench::Outcome {
     let mut args = vec![
         "--bench",
         "--bench-min-time",
@@ -31,7 +36,7 @@ fn run_profiled(suite: Suite, profile_time: &str, extra: &[&str]) -> sparkles_be
         "--profile-time",
         profile_time,
         "--profile-event",
-        "cpu-clock",
+        event,
     ];
     args.extend(extra);
     run(suite, &args)
@@ -58,6 +63,7 @@ fn profile_writes_a_capture_per_case() {
     let outcome = run_profiled(
         suite,
         &profile_time,
+        "cpu-clock",
         &[
             "--profile-format",
             // The Firefox Profiler's format is feature `firefox`'s (on where the workspace
@@ -329,32 +335,15 @@ fn a_profiled_baseline_gives_each_case_a_hot_function_diff() {
         });
         suite
     };
-    let flags = |extra: &[&str]| {
-        let mut f = vec![
-            "--bench",
-            "--bench-min-time",
-            "1ms",
-            "--samples",
-            "3",
-            "--profile",
-            "--profile-time",
-            "300ms",
-            "--profile-event",
-            // User mode only: the share of interrupts taken in the kernel differs between a
-            // busy machine's runs, and memset's share is what is left of it.
-            "cpu-clock:u",
-            "--out-dir",
-            dir.path().to_str().unwrap(),
-        ];
-        f.extend_from_slice(extra);
-        f.into_iter().map(String::from).collect::<Vec<_>>()
-    };
-    let first = run(
+    // User mode only: the share of interrupts taken in the kernel differs between a busy
+    // machine's runs, and memset's share is what is left of it.
+    let event = "cpu-clock:u";
+    let out = dir.path().to_str().unwrap();
+    let first = run_profiled(
         suite(),
-        &flags(&["--save-baseline", "main"])
-            .iter()
-            .map(String::as_str)
-            .collect::<Vec<_>>(),
+        "300ms",
+        event,
+        &["--out-dir", out, "--save-baseline", "main"],
     );
     if let Some(e) = first.rows[0]
         .profile
@@ -372,12 +361,11 @@ fn a_profiled_baseline_gives_each_case_a_hot_function_diff() {
     // What the next run's warning about an unprofiled baseline asks.
     let saved = sparkles_bench::baseline::load("main", dir.path(), "profdiff").unwrap();
     assert!(saved.has_profiles());
-    let second = run(
+    let second = run_profiled(
         suite(),
-        &flags(&["--baseline", "main"])
-            .iter()
-            .map(String::as_str)
-            .collect::<Vec<_>>(),
+        "300ms",
+        event,
+        &["--out-dir", out, "--baseline", "main"],
     );
     let p = second.rows[0].profile.as_ref().unwrap();
     assert!(!p.movers.is_empty(), "{p:?}");
@@ -421,10 +409,7 @@ fn a_profiled_baseline_gives_each_case_a_hot_function_diff() {
         .ends_with("</svg>"));
     // A later run without the baseline leaves no diff of the earlier one beside its
     // capture.
-    let third = run(
-        suite(),
-        &flags(&[]).iter().map(String::as_str).collect::<Vec<_>>(),
-    );
+    let third = run_profiled(suite(), "300ms", event, &["--out-dir", out]);
     assert!(third.rows[0].profile.as_ref().unwrap().movers.is_empty());
     assert!(!case.join("diff.json").exists() && !case.join("diff.svg").exists());
     #[cfg(feature = "annotate")]
@@ -745,6 +730,7 @@ fn a_case_with_no_samples_says_so_and_the_run_passes() {
     let outcome = run_profiled(
         suite,
         "300ms",
+        "cpu-clock",
         &[
             // A sample each 20 ms on a CPU: the sleeper's 60 wakeups take far less, the
             // spinner, beside a busy loop per CPU, at least a third of its 300 ms.
