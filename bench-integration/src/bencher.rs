@@ -759,6 +759,11 @@ fn count_in_brackets(
 /// The valgrind child's counting pass: each bracket of `brackets` a run of one iteration
 /// and one of `iterations + 1`, callgrind collecting inside the timed loop only, each run
 /// dumped with its label for the parent to read ([`crate::tiers::valgrind::dump_label`]).
+/// The difference is `iterations` iterations exactly, whatever `iterations` is: both runs
+/// enter and leave the loop the same way. (A base run of no iteration against a full run
+/// of `n`, a third of the cost where `n` is 1, was tried: it read 3 to 6 instructions a
+/// run more, so a count depended on `n`, and a build slow enough to take fewer
+/// iterations read more instructions for the same code.)
 fn count_under_callgrind(
     routine: &mut dyn Routine,
     iterations: u64,
@@ -769,6 +774,21 @@ fn count_under_callgrind(
         valgrind: Some(case),
         ..CountPlan::default()
     };
+    // The runner's thread, which asked for this count, runs on for a moment after its
+    // send: the channel's receive spins and yields before it parks. Under valgrind's one
+    // thread at a time it may get its turn inside the first bracket's collected run, and
+    // those instructions were counted there (a first bracket 67 to 1,600 instructions off
+    // the rest on base64's 30 MiB cases, whose runs outlast valgrind's time slice).
+    // Sleeping here first lets it park.
+    std::thread::sleep(Duration::from_millis(30));
+    // And one iteration more, uncollected (the only warm-up of a case whose runs take
+    // one iteration): the first run after the command's exchange read 67 instructions
+    // off the runs after it on base64's large cases (the allocator's path after the
+    // channel's blocks and the command were freed on this thread, or the asking thread
+    // not yet parked), so that those cases took every bracket. (Where a first bracket
+    // still differs from the second, the case takes every bracket: a median, not a wrong
+    // count.)
+    routine.run(1, &mut Meter::idle())?;
     for bracket in brackets {
         for full in [false, true] {
             crate::tiers::valgrind::zero_stats();

@@ -635,6 +635,10 @@ fn instruction_pass(
         let pass = valgrind::Pass {
             program,
             timeout: std::time::Duration::from_secs(args.valgrind_timeout),
+            jobs: match args.valgrind_jobs {
+                0 => std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
+                n => n,
+            },
             brackets: args.count_brackets,
             suite: suite_name.to_string(),
             reexec,
@@ -716,13 +720,25 @@ fn valgrind_child(suite: Suite, request: &valgrind::ChildRequest) -> Outcome {
             continue;
         };
         let mut running = runner::Running::spawn(case);
-        // The setup is done: from here callgrind instruments (and simulates the caches).
+        // The setup runs at valgrind's bare speed: a sample of no iteration is answered
+        // once the case is in its iter call, its setup done. (Instrumentation used to
+        // start as the case's thread started, so the setup ran under the cache
+        // simulation: about 2 s of each of base64's 30 MiB cases, which fill and encode
+        // their input.)
+        running.sample(0);
+        // From here callgrind instruments (and simulates the caches).
         // One warm-up iteration, uncollected: first-call costs (lazy binding, first
-        // touches, cold simulated caches) stay out of every bracket.
-        // A second, timed: what an iteration costs under callgrind, to size the runs.
+        // touches, cold simulated caches) stay out of every bracket. A second, timed:
+        // what an iteration costs under callgrind, to size the runs; not where the runs
+        // take one iteration whatever it costs (a slow body: one of base64's 30 MiB cases
+        // is 2 s under callgrind), where the count's own uncollected iteration before
+        // its brackets is the second warm-up. Two it takes: the allocator's state
+        // settles over them (glibc raises its mmap threshold after the first free of a
+        // large block; with one, base64's 3 MiB encode read 4 million instructions more
+        // in its first bracket than in the rest).
         valgrind::start_instrumentation();
         running.sample(1);
-        let iterations = if asked.size_by_cost {
+        let iterations = if asked.size_by_cost && asked.iterations > 1 {
             valgrind::sized_by_cost(asked.iterations, running.sample(1))
         } else {
             asked.iterations

@@ -12,8 +12,9 @@
 //! - `symbolize/addr2line_tool`: the addr2line crate's own tool, where `cargo install
 //!   addr2line --features bin` put it.
 //!
-//! After timing, each tool's process runs once more and its peak resident memory
-//! (`ru_maxrss` from wait4) is printed beside the others'.
+//! After timing, each tool's process runs once more under GNU time and its peak resident
+//! memory is printed beside the others' (not wait4's `ru_maxrss`: a child starts with
+//! its parent's high-water mark, and this bench has read the binary in-process).
 //!
 //! The binary is built with `cargo build -p sparkles-cli --bin sparkles` when missing.
 
@@ -109,14 +110,8 @@ fn ours_batch(bin: &Path, addrs: &[u64]) -> Result<usize, String> {
     Ok(s.name_batch(&places).iter().map(|n| n.frames.len()).sum())
 }
 
-/// Runs `program ARGS -f -i -C -e BIN` with the addresses on stdin: the lines it printed
-/// and its peak resident memory in KiB.
-fn tool(
-    program: &Path,
-    pre: &[&str],
-    bin: &Path,
-    addrs: &[u64],
-) -> Result<(usize, Option<u64>), String> {
+/// Runs `program ARGS -f -i -C -e BIN` with the addresses on stdin: the lines it printed.
+fn tool(program: &Path, pre: &[&str], bin: &Path, addrs: &[u64]) -> Result<usize, String> {
     let mut child = Command::new(program)
         .args(pre)
         .args(["-f", "-i", "-C", "-e"])
@@ -135,7 +130,7 @@ fn tool(
         let mut out = Vec::new();
         std::io::Read::read_to_end(&mut stdout, &mut out).map(|_| out)
     });
-    let (ok, peak) = support::reap(&mut child)?;
+    let ok = child.wait().map_err(|e| format!("wait: {e}"))?.success();
     let _ = writer.join();
     let out = reader
         .join()
@@ -144,7 +139,7 @@ fn tool(
     if !ok {
         return Err(format!("{} failed", program.display()));
     }
-    Ok((out.iter().filter(|&&b| b == b'\n').count(), peak))
+    Ok(out.iter().filter(|&&b| b == b'\n').count())
 }
 
 fn main() {
@@ -200,19 +195,36 @@ fn main() {
                     let (a, b, program, pre) =
                         (addrs.clone(), bin.clone(), program.clone(), pre.clone());
                     g.case(name, move |bench| {
-                        bench.try_iter(|| tool(&program, &pre, &b, &a).map(|(lines, _)| lines))
+                        bench.try_iter(|| tool(&program, &pre, &b, &a))
                     });
                 }
             });
             if measuring {
-                let peaks: Vec<String> = tools
-                    .iter()
-                    .filter_map(|(name, program, pre)| {
-                        let (_, kib) = tool(program, pre, &bin, &addrs).ok()?;
-                        Some(format!("{name} {:.0} MiB", kib? as f64 / 1024.0))
-                    })
-                    .collect();
-                eprintln!("symbolize: peak resident memory: {}", peaks.join(", "));
+                let input = tempfile::NamedTempFile::new().and_then(|mut f| {
+                    let text: String = addrs.iter().map(|a| format!("{a:x}\n")).collect();
+                    f.write_all(text.as_bytes()).map(|()| f)
+                });
+                match input {
+                    Ok(input) => {
+                        let bin = bin.to_string_lossy();
+                        let peaks: Vec<String> = tools
+                            .iter()
+                            .filter_map(|(name, program, pre)| {
+                                let mut args = pre.clone();
+                                args.extend(["-f", "-i", "-C", "-e", &bin]);
+                                let kib =
+                                    support::peak_memory_fed(program, &args, Some(input.path()))
+                                        .ok()??;
+                                Some(format!("{name} {:.0} MiB", kib as f64 / 1024.0))
+                            })
+                            .collect();
+                        eprintln!(
+                            "symbolize: peak resident memory (GNU time): {}",
+                            peaks.join(", ")
+                        );
+                    }
+                    Err(e) => eprintln!("symbolize: no peak memory: a file of the addresses: {e}"),
+                }
             }
         }
         Err(why) => eprintln!("symbolize: nothing to measure: {why}"),

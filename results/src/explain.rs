@@ -23,7 +23,7 @@ fn samples_of(row: &BenchRow, id: &str) -> Option<Vec<f64>> {
 
 /// `new` against `base`, as timing is compared; a zero baseline (a count that was 0) is
 /// compared by whether the new values are all above it. Exact counts, too few for a
-/// bootstrap (callgrind's, which take three brackets where they repeat to the
+/// bootstrap (callgrind's, which take two brackets where they repeat to the
 /// instruction: every value of each side the same, two at least a side), compare exactly:
 /// the change is the difference, its interval that point, higher or lower wherever they
 /// differ.

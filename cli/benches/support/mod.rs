@@ -253,35 +253,21 @@ pub fn synthesized(source: &Path, n: u64, out: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// Reaps the child: whether it exited with 0, and its peak resident memory in KiB
-/// (wait4's `ru_maxrss`).
-#[cfg(unix)]
-pub fn reap(child: &mut std::process::Child) -> Result<(bool, Option<u64>), String> {
-    let mut status = 0;
-    // SAFETY: an all-zero rusage is valid, and wait4 fills it for our own child.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: waits for our own child; status and usage are ours to fill.
-    let pid = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut usage) };
-    if pid < 0 {
-        return Err(format!("wait4: {}", std::io::Error::last_os_error()));
-    }
-    let ok = libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
-    Ok((ok, u64::try_from(usage.ru_maxrss).ok()))
-}
-
-/// Reaps the child: whether it exited with 0; no peak memory (no wait4 here).
-#[cfg(not(unix))]
-pub fn reap(child: &mut std::process::Child) -> Result<(bool, Option<u64>), String> {
-    let status = child.wait().map_err(|e| format!("wait: {e}"))?;
-    Ok((status.success(), None))
-}
-
 /// Runs `program ARGS`, its output discarded: its peak resident memory in KiB, as GNU
 /// time (`/usr/bin/time -f %M`) measures it; `None` where that is not installed. Not
 /// wait4's `ru_maxrss` of our own child: Linux keeps a process's high-water mark across
 /// exec, and a child starts with its parent's (a bench that has read a large capture
 /// in-process gave every child the same 751 MiB). Time's child starts from time's.
 pub fn peak_memory(program: &Path, args: &[&str]) -> Result<Option<u64>, String> {
+    peak_memory_fed(program, args, None)
+}
+
+/// [`peak_memory`] with the file `input` (where given) on the program's standard input.
+pub fn peak_memory_fed(
+    program: &Path,
+    args: &[&str],
+    input: Option<&Path>,
+) -> Result<Option<u64>, String> {
     let time = Path::new("/usr/bin/time");
     if !time.is_file() {
         return Ok(None);
@@ -292,6 +278,12 @@ pub fn peak_memory(program: &Path, args: &[&str]) -> Result<Option<u64>, String>
         .arg(out.path())
         .arg(program)
         .args(args)
+        .stdin(match input {
+            Some(path) => Stdio::from(
+                std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?,
+            ),
+            None => Stdio::null(),
+        })
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()

@@ -26,9 +26,11 @@ const FULL_RUN_UNDER_VALGRIND: Duration = Duration::from_millis(40);
 /// Brackets every case is counted in first. Where their instruction counts agree to the
 /// instruction (as a body that does the same work every time does), that is the count,
 /// exactly: no more brackets are taken (the simulated misses, which may differ by a few
-/// where the heap's blocks land, keep these three). A case whose counts differ is counted
-/// again in the rest of `--count-brackets`, for a median and a spread.
-pub(crate) const EXACT_BRACKETS: u32 = 3;
+/// where the heap's blocks land, keep these two). A case whose counts differ is counted
+/// again in the rest of `--count-brackets`, for a median and a spread. Two show it: a
+/// count that scatters (the allocator's state, a hash seed) differs between two brackets
+/// of several iterations, and the comparison takes two equal values a side as exact.
+pub(crate) const EXACT_BRACKETS: u32 = 2;
 
 /// The iterations a full run adds, at most `asked`, and fewer where one iteration under
 /// callgrind (`one`, timed with instrumentation on) makes the run longer than
@@ -61,6 +63,8 @@ pub(crate) fn exact(brackets: &[MetricSeries]) -> bool {
 pub(crate) struct Pass {
     pub program: PathBuf,
     pub timeout: Duration,
+    /// Children counting at once (at least one).
+    pub jobs: usize,
     pub brackets: u32,
     pub suite: String,
     pub reexec: Reexec,
@@ -93,6 +97,53 @@ pub(crate) fn iterations_for(ns_per_iter: f64, brackets: u32) -> u64 {
     }
 }
 
+/// The cases (by index) each of at most `jobs` children counts: the heaviest first, each
+/// to the share with the least weight so far (longest processing time first), every share
+/// in the cases' order. No share is empty.
+pub(crate) fn shares(weights: &[f64], jobs: usize) -> Vec<Vec<usize>> {
+    let jobs = jobs.clamp(1, weights.len().max(1));
+    let mut order: Vec<usize> = (0..weights.len()).collect();
+    let weight = |i: usize| {
+        if weights[i].is_finite() {
+            weights[i].max(0.0)
+        } else {
+            0.0
+        }
+    };
+    order.sort_by(|&a, &b| weight(b).total_cmp(&weight(a)).then(a.cmp(&b)));
+    let mut shares: Vec<(f64, Vec<usize>)> = (0..jobs).map(|_| (0.0, Vec::new())).collect();
+    for i in order {
+        let lightest = shares
+            .iter_mut()
+            .min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.len().cmp(&b.1.len())))
+            .expect("one share at least");
+        lightest.0 += weight(i);
+        lightest.1.push(i);
+    }
+    shares
+        .into_iter()
+        .filter(|(_, s)| !s.is_empty())
+        .map(|(_, mut s)| {
+            s.sort_unstable();
+            s
+        })
+        .collect()
+}
+
+/// What counting a case is expected to cost, in native nanoseconds (the same scale for
+/// every case, all that sharing needs): its collected iterations in the first brackets
+/// and their base runs, its warm-ups and the uncollected iteration before them, and a floor for its setup and
+/// valgrind's translation of its code.
+pub(crate) fn weight_of(ns_per_iter: f64, iterations: u64) -> f64 {
+    let ns = if ns_per_iter.is_finite() {
+        ns_per_iter.max(0.0)
+    } else {
+        0.0
+    };
+    let collected = (iterations as f64 + 2.0) * f64::from(EXACT_BRACKETS) + 3.0;
+    ns * collected + 1e6
+}
+
 /// How a child run ended for the cases it was given.
 enum ChildEnd {
     /// Every case it began, it finished; it began them all.
@@ -105,36 +156,80 @@ enum ChildEnd {
 }
 
 impl Pass {
-    /// Counts `cases` (`(name, n)`: the iterations a full run adds at most) under
-    /// callgrind, in one child for all of them (valgrind's start, most of a case's cost on
-    /// a quick body, is paid once), another for the rest where a case hangs or kills its
-    /// child. Each case's values, or why there are none, in order: in [`EXACT_BRACKETS`]
-    /// brackets where their instruction counts agree, else in all the pass's (the child
-    /// decides, from its own dumps, and says how many in the case's `brackets` marker).
-    pub(crate) fn count_all(&self, cases: &[(String, u64)]) -> Vec<Result<Counted, String>> {
-        let dir = match tempfile_dir() {
-            Ok(d) => d,
-            Err(e) => return cases.iter().map(|_| Err(e.clone())).collect(),
-        };
-        let mut dumps = Vec::new();
-        let mut sums = CostSums::default();
-        let mut attempt = 0;
+    /// Counts `cases` (`(name, n, weight)`: the iterations a full run adds at most, and
+    /// what the case is expected to cost) under callgrind, in [`Pass::jobs`] children at
+    /// once, each counting a share of the cases one after another (valgrind's start, most
+    /// of a case's cost on a quick body, is paid once a share), another child for the
+    /// rest of a share where a case hangs or kills its child. The shares are balanced by
+    /// weight, each taken in the suite's order. Each case's values, or why there are
+    /// none, in order: in [`EXACT_BRACKETS`] brackets where their instruction counts
+    /// agree, else in all the pass's (the child decides, from its own dumps, and says how
+    /// many in the case's `brackets` marker).
+    pub(crate) fn count_all(&self, cases: &[(String, u64, f64)]) -> Vec<Result<Counted, String>> {
         let asked: Vec<ChildCase> = cases
             .iter()
             .enumerate()
-            .map(|(i, (name, n))| ChildCase {
+            .map(|(i, (name, n, _))| ChildCase {
                 index: i as u32,
                 name: name.clone(),
                 iterations: *n,
                 size_by_cost: true,
             })
             .collect();
+        let weights: Vec<f64> = cases.iter().map(|c| c.2).collect();
+        let shares = shares(&weights, self.jobs);
         let mut results: Vec<Option<Result<Counted, String>>> =
             cases.iter().map(|_| None).collect();
+        std::thread::scope(|scope| {
+            let counting: Vec<_> = shares
+                .iter()
+                .map(|share| {
+                    let share: Vec<ChildCase> = share.iter().map(|&i| asked[i].clone()).collect();
+                    scope.spawn(move || self.count_share(&share, cases.len()))
+                })
+                .collect();
+            for c in counting {
+                match c.join() {
+                    Ok(counted) => {
+                        for (i, r) in counted {
+                            results[i] = Some(r);
+                        }
+                    }
+                    Err(p) => std::panic::resume_unwind(p),
+                }
+            }
+        });
+        results
+            .into_iter()
+            .map(|r| r.unwrap_or_else(|| Err("interrupted".to_string())))
+            .collect()
+    }
+
+    /// Counts one share of the cases (`asked`, of `total` in the pass), in a child of its
+    /// own and its own folder: each of its cases' values by index.
+    fn count_share(
+        &self,
+        asked: &[ChildCase],
+        total: usize,
+    ) -> Vec<(usize, Result<Counted, String>)> {
+        let dir = match tempfile_dir() {
+            Ok(d) => d,
+            Err(e) => {
+                return asked
+                    .iter()
+                    .map(|c| (c.index as usize, Err(e.clone())))
+                    .collect()
+            }
+        };
+        let mut dumps = Vec::new();
+        let mut sums = CostSums::default();
+        let mut attempt = 0;
+        let mut results: Vec<Option<Result<Counted, String>>> = (0..total).map(|_| None).collect();
+        let mine = |results: &[Option<_>], c: &ChildCase| results[c.index as usize].is_none();
         loop {
             let pending: Vec<ChildCase> = asked
                 .iter()
-                .filter(|c| results[c.index as usize].is_none())
+                .filter(|c| mine(&results, c))
                 .cloned()
                 .collect();
             if pending.is_empty() {
@@ -145,8 +240,8 @@ impl Pass {
             match self.read_dumps(dir.path(), attempt, &mut sums) {
                 Ok(mut d) => dumps.append(&mut d),
                 Err(e) => {
-                    for r in results.iter_mut().filter(|r| r.is_none()) {
-                        *r = Some(Err(e.clone()));
+                    for c in &pending {
+                        results[c.index as usize].get_or_insert_with(|| Err(e.clone()));
                     }
                 }
             }
@@ -154,8 +249,8 @@ impl Pass {
                 ChildEnd::Finished => {}
                 ChildEnd::Lost { case, why } => results[case as usize] = Some(Err(why)),
                 ChildEnd::NotStarted(why) => {
-                    for r in results.iter_mut().filter(|r| r.is_none()) {
-                        *r = Some(Err(why.clone()));
+                    for c in &pending {
+                        results[c.index as usize].get_or_insert_with(|| Err(why.clone()));
                     }
                 }
             }
@@ -163,18 +258,23 @@ impl Pass {
                 break;
             }
         }
-        results
-            .into_iter()
-            .enumerate()
-            .map(|(i, r)| {
-                let c = r.unwrap_or_else(|| Err("interrupted".to_string()))?;
-                brackets_of(&dumps, i as u32, c.brackets_taken, c.iterations).map(|brackets| {
-                    Counted {
-                        brackets,
-                        costs: sums.take(i as u32),
-                        ..c
-                    }
-                })
+        asked
+            .iter()
+            .map(|c| {
+                let i = c.index as usize;
+                let counted = results[i]
+                    .take()
+                    .unwrap_or_else(|| Err("interrupted".to_string()))
+                    .and_then(|c| {
+                        brackets_of(&dumps, i as u32, c.brackets_taken, c.iterations).map(
+                            |brackets| Counted {
+                                brackets,
+                                costs: sums.take(i as u32),
+                                ..c
+                            },
+                        )
+                    });
+                (i, counted)
             })
             .collect()
     }
@@ -445,9 +545,12 @@ pub(crate) fn count_cases(cases: &[(String, f64)], pass: &Pass) -> Vec<CaseCount
     progress.pass("valgrind", None);
     progress.show(&format!("valgrind: {} cases under callgrind", cases.len()));
     let start = Instant::now();
-    let asked: Vec<(String, u64)> = cases
+    let asked: Vec<(String, u64, f64)> = cases
         .iter()
-        .map(|(name, median)| (name.clone(), iterations_for(*median, pass.brackets)))
+        .map(|(name, median)| {
+            let n = iterations_for(*median, pass.brackets);
+            (name.clone(), n, weight_of(*median, n))
+        })
         .collect();
     let results = pass.count_all(&asked);
     progress.clear();
@@ -455,7 +558,7 @@ pub(crate) fn count_cases(cases: &[(String, f64)], pass: &Pass) -> Vec<CaseCount
     let mut counted = 0;
     let mut exact_cases = 0;
     let mut counts = Vec::new();
-    for ((name, n), result) in asked.into_iter().zip(results) {
+    for ((name, n, _), result) in asked.into_iter().zip(results) {
         let mut count = CaseCount {
             account: ValgrindReport {
                 program: pass.program.display().to_string(),
@@ -493,10 +596,14 @@ pub(crate) fn count_cases(cases: &[(String, f64)], pass: &Pass) -> Vec<CaseCount
     }
     if let Some((case, seconds)) = slowest {
         eprintln!(
-            "counting: valgrind: {counted} case{} counted under callgrind ({}) in {:.1} s, the slowest {case} ({seconds:.1} s); {exact_cases} exact in {} brackets, {} in {}",
+            "counting: valgrind: {counted} case{} counted under callgrind ({}) in {:.1} s ({} at once), the slowest {case} ({seconds:.1} s); {exact_cases} exact in {} brackets, {} in {}",
             if counted == 1 { "" } else { "s" },
             pass.program.display(),
             start.elapsed().as_secs_f64(),
+            match pass.jobs.clamp(1, cases.len().max(1)) {
+                1 => "one child".to_string(),
+                n => format!("{n} children"),
+            },
             pass.brackets.clamp(1, EXACT_BRACKETS),
             counted - exact_cases,
             pass.brackets
