@@ -774,20 +774,17 @@ fn count_under_callgrind(
         valgrind: Some(case),
         ..CountPlan::default()
     };
-    // The runner's thread, which asked for this count, runs on for a moment after its
-    // send: the channel's receive spins and yields before it parks. Under valgrind's one
-    // thread at a time it may get its turn inside the first bracket's collected run, and
-    // those instructions were counted there (a first bracket 67 to 1,600 instructions off
-    // the rest on base64's 30 MiB cases, whose runs outlast valgrind's time slice).
-    // Sleeping here first lets it park.
+    // The first run after the command's exchange read 67 to 1,600 instructions off the
+    // runs after it on base64's large cases, so that cases doing the same work every
+    // iteration took every bracket. Two causes are possible and neither is pinned: the
+    // asking thread, whose receive spins and yields before it parks, taking a turn
+    // inside the collected run under valgrind's one thread at a time; and the
+    // allocator's path after the channel's blocks and the command were freed on this
+    // thread. A sleep lets the asking thread park (alone it did not cure it under load);
+    // one more iteration, uncollected, did (and is the only warm-up of a case whose runs
+    // take one iteration). Where a first bracket still differs from the second, the case
+    // takes every bracket: a median, not a wrong count.
     std::thread::sleep(Duration::from_millis(30));
-    // And one iteration more, uncollected (the only warm-up of a case whose runs take
-    // one iteration): the first run after the command's exchange read 67 instructions
-    // off the runs after it on base64's large cases (the allocator's path after the
-    // channel's blocks and the command were freed on this thread, or the asking thread
-    // not yet parked), so that those cases took every bracket. (Where a first bracket
-    // still differs from the second, the case takes every bracket: a median, not a wrong
-    // count.)
     routine.run(1, &mut Meter::idle())?;
     for bracket in brackets {
         for full in [false, true] {

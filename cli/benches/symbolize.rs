@@ -110,18 +110,26 @@ fn ours_batch(bin: &Path, addrs: &[u64]) -> Result<usize, String> {
     Ok(s.name_batch(&places).iter().map(|n| n.frames.len()).sum())
 }
 
+/// The flags every addr2line is run with, before the binary's path.
+const FLAGS: [&str; 4] = ["-f", "-i", "-C", "-e"];
+
+/// The addresses as addr2line reads them on stdin: hex, one a line.
+fn address_lines(addrs: &[u64]) -> String {
+    addrs.iter().map(|a| format!("{a:x}\n")).collect()
+}
+
 /// Runs `program ARGS -f -i -C -e BIN` with the addresses on stdin: the lines it printed.
 fn tool(program: &Path, pre: &[&str], bin: &Path, addrs: &[u64]) -> Result<usize, String> {
     let mut child = Command::new(program)
         .args(pre)
-        .args(["-f", "-i", "-C", "-e"])
+        .args(FLAGS)
         .arg(bin)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .map_err(|e| format!("{}: {e}", program.display()))?;
-    let input: String = addrs.iter().map(|a| format!("{a:x}\n")).collect();
+    let input = address_lines(addrs);
     let mut stdin = child.stdin.take().ok_or("no stdin")?;
     let mut stdout = child.stdout.take().ok_or("no stdout")?;
     // Write from a thread: the tool answers while we feed it, and pipes are finite.
@@ -200,10 +208,8 @@ fn main() {
                 }
             });
             if measuring {
-                let input = tempfile::NamedTempFile::new().and_then(|mut f| {
-                    let text: String = addrs.iter().map(|a| format!("{a:x}\n")).collect();
-                    f.write_all(text.as_bytes()).map(|()| f)
-                });
+                let input = tempfile::NamedTempFile::new()
+                    .and_then(|mut f| f.write_all(address_lines(&addrs).as_bytes()).map(|()| f));
                 match input {
                     Ok(input) => {
                         let bin = bin.to_string_lossy();
@@ -211,7 +217,8 @@ fn main() {
                             .iter()
                             .filter_map(|(name, program, pre)| {
                                 let mut args = pre.clone();
-                                args.extend(["-f", "-i", "-C", "-e", &bin]);
+                                args.extend(FLAGS);
+                                args.push(&bin);
                                 let kib =
                                     support::peak_memory_fed(program, &args, Some(input.path()))
                                         .ok()??;

@@ -4,7 +4,8 @@
 //! the bench executable run under `valgrind --tool=callgrind --collect-atstart=no` with
 //! callgrind's cache and branch simulation (one child a share of the cases, as many at
 //! once as `--valgrind-jobs`, one per CPU by default). The child runs the case's setup
-//! uncollected, one warm-up iteration, then `brackets` brackets, each two collected runs of the timed
+//! uninstrumented, its warm-up iterations and one more uncollected, then `brackets`
+//! brackets, each two collected runs of the timed
 //! loop (a base run of 1 iteration and a full run of `n + 1`) toggled on and off by client
 //! requests around the loop only, each run dumped on its own (`CALLGRIND_DUMP_STATS_AT`).
 //! A bracket's value per iteration is `(full - base) / n`: what the harness costs around

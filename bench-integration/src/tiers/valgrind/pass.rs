@@ -103,13 +103,7 @@ pub(crate) fn iterations_for(ns_per_iter: f64, brackets: u32) -> u64 {
 pub(crate) fn shares(weights: &[f64], jobs: usize) -> Vec<Vec<usize>> {
     let jobs = jobs.clamp(1, weights.len().max(1));
     let mut order: Vec<usize> = (0..weights.len()).collect();
-    let weight = |i: usize| {
-        if weights[i].is_finite() {
-            weights[i].max(0.0)
-        } else {
-            0.0
-        }
-    };
+    let weight = |i: usize| finite_or_zero(weights[i]);
     order.sort_by(|&a, &b| weight(b).total_cmp(&weight(a)).then(a.cmp(&b)));
     let mut shares: Vec<(f64, Vec<usize>)> = (0..jobs).map(|_| (0.0, Vec::new())).collect();
     for i in order {
@@ -130,16 +124,21 @@ pub(crate) fn shares(weights: &[f64], jobs: usize) -> Vec<Vec<usize>> {
         .collect()
 }
 
-/// What counting a case is expected to cost, in native nanoseconds (the same scale for
-/// every case, all that sharing needs): its collected iterations in the first brackets
-/// and their base runs, its warm-ups and the uncollected iteration before them, and a floor for its setup and
-/// valgrind's translation of its code.
-pub(crate) fn weight_of(ns_per_iter: f64, iterations: u64) -> f64 {
-    let ns = if ns_per_iter.is_finite() {
-        ns_per_iter.max(0.0)
+/// `x` where it is a finite number at least 0, else 0 (an unknown median, a NaN weight).
+fn finite_or_zero(x: f64) -> f64 {
+    if x.is_finite() {
+        x.max(0.0)
     } else {
         0.0
-    };
+    }
+}
+
+/// What counting a case is expected to cost, in native nanoseconds (the same scale for
+/// every case, all that sharing needs): its collected iterations in the first brackets
+/// and their base runs, its warm-ups and the uncollected iteration before them, and a
+/// floor for its setup and valgrind's translation of its code.
+pub(crate) fn weight_of(ns_per_iter: f64, iterations: u64) -> f64 {
+    let ns = finite_or_zero(ns_per_iter);
     let collected = (iterations as f64 + 2.0) * f64::from(EXACT_BRACKETS) + 3.0;
     ns * collected + 1e6
 }
@@ -225,11 +224,10 @@ impl Pass {
         let mut sums = CostSums::default();
         let mut attempt = 0;
         let mut results: Vec<Option<Result<Counted, String>>> = (0..total).map(|_| None).collect();
-        let mine = |results: &[Option<_>], c: &ChildCase| results[c.index as usize].is_none();
         loop {
             let pending: Vec<ChildCase> = asked
                 .iter()
-                .filter(|c| mine(&results, c))
+                .filter(|c| results[c.index as usize].is_none())
                 .cloned()
                 .collect();
             if pending.is_empty() {
