@@ -232,6 +232,13 @@ pub struct HarnessArgs {
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub valgrind_jobs: usize,
 
+    /// What callgrind simulates beside the instruction count: `cache` (the L1 and
+    /// last-level misses, and the estimated cycles), `branch` (the mispredictions), both
+    /// (the default) or `none`. Each simulation slows the count: with none, about half the
+    /// time; the instruction counts are the same whatever it is.
+    #[arg(long, value_name = "cache,branch|none", value_delimiter = ',', default_value = "cache,branch", value_parser = ["cache", "branch", "none"])]
+    pub valgrind_sim: Vec<String>,
+
     /// Set from `--profile=instructions`, or `--instructions` with `--profile`: each case's
     /// instruction profile from its valgrind pass.
     #[arg(skip)]

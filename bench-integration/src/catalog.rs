@@ -47,7 +47,7 @@ impl Catalog {
             sparkles_sampler::UNAVAILABLE,
         ));
         descriptors.extend(crate::tiers::alloc::descriptors());
-        descriptors.extend(crate::tiers::valgrind::descriptors());
+        descriptors.extend(crate::tiers::valgrind::descriptors(options.valgrind));
         Ok(Catalog {
             descriptors,
             plans: Plans {

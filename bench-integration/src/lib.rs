@@ -160,8 +160,8 @@ pub fn run_or_exit(suite: Suite, args: &HarnessArgs) -> Outcome {
     run_as(suite, args, true).unwrap_or_else(|e| std::process::exit(exit_status_of(&e)))
 }
 
-/// What the perf_event tiers count, from `--events`, `--perf-exact`, `--perf-threads`
-/// and `--syscalls`.
+/// What the counting tiers count, from `--events`, `--perf-exact`, `--perf-threads`,
+/// `--syscalls` and `--valgrind-sim`.
 fn counting_options(args: &HarnessArgs) -> counters::CountingOptions {
     let mut options = counters::CountingOptions::default();
     if let Some(events) = &args.events {
@@ -173,6 +173,7 @@ fn counting_options(args: &HarnessArgs) -> counters::CountingOptions {
         options.syscalls = names.clone();
         options.syscalls_named = true;
     }
+    options.valgrind = valgrind::Simulation::named(&args.valgrind_sim);
     options
 }
 
@@ -640,6 +641,7 @@ fn instruction_pass(
                 n => n,
             },
             brackets: args.count_brackets,
+            simulation: valgrind::Simulation::named(&args.valgrind_sim),
             suite: suite_name.to_string(),
             reexec,
             profile: args.instruction_profile && cfg!(feature = "profile"),
@@ -726,19 +728,23 @@ fn valgrind_child(suite: Suite, request: &valgrind::ChildRequest) -> Outcome {
         // simulation: about 2 s of each of base64's 30 MiB cases, which fill and encode
         // their input.)
         running.sample(0);
-        // From here callgrind instruments (and simulates the caches).
-        // One warm-up iteration, uncollected: first-call costs (lazy binding, first
-        // touches, cold simulated caches) stay out of every bracket. A second, timed:
-        // what an iteration costs under callgrind, to size the runs; not where the runs
-        // take one iteration whatever it costs (a slow body: one of base64's 30 MiB cases
-        // is 2 s under callgrind), where the count's own uncollected iteration before
-        // its brackets is the second warm-up. Two it takes: the allocator's state
-        // settles over them (glibc raises its mmap threshold after the first free of a
-        // large block; with one, base64's 3 MiB encode read 4 million instructions more
-        // in its first bracket than in the rest).
-        valgrind::start_instrumentation();
+        // One warm-up iteration, uninstrumented too: first-call costs (lazy binding,
+        // first touches) stay out of every bracket, at valgrind's bare speed (a fifth of
+        // its speed instrumented, with the simulations). The count's own uncollected
+        // iteration before its brackets is the second warm-up, instrumented: two it takes,
+        // as the allocator's state settles over them (glibc raises its mmap threshold
+        // after the first free of a large block; with one, base64's 3 MiB encode read 4
+        // million instructions more in its first bracket than in the rest).
         running.sample(1);
+        // From here callgrind instruments (and simulates what `--valgrind-sim` says).
+        // Where the runs may take more than one iteration, two more, instrumented: one
+        // translates the loop under instrumentation and warms the simulated caches; one
+        // is timed, what an iteration costs under callgrind, to size the runs. Not where
+        // the runs take one iteration whatever it costs (a slow body: one of base64's 30
+        // MiB cases is 2 s under callgrind).
+        valgrind::start_instrumentation();
         let iterations = if asked.size_by_cost && asked.iterations > 1 {
+            running.sample(1);
             valgrind::sized_by_cost(asked.iterations, running.sample(1))
         } else {
             asked.iterations

@@ -169,6 +169,37 @@ fn a_one_percent_change_is_higher_exactly_and_the_same_code_counts_the_same() {
     assert!(counts.iter().all(|c| *c == counts[0]), "{counts:?}");
     let account = b.counting.as_ref().unwrap().valgrind.clone().unwrap();
     assert_eq!(account.brackets, 2, "{account:?}");
+    // Without the cache and branch simulation (`--valgrind-sim none`): the same count,
+    // and the simulated metrics absent, where the default run beside it has them.
+    for id in ["valgrind.l1_misses", "valgrind.branch_misses"] {
+        assert!(b.metrics[id].is_some(), "{id}: {:?}", b.metrics);
+    }
+    let plain = run(
+        suite(2),
+        &[
+            "--bench",
+            "--instructions",
+            "--valgrind-sim",
+            "none",
+            "--metrics",
+            "valgrind.*",
+            "--samples",
+            "3",
+            "--out-dir",
+            out,
+            "same",
+        ],
+    );
+    let plain = row(&plain, "same");
+    assert_eq!(plain.metrics["valgrind.instructions"], Some(counts[0]));
+    for id in [
+        "valgrind.l1_misses",
+        "valgrind.ll_misses",
+        "valgrind.branch_misses",
+        "valgrind.estimated_cycles",
+    ] {
+        assert_eq!(plain.metrics.get(id).copied().flatten(), None, "{id}");
+    }
     // Beside it, a count that is not the same from bracket to bracket takes every bracket
     // (eight), and keeps its spread.
     let varies = row(&second, "varies");

@@ -81,6 +81,12 @@ impl Events {
             .find(|(e, _)| e == event)
             .map_or(0, |(_, v)| *v)
     }
+
+    /// Whether the dump lists `event` (callgrind lists a simulation's events only where
+    /// it ran with the simulation on).
+    pub fn has(&self, event: &str) -> bool {
+        self.0.iter().any(|(e, _)| e == event)
+    }
 }
 
 /// One dump file: its trigger's label and its counts.

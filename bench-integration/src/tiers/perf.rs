@@ -163,6 +163,9 @@ pub struct CountingOptions {
     pub syscalls: Vec<String>,
     /// Whether `--syscalls` named them (unknown names are then an error, not absent).
     pub syscalls_named: bool,
+    /// What the valgrind tier simulates (`--valgrind-sim`): its metrics left out are
+    /// absent, with the flag as the reason.
+    pub valgrind: crate::tiers::valgrind::Simulation,
 }
 
 impl CountingOptions {
@@ -183,6 +186,7 @@ impl Default for CountingOptions {
             exact: false,
             calling_thread_only: false,
             syscalls: DEFAULT_SYSCALLS.iter().map(|s| s.to_string()).collect(),
+            valgrind: crate::tiers::valgrind::Simulation::default(),
             syscalls_named: false,
         }
     }

@@ -9,8 +9,10 @@ use sparkles_results::metric::MetricSeries;
 
 use super::client::dump_label;
 
-/// The metrics of `events` (counts of one run), not yet per iteration.
-pub(super) fn metrics_of(e: &Events) -> [(&'static str, f64); 5] {
+/// The metrics of `events` (counts of one run), not yet per iteration: the simulated
+/// ones only where the dump has the simulation's events (`--valgrind-sim`), never a miss
+/// count of 0 for a cache nobody simulated.
+pub(super) fn metrics_of(e: &Events) -> Vec<(&'static str, f64)> {
     let count = |names: &[&str]| names.iter().map(|n| e.get(n)).sum::<u64>() as f64;
     let ir = count(&["Ir"]);
     let l1 = count(&["I1mr", "D1mr", "D1mw"]);
@@ -19,16 +21,21 @@ pub(super) fn metrics_of(e: &Events) -> [(&'static str, f64); 5] {
     let ram = ll;
     let ll_hits = l1 - ll;
     let l1_hits = accesses - l1;
+    let (cache, branch) = (e.has("D1mr"), e.has("Bcm"));
     [
-        ("valgrind.instructions", ir),
-        ("valgrind.l1_misses", l1),
-        ("valgrind.ll_misses", ll),
-        ("valgrind.branch_misses", count(&["Bcm", "Bim"])),
+        ("valgrind.instructions", ir, true),
+        ("valgrind.l1_misses", l1, cache),
+        ("valgrind.ll_misses", ll, cache),
+        ("valgrind.branch_misses", count(&["Bcm", "Bim"]), branch),
         (
             "valgrind.estimated_cycles",
             l1_hits + 5.0 * ll_hits + 35.0 * ram,
+            cache,
         ),
     ]
+    .into_iter()
+    .filter_map(|(id, v, simulated)| simulated.then_some((id, v)))
+    .collect()
 }
 
 /// Each metric per iteration from a bracket's base run (1 iteration) and full run

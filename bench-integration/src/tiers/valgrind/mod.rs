@@ -2,7 +2,8 @@
 //!
 //! After every timing pass, each selected case is counted once more in a child process of
 //! the bench executable run under `valgrind --tool=callgrind --collect-atstart=no` with
-//! callgrind's cache and branch simulation (one child a share of the cases, as many at
+//! callgrind's cache and branch simulation (each left out by `--valgrind-sim`, for about
+//! half the time with neither) (one child a share of the cases, as many at
 //! once as `--valgrind-jobs`, one per CPU by default). The child runs the case's setup
 //! uninstrumented, its warm-up iterations and one more uncollected, then `brackets`
 //! brackets, each two collected runs of the timed
@@ -45,4 +46,4 @@ pub(crate) use dumps::Costs;
 pub use dumps::{brackets_of, per_iteration};
 pub(crate) use pass::{count_cases, exact, medians, sized_by_cost, Pass, EXACT_BRACKETS};
 pub(crate) use program::descriptors;
-pub use program::{capability, program, Absent, PROGRAM_ENV};
+pub use program::{capability, program, Absent, Simulation, PROGRAM_ENV};

@@ -66,10 +66,17 @@ pub(crate) struct Pass {
     /// Children counting at once (at least one).
     pub jobs: usize,
     pub brackets: u32,
+    /// What callgrind simulates beside the instruction count.
+    pub simulation: super::Simulation,
     pub suite: String,
     pub reexec: Reexec,
     /// Read each case's per-function costs too (`--profile=instructions`).
     pub profile: bool,
+}
+
+/// A valgrind option's `--name=yes` or `--name=no`.
+fn yes_no(name: &str, on: bool) -> String {
+    format!("{name}={}", if on { "yes" } else { "no" })
 }
 
 /// What one case gave under callgrind.
@@ -315,8 +322,8 @@ impl Pass {
             .arg("--tool=callgrind")
             .arg("--instr-atstart=no")
             .arg("--collect-atstart=no")
-            .arg("--cache-sim=yes")
-            .arg("--branch-sim=yes")
+            .arg(yes_no("--cache-sim", self.simulation.cache))
+            .arg(yes_no("--branch-sim", self.simulation.branch))
             // Source lines only for the instruction profile's line view.
             .arg(if self.profile {
                 "--dump-line=yes"

@@ -82,23 +82,73 @@ pub fn capability() -> String {
     }
 }
 
-/// The tier's metrics, available where [`program`] finds valgrind.
-pub fn descriptors() -> Vec<MetricDescriptor> {
-    let availability = match program() {
+/// What callgrind simulates beside its instruction count (`--valgrind-sim`): each
+/// simulation slows the count, neither changes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Simulation {
+    /// The caches: metrics `valgrind.l1_misses`, `valgrind.ll_misses` and
+    /// `valgrind.estimated_cycles`.
+    pub cache: bool,
+    /// The branch predictor: `valgrind.branch_misses`.
+    pub branch: bool,
+}
+
+impl Default for Simulation {
+    /// Both, as gungraun runs callgrind.
+    fn default() -> Simulation {
+        Simulation {
+            cache: true,
+            branch: true,
+        }
+    }
+}
+
+impl Simulation {
+    /// From `--valgrind-sim`'s names (`cache`, `branch`, `none`).
+    pub fn named(names: &[String]) -> Simulation {
+        Simulation {
+            cache: names.iter().any(|n| n == "cache"),
+            branch: names.iter().any(|n| n == "branch"),
+        }
+    }
+}
+
+/// The tier's metrics, available where [`program`] finds valgrind and `simulation`
+/// simulates what they count.
+pub fn descriptors(simulation: Simulation) -> Vec<MetricDescriptor> {
+    let found = match program() {
         Ok(_) => Availability::Available,
         Err(why) => Availability::Unavailable(why.0),
     };
-    let d = |id: &'static str, header: &'static str, description: &'static str, class| {
-        MetricDescriptor {
-            id: id.into(),
-            header: header.into(),
-            description: description.into(),
-            format: MetricFormat::Count,
-            class,
-            source: Source::Valgrind,
-            default_visible: false,
-            availability: availability.clone(),
-        }
+    descriptors_where(found, simulation)
+}
+
+/// The tier's metrics where valgrind is `found` (or why not).
+pub(super) fn descriptors_where(
+    found: Availability,
+    simulation: Simulation,
+) -> Vec<MetricDescriptor> {
+    let simulated = |on: bool, what: &str| match (&found, on) {
+        (Availability::Available, false) => Availability::Unavailable(format!(
+            "not simulated: --valgrind-sim leaves the {what} simulation out"
+        )),
+        _ => found.clone(),
+    };
+    let cache = simulated(simulation.cache, "cache");
+    let branch = simulated(simulation.branch, "branch");
+    let d = |id: &'static str,
+             header: &'static str,
+             description: &'static str,
+             class,
+             availability: &Availability| MetricDescriptor {
+        id: id.into(),
+        header: header.into(),
+        description: description.into(),
+        format: MetricFormat::Count,
+        class,
+        source: Source::Valgrind,
+        default_visible: false,
+        availability: availability.clone(),
     };
     vec![
         d(
@@ -106,30 +156,35 @@ pub fn descriptors() -> Vec<MetricDescriptor> {
             "vg.instr",
             "instructions executed per iteration, counted exactly by callgrind (Ir)",
             MetricClass::Quantitative,
+            &found,
         ),
         d(
             "valgrind.l1_misses",
             "vg.L1miss",
             "simulated L1 misses per iteration, instruction and data (I1mr + D1mr + D1mw; the cache model is not this machine's)",
             MetricClass::Diagnostic,
+            &cache,
         ),
         d(
             "valgrind.ll_misses",
             "vg.LLmiss",
             "simulated last-level cache misses per iteration (ILmr + DLmr + DLmw)",
             MetricClass::Diagnostic,
+            &cache,
         ),
         d(
             "valgrind.branch_misses",
             "vg.brmiss",
             "simulated branch mispredictions per iteration, conditional and indirect (Bcm + Bim)",
             MetricClass::Diagnostic,
+            &branch,
         ),
         d(
             "valgrind.estimated_cycles",
             "vg.est.cyc",
             "L1 hits + 5 x LL hits + 35 x RAM accesses per iteration, from the simulated caches (gungraun's estimate)",
             MetricClass::Diagnostic,
+            &cache,
         ),
     ]
 }

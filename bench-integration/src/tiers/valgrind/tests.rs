@@ -64,13 +64,92 @@ fn a_malformed_dump_is_named() {
     assert!(e.contains("2 values for 1 events"), "{e}");
 }
 
+/// The events callgrind lists with its cache and branch simulation on, those not in
+/// `pairs` 0.
 fn events(pairs: &[(&str, u64)]) -> Events {
+    const SIMULATED: [&str; 13] = [
+        "Ir", "Dr", "Dw", "I1mr", "D1mr", "D1mw", "ILmr", "DLmr", "DLmw", "Bc", "Bcm", "Bi", "Bim",
+    ];
     Events::from(
-        pairs
+        SIMULATED
             .iter()
-            .map(|(n, v)| (n.to_string(), *v))
+            .map(|n| {
+                let v = pairs.iter().find(|(p, _)| p == n).map_or(0, |(_, v)| *v);
+                (n.to_string(), v)
+            })
             .collect::<Vec<_>>(),
     )
+}
+
+#[test]
+fn without_a_simulation_its_metrics_are_absent_not_zero() {
+    // `--valgrind-sim none`: callgrind lists Ir alone.
+    let only_ir = |ir| Events::from(vec![("Ir".to_string(), ir)]);
+    let v = per_iteration(&only_ir(24), &only_ir(6024), 1000);
+    assert_eq!(v, vec![("valgrind.instructions", 6.0)]);
+    // `--valgrind-sim branch`: the branch events, no cache ones.
+    let branch = |ir, bcm| {
+        Events::from(
+            [("Ir", ir), ("Bc", 0), ("Bcm", bcm), ("Bi", 0), ("Bim", 0)]
+                .iter()
+                .map(|(n, v)| (n.to_string(), *v))
+                .collect::<Vec<_>>(),
+        )
+    };
+    let v = per_iteration(&branch(24, 8), &branch(6024, 10), 1000);
+    assert_eq!(
+        v,
+        vec![
+            ("valgrind.instructions", 6.0),
+            ("valgrind.branch_misses", 0.002)
+        ]
+    );
+    // Both: all five.
+    assert_eq!(per_iteration(&events(&[]), &events(&[]), 1).len(), 5);
+}
+
+#[test]
+fn a_simulation_left_out_makes_its_metrics_unavailable_naming_the_flag() {
+    let by_id = |d: &[sparkles_results::metric::MetricDescriptor]| {
+        d.iter()
+            .map(|d| (d.id.to_string(), d.availability.clone()))
+            .collect::<std::collections::BTreeMap<_, _>>()
+    };
+    let available = sparkles_results::metric::Availability::Available;
+    let none = by_id(&descriptors_where(
+        available.clone(),
+        Simulation::named(&["none".to_string()]),
+    ));
+    assert_eq!(none["valgrind.instructions"], available);
+    for id in [
+        "valgrind.l1_misses",
+        "valgrind.ll_misses",
+        "valgrind.estimated_cycles",
+        "valgrind.branch_misses",
+    ] {
+        match &none[id] {
+            sparkles_results::metric::Availability::Unavailable(why) => {
+                assert!(why.contains("--valgrind-sim"), "{id}: {why}")
+            }
+            a => panic!("{id}: {a:?}"),
+        }
+    }
+    let cache = by_id(&descriptors_where(
+        available.clone(),
+        Simulation::named(&["cache".to_string()]),
+    ));
+    assert_eq!(cache["valgrind.l1_misses"], available);
+    assert_eq!(cache["valgrind.estimated_cycles"], available);
+    assert_ne!(cache["valgrind.branch_misses"], available);
+    // The default simulates both; valgrind absent is the reason over the flag's.
+    let both = by_id(&descriptors_where(available.clone(), Simulation::default()));
+    assert!(both.values().all(|a| *a == available));
+    let absent = sparkles_results::metric::Availability::Unavailable("no valgrind".into());
+    let gone = by_id(&descriptors_where(
+        absent.clone(),
+        Simulation::named(&["none".to_string()]),
+    ));
+    assert!(gone.values().all(|a| *a == absent));
 }
 
 #[test]
