@@ -226,9 +226,9 @@ pub struct HarnessArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..))]
     pub valgrind_timeout: u64,
 
-    /// Children under valgrind counting at once, each a share of the cases (valgrind runs
-    /// a process's threads one at a time, so one child uses one CPU): 0, the default, is
-    /// one per CPU. The counts are the same whatever it is.
+    /// Children under valgrind counting at once, each one case (valgrind runs a process's
+    /// threads one at a time, so one child uses one CPU): 0, the default, is one per CPU.
+    /// The counts are the same whatever it is.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub valgrind_jobs: usize,
 

@@ -758,7 +758,7 @@ fn count_in_brackets(
 
 /// The valgrind child's counting pass: each bracket of `brackets` a run of one iteration
 /// and one of `iterations + 1`, callgrind collecting inside the timed loop only, each run
-/// dumped with its label for the parent to read ([`crate::tiers::valgrind::dump_label`]).
+/// dumped with its label for the parent to read ([`crate::tiers::valgrind::dump_labels`]).
 /// The difference is `iterations` iterations exactly, whatever `iterations` is: both runs
 /// enter and leave the loop the same way. (A base run of no iteration against a full run
 /// of `n`, a third of the cost where `n` is 1, was tried: it read 3 to 6 instructions a
@@ -774,26 +774,24 @@ fn count_under_callgrind(
         valgrind: Some(case),
         ..CountPlan::default()
     };
-    // The first run after the command's exchange read 67 to 1,600 instructions off the
-    // runs after it on base64's large cases, so that cases doing the same work every
-    // iteration took every bracket. Two causes are possible and neither is pinned: the
-    // asking thread, whose receive spins and yields before it parks, taking a turn
-    // inside the collected run under valgrind's one thread at a time; and the
-    // allocator's path after the channel's blocks and the command were freed on this
-    // thread. A sleep lets the asking thread park (alone it did not cure it under load);
-    // one more iteration, uncollected, did (and is the only warm-up of a case whose runs
-    // take one iteration). Where a first bracket still differs from the second, the case
-    // takes every bracket: a median, not a wrong count.
+    // Every collected run starts from the same state: the labels are made first, so that
+    // nothing allocates between two runs (a label made between them left the allocator's
+    // small-block caches otherwise before every run but the first: base64's first
+    // brackets read 30 to 200 instructions off the rest, and took every bracket), and
+    // one iteration runs uncollected after the command's exchange (the channel's blocks
+    // freed on this thread; with a first run collected there, 67 to 1,600 off). A sleep
+    // lets the asking thread park first, whose receive spins and yields before it does,
+    // under valgrind's one thread at a time. Where a first bracket still differs from the
+    // second, the case takes every bracket: a median, not a wrong count.
+    let labels = crate::tiers::valgrind::dump_labels(case, brackets);
     std::thread::sleep(Duration::from_millis(30));
     routine.run(1, &mut Meter::idle())?;
-    for bracket in brackets {
-        for full in [false, true] {
+    for label in &labels {
+        for (full, label) in [false, true].into_iter().zip(label) {
             crate::tiers::valgrind::zero_stats();
             let n = if full { iterations + 1 } else { 1 };
             routine.run(n, &mut Meter::open(&plan))?;
-            crate::tiers::valgrind::dump_stats_at(&crate::tiers::valgrind::dump_label(
-                case, bracket, full,
-            ));
+            crate::tiers::valgrind::dump_stats_at(label);
         }
     }
     Ok((Vec::new(), Vec::new(), CountingReport::default()))

@@ -3,11 +3,11 @@
 //! After every timing pass, each selected case is counted once more in a child process of
 //! the bench executable run under `valgrind --tool=callgrind --collect-atstart=no` with
 //! callgrind's cache and branch simulation (each left out by `--valgrind-sim`, for about
-//! half the time with neither) (one child a share of the cases, as many at
-//! once as `--valgrind-jobs`, one per CPU by default). The child runs the case's setup
-//! uninstrumented, its warm-up iterations and one more uncollected, then `brackets`
-//! brackets, each two collected runs of the timed
-//! loop (a base run of 1 iteration and a full run of `n + 1`) toggled on and off by client
+//! half the time with neither), one child a case (its heap fresh), as many at once as
+//! `--valgrind-jobs`, one per CPU by default. The child runs the case's setup and a
+//! warm-up iteration uninstrumented, its other warm-up iterations and one more
+//! uncollected, then `brackets` brackets, each two collected runs of the timed loop (a
+//! base run of 1 iteration and a full run of `n + 1`) toggled on and off by client
 //! requests around the loop only, each run dumped on its own (`CALLGRIND_DUMP_STATS_AT`).
 //! A bracket's value per iteration is `(full - base) / n`: what the harness costs around
 //! a run (the toggles, the clock reads, the loop's entry and exit) is the same in both runs
@@ -38,7 +38,7 @@ pub use sparkles_results::counting::{InstructionChange, ValgrindReport};
 pub(crate) use child::{child_request, write_marker, ChildRequest, CHILD_ENV};
 pub use client::running_on_valgrind;
 pub(crate) use client::{
-    dump_label, dump_stats_at, start_instrumentation, stop_instrumentation, toggle_collect,
+    dump_labels, dump_stats_at, start_instrumentation, stop_instrumentation, toggle_collect,
     zero_stats,
 };
 pub(crate) use dumps::dumps_of_case;

@@ -104,52 +104,6 @@ pub(crate) fn iterations_for(ns_per_iter: f64, brackets: u32) -> u64 {
     }
 }
 
-/// The cases (by index) each of at most `jobs` children counts: the heaviest first, each
-/// to the share with the least weight so far (longest processing time first), every share
-/// in the cases' order. No share is empty.
-pub(crate) fn shares(weights: &[f64], jobs: usize) -> Vec<Vec<usize>> {
-    let jobs = jobs.clamp(1, weights.len().max(1));
-    let mut order: Vec<usize> = (0..weights.len()).collect();
-    let weight = |i: usize| finite_or_zero(weights[i]);
-    order.sort_by(|&a, &b| weight(b).total_cmp(&weight(a)).then(a.cmp(&b)));
-    let mut shares: Vec<(f64, Vec<usize>)> = (0..jobs).map(|_| (0.0, Vec::new())).collect();
-    for i in order {
-        let lightest = shares
-            .iter_mut()
-            .min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.len().cmp(&b.1.len())))
-            .expect("one share at least");
-        lightest.0 += weight(i);
-        lightest.1.push(i);
-    }
-    shares
-        .into_iter()
-        .filter(|(_, s)| !s.is_empty())
-        .map(|(_, mut s)| {
-            s.sort_unstable();
-            s
-        })
-        .collect()
-}
-
-/// `x` where it is a finite number at least 0, else 0 (an unknown median, a NaN weight).
-fn finite_or_zero(x: f64) -> f64 {
-    if x.is_finite() {
-        x.max(0.0)
-    } else {
-        0.0
-    }
-}
-
-/// What counting a case is expected to cost, in native nanoseconds (the same scale for
-/// every case, all that sharing needs): its collected iterations in the first brackets
-/// and their base runs, its warm-ups and the uncollected iteration before them, and a
-/// floor for its setup and valgrind's translation of its code.
-pub(crate) fn weight_of(ns_per_iter: f64, iterations: u64) -> f64 {
-    let ns = finite_or_zero(ns_per_iter);
-    let collected = (iterations as f64 + 2.0) * f64::from(EXACT_BRACKETS) + 3.0;
-    ns * collected + 1e6
-}
-
 /// How a child run ended for the cases it was given.
 enum ChildEnd {
     /// Every case it began, it finished; it began them all.
@@ -162,40 +116,48 @@ enum ChildEnd {
 }
 
 impl Pass {
-    /// Counts `cases` (`(name, n, weight)`: the iterations a full run adds at most, and
-    /// what the case is expected to cost) under callgrind, in [`Pass::jobs`] children at
-    /// once, each counting a share of the cases one after another (valgrind's start, most
-    /// of a case's cost on a quick body, is paid once a share), another child for the
-    /// rest of a share where a case hangs or kills its child. The shares are balanced by
-    /// weight, each taken in the suite's order. Each case's values, or why there are
-    /// none, in order: in [`EXACT_BRACKETS`] brackets where their instruction counts
-    /// agree, else in all the pass's (the child decides, from its own dumps, and says how
-    /// many in the case's `brackets` marker).
-    pub(crate) fn count_all(&self, cases: &[(String, u64, f64)]) -> Vec<Result<Counted, String>> {
+    /// Counts `cases` (`(name, n)`: the iterations a full run adds at most) under
+    /// callgrind, each case in a child of its own (its heap fresh: a case counted after
+    /// others in one process read what they left behind, up to 0.15% more instructions on
+    /// base64's 30 MiB string built by `realloc`s, so a count depended on which cases ran
+    /// before it), [`Pass::jobs`] children at once, the cases taken in the suite's order
+    /// as children end; another child for a case where one hangs or dies. Each case's
+    /// values, or why there are none, in order: in [`EXACT_BRACKETS`] brackets where their
+    /// instruction counts agree, else in all the pass's (the child decides, from its own
+    /// dumps, and says how many in the case's `brackets` marker).
+    pub(crate) fn count_all(&self, cases: &[(String, u64)]) -> Vec<Result<Counted, String>> {
         let asked: Vec<ChildCase> = cases
             .iter()
             .enumerate()
-            .map(|(i, (name, n, _))| ChildCase {
+            .map(|(i, (name, n))| ChildCase {
                 index: i as u32,
                 name: name.clone(),
                 iterations: *n,
                 size_by_cost: true,
             })
             .collect();
-        let weights: Vec<f64> = cases.iter().map(|c| c.2).collect();
-        let shares = shares(&weights, self.jobs);
+        let next = std::sync::atomic::AtomicUsize::new(0);
         let mut results: Vec<Option<Result<Counted, String>>> =
             cases.iter().map(|_| None).collect();
         std::thread::scope(|scope| {
-            let counting: Vec<_> = shares
-                .iter()
-                .map(|share| {
-                    let share: Vec<ChildCase> = share.iter().map(|&i| asked[i].clone()).collect();
-                    scope.spawn(move || self.count_share(&share, cases.len()))
+            let workers: Vec<_> = (0..self.jobs.clamp(1, asked.len().max(1)))
+                .map(|_| {
+                    scope.spawn(|| {
+                        let mut counted = Vec::new();
+                        while sparkles_perf_data::atomic_write::interrupted().is_none() {
+                            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            let Some(case) = asked.get(i) else {
+                                break;
+                            };
+                            counted
+                                .extend(self.count_share(std::slice::from_ref(case), cases.len()));
+                        }
+                        counted
+                    })
                 })
                 .collect();
-            for c in counting {
-                match c.join() {
+            for w in workers {
+                match w.join() {
                     Ok(counted) => {
                         for (i, r) in counted {
                             results[i] = Some(r);
@@ -211,8 +173,8 @@ impl Pass {
             .collect()
     }
 
-    /// Counts one share of the cases (`asked`, of `total` in the pass), in a child of its
-    /// own and its own folder: each of its cases' values by index.
+    /// Counts `asked` (of `total` in the pass) in a child of its own and its own folder,
+    /// another where it dies with cases left: each of its cases' values by index.
     fn count_share(
         &self,
         asked: &[ChildCase],
@@ -550,12 +512,9 @@ pub(crate) fn count_cases(cases: &[(String, f64)], pass: &Pass) -> Vec<CaseCount
     progress.pass("valgrind", None);
     progress.show(&format!("valgrind: {} cases under callgrind", cases.len()));
     let start = Instant::now();
-    let asked: Vec<(String, u64, f64)> = cases
+    let asked: Vec<(String, u64)> = cases
         .iter()
-        .map(|(name, median)| {
-            let n = iterations_for(*median, pass.brackets);
-            (name.clone(), n, weight_of(*median, n))
-        })
+        .map(|(name, median)| (name.clone(), iterations_for(*median, pass.brackets)))
         .collect();
     let results = pass.count_all(&asked);
     progress.clear();
@@ -563,7 +522,7 @@ pub(crate) fn count_cases(cases: &[(String, f64)], pass: &Pass) -> Vec<CaseCount
     let mut counted = 0;
     let mut exact_cases = 0;
     let mut counts = Vec::new();
-    for ((name, n, _), result) in asked.into_iter().zip(results) {
+    for ((name, n), result) in asked.into_iter().zip(results) {
         let mut count = CaseCount {
             account: ValgrindReport {
                 program: pass.program.display().to_string(),

@@ -281,7 +281,7 @@ fn not_under_valgrind_the_requests_are_no_ops() {
     }
     toggle_collect();
     zero_stats();
-    dump_stats_at("sparkles 0 0 base");
+    dump_stats_at(c"sparkles 0 0 base");
     assert!(!running_on_valgrind());
 }
 
@@ -313,58 +313,4 @@ fn a_missing_program_says_where_it_was_looked_for() {
     std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
     let found = find_program(Some(OsStr::new("vg-fake")), Some(dir.path().as_os_str())).unwrap();
     assert_eq!(found, fake);
-}
-
-#[test]
-fn the_cases_are_shared_among_the_children_by_weight_each_share_in_order() {
-    // base64's shape: a few heavy cases among many light ones.
-    let mut weights = vec![1.0; 40];
-    for (i, w) in [(3, 80.0), (10, 33.0), (17, 30.0), (25, 29.0), (31, 26.0)] {
-        weights[i] = w;
-    }
-    let two = shares(&weights, 2);
-    assert_eq!(two.len(), 2);
-    let mut all: Vec<usize> = two.iter().flatten().copied().collect();
-    all.sort_unstable();
-    assert_eq!(
-        all,
-        (0..40).collect::<Vec<_>>(),
-        "every case in one share, once"
-    );
-    for s in &two {
-        assert!(
-            s.windows(2).all(|w| w[0] < w[1]),
-            "in the cases' order: {s:?}"
-        );
-    }
-    let load = |s: &Vec<usize>| s.iter().map(|&i| weights[i]).sum::<f64>();
-    let (a, b) = (load(&two[0]), load(&two[1]));
-    // The heaviest alone on one side, the rest together on the other: 115 against 118.
-    assert!((a - b).abs() <= 5.0, "{a} against {b}: {two:?}");
-    // More children than cases: one case each, none empty; one child: all, in order.
-    assert_eq!(shares_of_three(8), vec![vec![0], vec![1], vec![2]]);
-    assert_eq!(shares_of_three(1), vec![vec![0, 1, 2]]);
-    assert_eq!(shares_of_three(0), vec![vec![0, 1, 2]]);
-    // Unknown weights (a case whose timing gave no median) still get a share.
-    let unknown = shares(&[f64::NAN, 5.0, f64::NAN], 2);
-    assert_eq!(
-        unknown.iter().map(Vec::len).sum::<usize>(),
-        3,
-        "{unknown:?}"
-    );
-    assert!(shares(&[], 4).is_empty());
-}
-
-fn shares_of_three(jobs: usize) -> Vec<Vec<usize>> {
-    let mut s = shares(&[1.0, 1.0, 1.0], jobs);
-    s.sort();
-    s
-}
-
-#[test]
-fn a_slow_case_weighs_more_than_a_quick_one_sized_to_the_same_budget() {
-    let quick = weight_of(100.0, iterations_for(100.0, 8));
-    let slow = weight_of(30e6, iterations_for(30e6, 8));
-    assert!(slow > 20.0 * quick, "{slow} against {quick}");
-    assert!(weight_of(f64::NAN, 1).is_finite());
 }
