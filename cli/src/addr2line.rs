@@ -185,9 +185,7 @@ impl<'m> Namer<'m> {
     fn name(&mut self, addrs: &[u64]) -> Vec<sparkles_symbolize::Lookup> {
         let one = |m: &Module, addr: u64| {
             let mut found = m.lookup(addr);
-            if let Some(first) = found.frames.first_mut() {
-                first.discriminator = m.discriminator(addr);
-            }
+            binutils::set_discriminator(m, addr, &mut found.frames);
             found
         };
         if addrs.len() < PARALLEL_AT || self.threads < 2 {

@@ -11,10 +11,21 @@ use crate::{Frame, Module};
 pub fn frames(module: &Module, addr: u64) -> Vec<Frame> {
     let mut out = module.frames(addr);
     out.retain(|f| f.file.is_some() || !f.function.as_deref().is_some_and(|n| n.ends_with("@plt")));
-    if let Some(first) = out.first_mut() {
+    set_discriminator(module, addr, &mut out);
+    out
+}
+
+/// The innermost frame's discriminator, read where binutils would print it: where some
+/// frame of the chain has a line (`location` prints it after each such frame's). Where
+/// none has, DWARF holds no row for `addr` and reading every line program for one (the
+/// module's fallback) would be wasted.
+pub fn set_discriminator(module: &Module, addr: u64, frames: &mut [Frame]) {
+    let lined = frames
+        .iter()
+        .any(|f| f.file.is_some() && f.line.is_some_and(|l| l > 0));
+    if let Some(first) = frames.first_mut().filter(|_| lined) {
         first.discriminator = module.discriminator(addr);
     }
-    out
 }
 
 /// The flags of binutils addr2line that shape its output.
