@@ -236,8 +236,8 @@ pub struct HarnessArgs {
     /// last-level misses, and the estimated cycles), `branch` (the mispredictions), both
     /// (the default) or `none`. Each simulation slows the count: with none, about half the
     /// time; the instruction counts are the same whatever it is.
-    #[arg(long, value_name = "cache,branch|none", value_delimiter = ',', default_value = "cache,branch", value_parser = ["cache", "branch", "none"])]
-    pub valgrind_sim: Vec<String>,
+    #[arg(long, value_name = "cache,branch|none", default_value = "cache,branch", value_parser = crate::tiers::valgrind::Simulation::parse)]
+    pub valgrind_sim: crate::tiers::valgrind::Simulation,
 
     /// Set from `--profile=instructions`, or `--instructions` with `--profile`: each case's
     /// instruction profile from its valgrind pass.
@@ -610,6 +610,16 @@ mod tests {
         assert!(e.contains("--samples"), "{e}");
         let e = parse(&["--no-such-flag"]).unwrap_err().to_string();
         assert!(e.contains("--no-such-flag"), "{e}");
+        let e = parse(&["--valgrind-sim", "none,cache"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--valgrind-sim") && e.contains("alone"), "{e}");
+        assert!(
+            !parse(&["--valgrind-sim", "branch"])
+                .unwrap()
+                .valgrind_sim
+                .cache
+        );
     }
 }
 

@@ -173,7 +173,7 @@ fn counting_options(args: &HarnessArgs) -> counters::CountingOptions {
         options.syscalls = names.clone();
         options.syscalls_named = true;
     }
-    options.valgrind = valgrind::Simulation::named(&args.valgrind_sim);
+    options.valgrind = args.valgrind_sim;
     options
 }
 
@@ -641,7 +641,7 @@ fn instruction_pass(
                 n => n,
             },
             brackets: args.count_brackets,
-            simulation: valgrind::Simulation::named(&args.valgrind_sim),
+            simulation: args.valgrind_sim,
             suite: suite_name.to_string(),
             reexec,
             profile: args.instruction_profile && cfg!(feature = "profile"),
@@ -692,8 +692,8 @@ fn merge_valgrind_counts(
     costs
 }
 
-/// A rerun under valgrind ([`valgrind::CHILD_ENV`]): counts the cases the request names,
-/// one after another, marking each started and done, and exits; a suite of another name
+/// A rerun under valgrind ([`valgrind::CHILD_ENV`]): counts the case the request names,
+/// marking it started and done, and exits; a suite of another name
 /// is left unrun, for the executable's next suite.
 fn valgrind_child(suite: Suite, request: &valgrind::ChildRequest) -> Outcome {
     if suite.name() != request.suite {
@@ -706,97 +706,89 @@ fn valgrind_child(suite: Suite, request: &valgrind::ChildRequest) -> Outcome {
         );
         std::process::exit(3);
     }
-    let mut cases: Vec<Option<suite::Case>> = suite.cases.into_iter().map(Some).collect();
+    let asked = &request.case;
     let brackets = request.brackets.max(1);
-    // The dump files this child has looked at: each case's first brackets are the new ones.
-    let mut seen = std::collections::HashSet::new();
-    for asked in &request.cases {
-        valgrind::write_marker(&request.dir, asked.index, "started", "");
-        let case = cases
-            .iter_mut()
-            .find(|c| c.as_ref().is_some_and(|c| c.name == asked.name))
-            .and_then(Option::take);
-        let Some(case) = case else {
-            let why = format!("suite '{}' has no case '{}'", request.suite, asked.name);
-            valgrind::write_marker(&request.dir, asked.index, "done", &why);
-            continue;
-        };
-        let mut running = runner::Running::spawn(case);
-        // The setup runs at valgrind's bare speed: a sample of no iteration is answered
-        // once the case is in its iter call, its setup done. (Instrumentation used to
-        // start as the case's thread started, so the setup ran under the cache
-        // simulation: about 2 s of each of base64's 30 MiB cases, which fill and encode
-        // their input.)
-        running.sample(0);
-        // One warm-up iteration, uninstrumented too: first-call costs (lazy binding,
-        // first touches) stay out of every bracket, at valgrind's bare speed (a fifth of
-        // its speed instrumented, with the simulations). The count's own uncollected
-        // iteration before its brackets is the second warm-up, instrumented: two it takes,
-        // as the allocator's state settles over them (glibc raises its mmap threshold
-        // after the first free of a large block; with one, base64's 3 MiB encode read 4
-        // million instructions more in its first bracket than in the rest).
+    valgrind::write_marker(&request.dir, asked.index, "started", "");
+    let Some(case) = suite.cases.into_iter().find(|c| c.name == asked.name) else {
+        let why = format!("suite '{}' has no case '{}'", request.suite, asked.name);
+        valgrind::write_marker(&request.dir, asked.index, "done", &why);
+        std::process::exit(0)
+    };
+    let mut running = runner::Running::spawn(case);
+    // The setup runs at valgrind's bare speed: a sample of no iteration is answered
+    // once the case is in its iter call, its setup done. (Instrumentation used to
+    // start as the case's thread started, so the setup ran under the cache
+    // simulation: about 2 s of each of base64's 30 MiB cases, which fill and encode
+    // their input.)
+    running.sample(0);
+    // One warm-up iteration, uninstrumented too: first-call costs (lazy binding,
+    // first touches) stay out of every bracket, at valgrind's bare speed (a fifth of
+    // its speed instrumented, with the simulations). The count's own uncollected
+    // iteration before its brackets is the second warm-up, instrumented: two it takes,
+    // as the allocator's state settles over them (glibc raises its mmap threshold
+    // after the first free of a large block; with one, base64's 3 MiB encode read 4
+    // million instructions more in its first bracket than in the rest).
+    running.sample(1);
+    // From here callgrind instruments (and simulates what `--valgrind-sim` says).
+    // Where the runs may take more than one iteration, two more, instrumented: one
+    // translates the loop under instrumentation and warms the simulated caches; one
+    // is timed, what an iteration costs under callgrind, to size the runs. Not where
+    // the runs take one iteration whatever it costs (a slow body: one of base64's 30
+    // MiB cases is 2 s under callgrind).
+    valgrind::start_instrumentation();
+    let iterations = if asked.size_by_cost && asked.iterations > 1 {
         running.sample(1);
-        // From here callgrind instruments (and simulates what `--valgrind-sim` says).
-        // Where the runs may take more than one iteration, two more, instrumented: one
-        // translates the loop under instrumentation and warms the simulated caches; one
-        // is timed, what an iteration costs under callgrind, to size the runs. Not where
-        // the runs take one iteration whatever it costs (a slow body: one of base64's 30
-        // MiB cases is 2 s under callgrind).
-        valgrind::start_instrumentation();
-        let iterations = if asked.size_by_cost && asked.iterations > 1 {
-            running.sample(1);
-            valgrind::sized_by_cost(asked.iterations, running.sample(1))
-        } else {
-            asked.iterations
-        };
-        valgrind::write_marker(
-            &request.dir,
-            asked.index,
-            "iterations",
-            &iterations.to_string(),
-        );
-        // The first brackets; the rest only where their instruction counts differ.
-        let plan = |from| CountPlan {
-            valgrind: Some(asked.index),
-            valgrind_from: from,
-            ..CountPlan::default()
-        };
-        let first = brackets.min(valgrind::EXACT_BRACKETS);
-        running.count_with(
-            plan(0),
-            iterations.saturating_mul(u64::from(first)),
-            u64::MAX,
-            first,
-        );
-        let mut taken = first;
-        if first < brackets {
-            let dumps = valgrind::dumps_of_case(&request.dir, &mut seen, asked.index);
-            let exact = valgrind::brackets_of(&dumps, asked.index, first, iterations)
-                .is_ok_and(|b| valgrind::exact(&b));
-            if !exact {
-                running.count_with(
-                    plan(first),
-                    iterations.saturating_mul(u64::from(brackets)),
-                    u64::MAX,
-                    brackets,
-                );
-                taken = brackets;
-            }
+        valgrind::sized_by_cost(asked.iterations, running.sample(1))
+    } else {
+        asked.iterations
+    };
+    valgrind::write_marker(
+        &request.dir,
+        asked.index,
+        "iterations",
+        &iterations.to_string(),
+    );
+    // The first brackets; the rest only where their instruction counts differ.
+    let plan = |from| CountPlan {
+        valgrind: Some(asked.index),
+        valgrind_from: from,
+        ..CountPlan::default()
+    };
+    let first = brackets.min(valgrind::EXACT_BRACKETS);
+    running.count_with(
+        plan(0),
+        iterations.saturating_mul(u64::from(first)),
+        u64::MAX,
+        first,
+    );
+    let mut taken = first;
+    if first < brackets {
+        let dumps = valgrind::dumps_of_case(&request.dir, asked.index);
+        let exact = valgrind::brackets_of(&dumps, asked.index, first, iterations)
+            .is_ok_and(|b| valgrind::exact(&b));
+        if !exact {
+            running.count_with(
+                plan(first),
+                iterations.saturating_mul(u64::from(brackets)),
+                u64::MAX,
+                brackets,
+            );
+            taken = brackets;
         }
-        valgrind::write_marker(&request.dir, asked.index, "brackets", &taken.to_string());
-        valgrind::stop_instrumentation();
-        let report = running.finish();
-        valgrind::write_marker(
-            &request.dir,
-            asked.index,
-            "done",
-            match report.error.as_deref() {
-                None => "",
-                Some("") => "failed, saying nothing",
-                Some(e) => e,
-            },
-        );
     }
+    valgrind::write_marker(&request.dir, asked.index, "brackets", &taken.to_string());
+    valgrind::stop_instrumentation();
+    let report = running.finish();
+    valgrind::write_marker(
+        &request.dir,
+        asked.index,
+        "done",
+        match report.error.as_deref() {
+            None => "",
+            Some("") => "failed, saying nothing",
+            Some(e) => e,
+        },
+    );
     std::process::exit(0)
 }
 

@@ -8,20 +8,20 @@ use serde::{Deserialize, Serialize};
 /// Set in the child's environment: the [`ChildRequest`] as JSON.
 pub const CHILD_ENV: &str = "SPARKLES_VALGRIND_CHILD";
 
-/// What the parent asks of the child: every case of the run still to count, in order.
+/// What the parent asks of the child: one case to count (each has a child of its own).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ChildRequest {
     /// The suite's name: a bench executable may run several.
     pub suite: String,
-    /// The cases, each with its index in the parent's run.
-    pub cases: Vec<ChildCase>,
+    /// The case, with its index in the parent's run.
+    pub case: ChildCase,
     /// Brackets, each a base and a full run.
     pub brackets: u32,
     /// Where the child marks each case started and done ([`marker`]).
     pub dir: PathBuf,
 }
 
-/// One case of a [`ChildRequest`].
+/// The case of a [`ChildRequest`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ChildCase {
     /// Its index in the parent's run: its dumps' and markers' key.

@@ -60,23 +60,19 @@ pub fn per_iteration(base: &Events, full: &Events, n: u64) -> Vec<(&'static str,
         .collect()
 }
 
-/// The child's own dumps of case `case` written since it last looked (`seen`: the dump
-/// files it has looked at), from its request's folder: what its first brackets counted.
-/// A file that cannot be read is left for the parent, which says why.
-pub(crate) fn dumps_of_case(
-    dir: &Path,
-    seen: &mut std::collections::HashSet<std::path::PathBuf>,
-    case: u32,
-) -> Vec<Dump> {
+/// The child's own dumps of case `case` so far, from its request's folder: what its first
+/// brackets counted. A file that cannot be read is left for the parent, which says why.
+pub(crate) fn dumps_of_case(dir: &Path, case: u32) -> Vec<Dump> {
     let prefix = format!("sparkles {case} ");
+    let file = format!("{}.", super::pass::DUMP_FILE);
     let mut found = Vec::new();
     for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
         let path = entry.path();
         let is_dump = path
             .file_name()
             .and_then(|n| n.to_str())
-            .is_some_and(|n| n.starts_with("callgrind-") && n.contains(".out."));
-        if !is_dump || !seen.insert(path.clone()) {
+            .is_some_and(|n| n.starts_with(&file));
+        if !is_dump {
             continue;
         }
         let Ok(text) = std::fs::read_to_string(&path) else {

@@ -23,6 +23,10 @@ const COLLECTED_BUDGET: Duration = Duration::from_millis(10);
 /// (what the native budget gives is cut to it): [`sized_by_cost`].
 const FULL_RUN_UNDER_VALGRIND: Duration = Duration::from_millis(40);
 
+/// The name callgrind's dumps of a child take, each with `.N` after it (the child's
+/// own look at its first brackets' dumps reads the same names).
+pub(crate) const DUMP_FILE: &str = "callgrind.out";
+
 /// Brackets every case is counted in first. Where their instruction counts agree to the
 /// instruction (as a body that does the same work every time does), that is the count,
 /// exactly: no more brackets are taken (the simulated misses, which may differ by a few
@@ -104,35 +108,25 @@ pub(crate) fn iterations_for(ns_per_iter: f64, brackets: u32) -> u64 {
     }
 }
 
-/// How a child run ended for the cases it was given.
-enum ChildEnd {
-    /// Every case it began, it finished; it began them all.
-    Finished,
-    /// It was killed (timeout, interrupt) or died in the case it was counting: that case
-    /// gets `why`; the cases after it are still to count.
-    Lost { case: u32, why: String },
-    /// It ended before beginning any case: every case still to count gets `why`.
-    NotStarted(String),
-}
-
 impl Pass {
-    /// Counts `cases` (`(name, n)`: the iterations a full run adds at most) under
-    /// callgrind, each case in a child of its own (its heap fresh: a case counted after
-    /// others in one process read what they left behind, up to 0.15% more instructions on
-    /// base64's 30 MiB string built by `realloc`s, so a count depended on which cases ran
-    /// before it), [`Pass::jobs`] children at once, the cases taken in the suite's order
-    /// as children end; another child for a case where one hangs or dies. Each case's
-    /// values, or why there are none, in order: in [`EXACT_BRACKETS`] brackets where their
-    /// instruction counts agree, else in all the pass's (the child decides, from its own
-    /// dumps, and says how many in the case's `brackets` marker).
-    pub(crate) fn count_all(&self, cases: &[(String, u64)]) -> Vec<Result<Counted, String>> {
-        let asked: Vec<ChildCase> = cases
-            .iter()
-            .enumerate()
-            .map(|(i, (name, n))| ChildCase {
+    /// Counts `cases` (`(name, n, ns)`: the iterations a full run adds at most, and the
+    /// timed median per iteration) under callgrind, each case in a child of its own (its
+    /// heap fresh: a case counted after others in one process read what they left behind,
+    /// up to 0.15% more instructions on base64's 30 MiB string built by `realloc`s, so a
+    /// count depended on which cases ran before it), [`Pass::jobs`] children at once.
+    /// Children take the slowest cases first (by `ns`: a case of one slow iteration costs
+    /// seconds under callgrind, one sized to the budget about the same as the next), so
+    /// that no long case starts last and runs alone. Each case's values, or why there are
+    /// none, in order: in [`EXACT_BRACKETS`] brackets where their instruction counts
+    /// agree, else in all the pass's (the child decides, from its own dumps, and says how
+    /// many in the case's `brackets` marker).
+    pub(crate) fn count_all(&self, cases: &[(String, u64, f64)]) -> Vec<Result<Counted, String>> {
+        let asked: Vec<ChildCase> = slowest_first(cases)
+            .into_iter()
+            .map(|i| ChildCase {
                 index: i as u32,
-                name: name.clone(),
-                iterations: *n,
+                name: cases[i].0.clone(),
+                iterations: cases[i].1,
                 size_by_cost: true,
             })
             .collect();
@@ -149,8 +143,7 @@ impl Pass {
                             let Some(case) = asked.get(i) else {
                                 break;
                             };
-                            counted
-                                .extend(self.count_share(std::slice::from_ref(case), cases.len()));
+                            counted.push((case.index as usize, self.count_case(case)));
                         }
                         counted
                     })
@@ -173,107 +166,40 @@ impl Pass {
             .collect()
     }
 
-    /// Counts `asked` (of `total` in the pass) in a child of its own and its own folder,
-    /// another where it dies with cases left: each of its cases' values by index.
-    fn count_share(
-        &self,
-        asked: &[ChildCase],
-        total: usize,
-    ) -> Vec<(usize, Result<Counted, String>)> {
-        let dir = match tempfile_dir() {
-            Ok(d) => d,
-            Err(e) => {
-                return asked
-                    .iter()
-                    .map(|c| (c.index as usize, Err(e.clone())))
-                    .collect()
-            }
-        };
-        let mut dumps = Vec::new();
+    /// Counts `case` in a child of its own and a folder of its own: its values, or why
+    /// there are none (the child died, hung, or the case failed).
+    fn count_case(&self, case: &ChildCase) -> Result<Counted, String> {
+        let dir = tempfile_dir()?;
+        let counted = self.run_child(dir.path(), case)?;
         let mut sums = CostSums::default();
-        let mut attempt = 0;
-        let mut results: Vec<Option<Result<Counted, String>>> = (0..total).map(|_| None).collect();
-        loop {
-            let pending: Vec<ChildCase> = asked
-                .iter()
-                .filter(|c| results[c.index as usize].is_none())
-                .cloned()
-                .collect();
-            if pending.is_empty() {
-                break;
-            }
-            attempt += 1;
-            let end = self.run_child(dir.path(), attempt, &pending, &mut results);
-            match self.read_dumps(dir.path(), attempt, &mut sums) {
-                Ok(mut d) => dumps.append(&mut d),
-                Err(e) => {
-                    for c in &pending {
-                        results[c.index as usize].get_or_insert_with(|| Err(e.clone()));
-                    }
-                }
-            }
-            match end {
-                ChildEnd::Finished => {}
-                ChildEnd::Lost { case, why } => results[case as usize] = Some(Err(why)),
-                ChildEnd::NotStarted(why) => {
-                    for c in &pending {
-                        results[c.index as usize].get_or_insert_with(|| Err(why.clone()));
-                    }
-                }
-            }
-            if sparkles_perf_data::atomic_write::interrupted().is_some() {
-                break;
-            }
-        }
-        asked
-            .iter()
-            .map(|c| {
-                let i = c.index as usize;
-                let counted = results[i]
-                    .take()
-                    .unwrap_or_else(|| Err("interrupted".to_string()))
-                    .and_then(|c| {
-                        brackets_of(&dumps, i as u32, c.brackets_taken, c.iterations).map(
-                            |brackets| Counted {
-                                brackets,
-                                costs: sums.take(i as u32),
-                                ..c
-                            },
-                        )
-                    });
-                (i, counted)
-            })
-            .collect()
+        let dumps = self.read_dumps(dir.path(), &mut sums)?;
+        let brackets = brackets_of(
+            &dumps,
+            case.index,
+            counted.brackets_taken,
+            counted.iterations,
+        )?;
+        Ok(Counted {
+            brackets,
+            costs: sums.take(case.index),
+            ..counted
+        })
     }
 
-    /// Runs one child for `pending`, recording each case it finishes in `results` (its
-    /// values are read from the dumps afterwards): how it ended.
-    fn run_child(
-        &self,
-        dir: &Path,
-        attempt: u32,
-        pending: &[ChildCase],
-        results: &mut [Option<Result<Counted, String>>],
-    ) -> ChildEnd {
-        let exe = match std::env::current_exe() {
-            Ok(e) => e,
-            Err(e) => {
-                return ChildEnd::NotStarted(format!(
-                    "cannot find the bench executable to rerun: {e}"
-                ))
-            }
-        };
+    /// Runs one child for `case`: what it took (its values are read from the dumps
+    /// afterwards), or why it gave nothing.
+    fn run_child(&self, dir: &Path, case: &ChildCase) -> Result<Counted, String> {
+        let exe = std::env::current_exe()
+            .map_err(|e| format!("cannot find the bench executable to rerun: {e}"))?;
         let request = ChildRequest {
             suite: self.suite.clone(),
-            cases: pending.to_vec(),
+            case: case.clone(),
             brackets: self.brackets,
             dir: dir.to_path_buf(),
         };
-        let log = dir.join(format!("child-{attempt}.log"));
-        let log_file = match std::fs::File::create(&log) {
-            Ok(f) => f,
-            Err(e) => return ChildEnd::NotStarted(format!("{}: {e}", log.display())),
-        };
+        let log = dir.join("child.log");
+        let log_file =
+            std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
         let args = self
             .reexec
             .args
@@ -294,7 +220,7 @@ impl Pass {
             })
             .arg(format!(
                 "--callgrind-out-file={}",
-                dir.join(format!("callgrind-{attempt}.out")).display()
+                dir.join(DUMP_FILE).display()
             ))
             .arg(&exe)
             .args(&args)
@@ -323,112 +249,83 @@ impl Pass {
                 });
             }
         }
-        let mut child = match command.spawn() {
-            Ok(c) => c,
-            Err(e) => {
-                return ChildEnd::NotStarted(format!(
-                    "cannot start {}: {e}",
-                    self.program.display()
-                ))
-            }
-        };
-        let mut current: Option<(usize, Instant)> = None;
-        let mut began_any = false;
+        let mut child = command
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", self.program.display()))?;
         let kill = |child: &mut std::process::Child| {
             let _ = child.kill();
             let _ = child.wait();
         };
+        let log_tail = || last_lines(&std::fs::read_to_string(&log).unwrap_or_default());
+        let mut started: Option<Instant> = None;
         loop {
-            // Each case's markers as the child leaves them, in order.
-            for (k, case) in pending.iter().enumerate() {
-                if results[case.index as usize].is_some() {
-                    continue;
+            // The case's markers as the child leaves them.
+            if started.is_none() && marker(dir, case.index, "started").exists() {
+                started = Some(Instant::now());
+            }
+            if let Ok(text) = std::fs::read_to_string(marker(dir, case.index, "done")) {
+                // The child exits once the case is done: nothing is left of it to wait for.
+                let _ = child.wait();
+                if !text.is_empty() {
+                    return Err(format!("the case failed under valgrind: {text}"));
                 }
-                if current.is_none_or(|(c, _)| c < k) && marker(dir, case.index, "started").exists()
-                {
-                    current = Some((k, Instant::now()));
-                    began_any = true;
-                }
-                if let Ok(text) = std::fs::read_to_string(marker(dir, case.index, "done")) {
-                    let wall = current
-                        .filter(|(c, _)| *c == k)
-                        .map_or(Duration::ZERO, |(_, t)| t.elapsed());
-                    // What the child took, where it said (at most what was asked).
-                    let said = |what, most: u64| {
-                        std::fs::read_to_string(marker(dir, case.index, what))
-                            .ok()
-                            .and_then(|t| t.trim().parse().ok())
-                            .filter(|n| (1..=most).contains(n))
-                            .unwrap_or(most)
-                    };
-                    let iterations = said("iterations", case.iterations);
-                    let brackets_taken = said("brackets", u64::from(self.brackets)) as u32;
-                    results[case.index as usize] = Some(if text.is_empty() {
-                        Ok(Counted {
-                            brackets: Vec::new(),
-                            wall,
-                            costs: None,
-                            iterations,
-                            brackets_taken,
-                        })
-                    } else {
-                        Err(format!("the case failed under valgrind: {text}"))
-                    });
-                }
+                // What the child took, where it said (at most what was asked).
+                let said = |what, most: u64| {
+                    std::fs::read_to_string(marker(dir, case.index, what))
+                        .ok()
+                        .and_then(|t| t.trim().parse().ok())
+                        .filter(|n| (1..=most).contains(n))
+                        .unwrap_or(most)
+                };
+                return Ok(Counted {
+                    brackets: Vec::new(),
+                    wall: started.map_or(Duration::ZERO, |t| t.elapsed()),
+                    costs: None,
+                    iterations: said("iterations", case.iterations),
+                    brackets_taken: said("brackets", u64::from(self.brackets)) as u32,
+                });
             }
             let status = match child.try_wait() {
                 Ok(s) => s,
                 Err(e) => {
                     kill(&mut child);
-                    return ChildEnd::NotStarted(format!("waiting for valgrind: {e}"));
+                    return Err(format!("waiting for valgrind: {e}"));
                 }
             };
-            let open = current.filter(|(k, _)| results[pending[*k].index as usize].is_none());
             if let Some(status) = status {
-                // Markers written just before the exit are read above, on this pass.
-                return match open {
-                    None if began_any => ChildEnd::Finished,
-                    None => ChildEnd::NotStarted(format!(
-                        "valgrind ended ({status}) before counting a case{}",
-                        last_lines(&std::fs::read_to_string(&log).unwrap_or_default())
-                    )),
-                    Some((k, _)) => ChildEnd::Lost {
-                        case: pending[k].index,
-                        why: format!(
-                            "the child under valgrind ended ({status}) while counting the case{}",
-                            last_lines(&std::fs::read_to_string(&log).unwrap_or_default())
-                        ),
-                    },
-                };
-            }
-            if let Some((k, since)) = open {
-                if since.elapsed() >= self.timeout {
-                    kill(&mut child);
-                    return ChildEnd::Lost {
-                        case: pending[k].index,
-                        why: format!(
-                            "timed out after {} s under valgrind (--valgrind-timeout)",
-                            self.timeout.as_secs()
-                        ),
-                    };
+                // A done marker written just before the exit is read first, above.
+                if marker(dir, case.index, "done").exists() {
+                    continue;
                 }
+                return Err(match started {
+                    None => format!(
+                        "valgrind ended ({status}) before counting the case{}",
+                        log_tail()
+                    ),
+                    Some(_) => format!(
+                        "the child under valgrind ended ({status}) while counting the case{}",
+                        log_tail()
+                    ),
+                });
+            }
+            if started.is_some_and(|t| t.elapsed() >= self.timeout) {
+                kill(&mut child);
+                return Err(format!(
+                    "timed out after {} s under valgrind (--valgrind-timeout)",
+                    self.timeout.as_secs()
+                ));
             }
             if sparkles_perf_data::atomic_write::interrupted().is_some() {
                 kill(&mut child);
-                return ChildEnd::Finished;
+                return Err("interrupted".to_string());
             }
             std::thread::sleep(Duration::from_millis(10));
         }
     }
 
-    /// Every dump child `attempt` wrote; with profiles, their costs added to `sums`.
-    fn read_dumps(
-        &self,
-        dir: &Path,
-        attempt: u32,
-        sums: &mut CostSums,
-    ) -> Result<Vec<Dump>, String> {
-        let prefix = format!("callgrind-{attempt}.out.");
+    /// Every dump the child wrote; with profiles, their costs added to `sums`.
+    fn read_dumps(&self, dir: &Path, sums: &mut CostSums) -> Result<Vec<Dump>, String> {
+        let prefix = format!("{DUMP_FILE}.");
         let mut dumps = Vec::new();
         for entry in std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))? {
             let path = entry.map_err(|e| e.to_string())?.path();
@@ -448,6 +345,15 @@ impl Pass {
         }
         Ok(dumps)
     }
+}
+
+/// The indices of `cases` (`(name, n, ns per iteration)`), the slowest iteration first
+/// (a median that is not a number last), the suite's order among equals.
+pub(crate) fn slowest_first(cases: &[(String, u64, f64)]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..cases.len()).collect();
+    let key = |i: usize| Some(cases[i].2).filter(|ns| ns.is_finite()).unwrap_or(-1.0);
+    order.sort_by(|&a, &b| key(b).total_cmp(&key(a)));
+    order
 }
 
 /// The last few lines of a child's log, valgrind's own warnings left out, as `: ...`.
@@ -512,9 +418,15 @@ pub(crate) fn count_cases(cases: &[(String, f64)], pass: &Pass) -> Vec<CaseCount
     progress.pass("valgrind", None);
     progress.show(&format!("valgrind: {} cases under callgrind", cases.len()));
     let start = Instant::now();
-    let asked: Vec<(String, u64)> = cases
+    let asked: Vec<(String, u64, f64)> = cases
         .iter()
-        .map(|(name, median)| (name.clone(), iterations_for(*median, pass.brackets)))
+        .map(|(name, median)| {
+            (
+                name.clone(),
+                iterations_for(*median, pass.brackets),
+                *median,
+            )
+        })
         .collect();
     let results = pass.count_all(&asked);
     progress.clear();
@@ -522,7 +434,7 @@ pub(crate) fn count_cases(cases: &[(String, f64)], pass: &Pass) -> Vec<CaseCount
     let mut counted = 0;
     let mut exact_cases = 0;
     let mut counts = Vec::new();
-    for ((name, n), result) in asked.into_iter().zip(results) {
+    for ((name, n, _), result) in asked.into_iter().zip(results) {
         let mut count = CaseCount {
             account: ValgrindReport {
                 program: pass.program.display().to_string(),

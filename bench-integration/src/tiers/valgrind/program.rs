@@ -104,12 +104,28 @@ impl Default for Simulation {
 }
 
 impl Simulation {
-    /// From `--valgrind-sim`'s names (`cache`, `branch`, `none`).
-    pub fn named(names: &[String]) -> Simulation {
-        Simulation {
-            cache: names.iter().any(|n| n == "cache"),
-            branch: names.iter().any(|n| n == "branch"),
+    /// `--valgrind-sim`'s value: `cache`, `branch` or both, comma-separated, or `none`
+    /// alone (beside another name it would say two things at once).
+    pub fn parse(text: &str) -> Result<Simulation, String> {
+        let mut simulation = Simulation {
+            cache: false,
+            branch: false,
+        };
+        let names: Vec<&str> = text.split(',').map(str::trim).collect();
+        for name in &names {
+            match *name {
+                "cache" => simulation.cache = true,
+                "branch" => simulation.branch = true,
+                "none" if names.len() == 1 => {}
+                "none" => return Err(format!("'{text}': 'none' stands alone")),
+                other => {
+                    return Err(format!(
+                        "'{other}' is not a simulation (cache, branch, or none)"
+                    ))
+                }
+            }
         }
+        Ok(simulation)
     }
 }
 

@@ -118,7 +118,7 @@ fn a_simulation_left_out_makes_its_metrics_unavailable_naming_the_flag() {
     let available = sparkles_results::metric::Availability::Available;
     let none = by_id(&descriptors_where(
         available.clone(),
-        Simulation::named(&["none".to_string()]),
+        Simulation::parse("none").unwrap(),
     ));
     assert_eq!(none["valgrind.instructions"], available);
     for id in [
@@ -136,7 +136,7 @@ fn a_simulation_left_out_makes_its_metrics_unavailable_naming_the_flag() {
     }
     let cache = by_id(&descriptors_where(
         available.clone(),
-        Simulation::named(&["cache".to_string()]),
+        Simulation::parse("cache").unwrap(),
     ));
     assert_eq!(cache["valgrind.l1_misses"], available);
     assert_eq!(cache["valgrind.estimated_cycles"], available);
@@ -147,7 +147,7 @@ fn a_simulation_left_out_makes_its_metrics_unavailable_naming_the_flag() {
     let absent = sparkles_results::metric::Availability::Unavailable("no valgrind".into());
     let gone = by_id(&descriptors_where(
         absent.clone(),
-        Simulation::named(&["none".to_string()]),
+        Simulation::parse("none").unwrap(),
     ));
     assert!(gone.values().all(|a| *a == absent));
 }
@@ -313,4 +313,36 @@ fn a_missing_program_says_where_it_was_looked_for() {
     std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
     let found = find_program(Some(OsStr::new("vg-fake")), Some(dir.path().as_os_str())).unwrap();
     assert_eq!(found, fake);
+}
+
+#[test]
+fn valgrind_sim_takes_cache_and_branch_or_none_alone() {
+    let both = Simulation::default();
+    assert_eq!(Simulation::parse("cache,branch"), Ok(both));
+    assert_eq!(Simulation::parse("branch,cache"), Ok(both));
+    let none = Simulation {
+        cache: false,
+        branch: false,
+    };
+    assert_eq!(Simulation::parse("none"), Ok(none));
+    assert_eq!(
+        Simulation::parse("branch"),
+        Ok(Simulation {
+            cache: false,
+            branch: true
+        })
+    );
+    // `none` beside a simulation, and names that are none of them, are refused.
+    let e = Simulation::parse("none,cache").unwrap_err();
+    assert!(e.contains("none") && e.contains("alone"), "{e}");
+    let e = Simulation::parse("cahce").unwrap_err();
+    assert!(e.contains("'cahce'"), "{e}");
+    assert!(Simulation::parse("").is_err());
+}
+
+#[test]
+fn children_take_the_slowest_cases_first_the_suite_order_among_equals() {
+    let case = |ns: f64| (String::new(), 1, ns);
+    let cases = [case(10.0), case(2e9), case(f64::NAN), case(10.0), case(5e6)];
+    assert_eq!(super::pass::slowest_first(&cases), [1, 4, 0, 3, 2]);
 }
