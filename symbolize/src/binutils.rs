@@ -45,33 +45,36 @@ pub struct Options {
 
 /// `discriminator` is the innermost row's: binutils prints it after every frame's location
 /// in an inline chain, not only the innermost (addr2line.c keeps one variable for it).
-fn location(f: Option<&Frame>, discriminator: Option<u32>) -> String {
-    match f {
+/// Appended to `out`.
+fn location(out: &mut String, f: Option<&Frame>, discriminator: Option<u32>) {
+    let _ = match f {
         Some(Frame {
             file: Some(file),
             line,
             ..
         }) => match (line, discriminator) {
-            (Some(l), Some(d)) if *l > 0 => format!("{file}:{l} (discriminator {d})"),
-            (Some(l), None) if *l > 0 => format!("{file}:{l}"),
-            _ => format!("{file}:?"),
+            (Some(l), Some(d)) if *l > 0 => write!(out, "{file}:{l} (discriminator {d})"),
+            (Some(l), None) if *l > 0 => write!(out, "{file}:{l}"),
+            _ => write!(out, "{file}:?"),
         },
         // A function known only from the symbol table: binutils says the line is unknown.
         Some(Frame {
             function: Some(_), ..
-        }) => "??:?".to_string(),
-        _ => "??:0".to_string(),
-    }
+        }) => write!(out, "??:?"),
+        _ => write!(out, "??:0"),
+    };
 }
 
-fn name(f: Option<&Frame>, o: &Options) -> String {
-    let Some(f) = f else { return "??".to_string() };
-    let n = if o.demangle {
-        f.demangled.as_ref().or(f.function.as_ref())
-    } else {
-        f.function.as_ref()
-    };
-    n.cloned().unwrap_or_else(|| "??".to_string())
+/// The function's name binutils prints, appended to `out`.
+fn name(out: &mut String, f: Option<&Frame>, o: &Options) {
+    let n = f.and_then(|f| {
+        if o.demangle {
+            f.demangled.as_ref().or(f.function.as_ref())
+        } else {
+            f.function.as_ref()
+        }
+    });
+    out.push_str(n.map_or("??", String::as_str));
 }
 
 /// The text binutils addr2line prints for `addr` with `frames` (innermost first).
@@ -101,9 +104,10 @@ pub fn format_into(out: &mut String, addr: u64, frames: &[Frame], o: &Options) {
                 out.push_str(" (inlined by) ");
             }
             if o.functions {
-                let _ = write!(out, "{} at ", name(*f, o));
+                name(out, *f, o);
+                out.push_str(" at ");
             }
-            out.push_str(&location(*f, discriminator));
+            location(out, *f, discriminator);
             out.push('\n');
         }
         return;
@@ -113,9 +117,11 @@ pub fn format_into(out: &mut String, addr: u64, frames: &[Frame], o: &Options) {
     }
     for f in shown {
         if o.functions {
-            let _ = writeln!(out, "{}", name(f, o));
+            name(out, f, o);
+            out.push('\n');
         }
-        let _ = writeln!(out, "{}", location(f, discriminator));
+        location(out, f, discriminator);
+        out.push('\n');
     }
 }
 

@@ -634,11 +634,12 @@ impl Module {
                 .is_some_and(|n| n.starts_with("_Z") || n.starts_with("_R"));
             // A symbol of that very name at the address is the one binutils settles on
             // (glibc's `__libc_start_main_impl`, among its versioned aliases).
-            let named_so = last
-                .function
-                .as_deref()
-                .is_some_and(|n| self.aliases(addr).contains(&n));
-            if !linkage && !named_so {
+            let named_so = || {
+                last.function
+                    .as_deref()
+                    .is_some_and(|n| self.aliases(addr).contains(&n))
+            };
+            if !linkage && !named_so() {
                 // binutils's settled name for the function is the symbol that starts
                 // where it does; the symbol covering the address stands in for that (the
                 // addr2line crate gives no function start). A GCC `.cold` part is a symbol
