@@ -121,8 +121,12 @@ const HARNESS_ALLOCATOR: [&str; 2] = ["sparkles_bench::tiers::alloc::", "sparkle
 /// Whether a named frame is the allocator's machinery ([`is_allocator_frame`] by its
 /// name, where debug info gives full paths), or inside it: its containing ELF symbol is the
 /// allocator's (whatever is inlined into `__rust_alloc` or the sampling allocator, atomics
-/// and all), or its source is the standard library's `alloc` crate (line-tables-only debug
-/// info names inlined frames without their paths: `from_elem`, `reserve`).
+/// and all), or its source is the standard library's `alloc` crate or its system
+/// allocator, or the harness's counting allocator (line-tables-only debug info names
+/// inlined frames without their paths: `from_elem`, `reserve`, and the counting
+/// allocator's `alloc<std::alloc::System>`, which a test or bench crate that declares it
+/// `#[global_allocator]` may inline, `__rust_alloc` and all, into the very function that
+/// asks for the bytes).
 pub fn is_allocator_code(f: &NamedFrame) -> bool {
     let symbol = f.symbol.as_deref().is_some_and(|s| {
         let path = s.strip_prefix('<').unwrap_or(s);
@@ -132,8 +136,23 @@ pub fn is_allocator_code(f: &NamedFrame) -> bool {
         file.contains("/library/alloc/src/")
             || file.contains("/library/core/src/alloc/")
             || file.ends_with("/library/std/src/alloc.rs")
+            || (file.contains("/library/std/src/sys/") && file.contains("alloc"))
+            || is_harness_allocator_source(file)
     });
     symbol || source || f.function.as_deref().is_some_and(is_allocator_frame)
+}
+
+/// Whether `file` is the harness's counting allocator's source: `src/tiers/alloc/` (or,
+/// in earlier builds, `src/alloc/`) of the sparkles-bench crate, whether a checkout's
+/// `bench-integration/` or the registry's `sparkles-bench-X.Y.Z/` holds it. A user's own
+/// crate with such a folder is not it.
+fn is_harness_allocator_source(file: &str) -> bool {
+    ["/src/tiers/alloc/", "/src/alloc/"].iter().any(|folder| {
+        file.find(folder).is_some_and(|at| {
+            let package = file[..at].rsplit(['/', '\\']).next().unwrap_or("");
+            package == "bench-integration" || package.starts_with("sparkles-bench")
+        })
+    })
 }
 
 /// The global allocator's shims and libc's malloc family.
@@ -951,6 +970,35 @@ mod allocator_frame_tests {
             "from_elem",
             "demo::json_value",
             &format!("{rustc}/alloc/src/vec/spec_from_elem.rs")
+        )));
+        // The counting allocator, `__rust_alloc` and all inlined into the function that
+        // asks (a test crate that declares it `#[global_allocator]`), from a checkout
+        // and from the registry; the system allocator's inlined helper under it.
+        for file in [
+            "/work/main/bench-integration/src/tiers/alloc/mod.rs",
+            "/root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/sparkles-bench-0.1.0/src/tiers/alloc/mod.rs",
+        ] {
+            assert!(is_allocator_code(&frame(
+                "alloc<std::alloc::System>",
+                "alloc::profiled::planted_bytes",
+                file
+            )));
+        }
+        assert!(is_allocator_code(&frame(
+            "aligned_malloc",
+            "alloc::profiled::planted_bytes",
+            &format!("{rustc}/std/src/sys/alloc/unix.rs")
+        )));
+        // A user's own crate with such a folder, and the function asking, are not.
+        assert!(!is_allocator_code(&frame(
+            "alloc<std::alloc::System>",
+            "mycrate::arena::grow",
+            "/work/mycrate/src/tiers/alloc/mod.rs"
+        )));
+        assert!(!is_allocator_code(&frame(
+            "planted_bytes",
+            "alloc::profiled::planted_bytes",
+            "/work/main/bench-integration/tests/alloc.rs"
         )));
         // The code asking for the bytes, whatever it is inlined into.
         assert!(!is_allocator_code(&frame(
