@@ -281,11 +281,15 @@ fn an_empty_body_costs_a_few_ns() {
             "throughput.*",
         ],
     );
+    // What the harness adds to an iteration is the fastest sample's time: a sample the
+    // scheduler interrupts (CI's stress round runs this beside a busy loop on every CPU,
+    // where batched_empty's median read 5.97 ns and its fastest sample 2.06 ns) reads the
+    // time the thread waited, not more work. Eight samples all interrupted would fail.
     for row in &outcome.rows {
-        let median = row.timing.as_ref().unwrap().summary.median;
+        let fastest = row.timing.as_ref().unwrap().summary.min;
         assert!(
-            median < 5.0,
-            "{}: {median} ns per empty iteration",
+            fastest < 5.0,
+            "{}: {fastest} ns per empty iteration in the fastest sample",
             row.case
         );
     }
