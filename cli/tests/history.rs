@@ -158,7 +158,15 @@ fn commit(dir: &Path, work: u64, message: &str) -> String {
     planted_repo::git(dir, &["rev-parse", "HEAD"])
 }
 
+/// Ignored until the run statistic copes with a machine that slows whole runs unseen:
+/// on the 2-CPU VM the project is built on, this failed 2 of 5 clean-clone CI runs of
+/// 2026-12-06 (never where it was the code). Beside the busy loops, whole runs read 1.4x
+/// slower with no run-queue wait to subtract and the machine probe unmoved: once a
+/// second change point after the planted one, once a scatter that hid the planted step;
+/// without the busy loops the runs scattered by a third. Run it by name with
+/// `--ignored` on a quiet machine.
 #[test]
+#[ignore = "flaky where the machine slows whole runs unseen by the probe (2 of 5 CI runs on the 2-CPU VM, 2026-12-06): run with --ignored on a quiet machine"]
 fn twelve_commits_and_the_one_that_made_a_case_slower_is_its_change_point() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let repo = tempfile::tempdir().unwrap();
